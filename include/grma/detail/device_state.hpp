@@ -1,0 +1,144 @@
+// The state one device's ranks share, as plain data. The host lays it out in
+// one zeroed block (device memory on a GPU, ordinary memory on the CPU
+// backend), and passes ranks a device_view of pointers into it. What the host
+// must read while ranks run (status, errors, the abort flag, the log ring)
+// sits in host-visible memory; on the CPU backend that is all the same memory.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "grma/error.hpp"
+#include "grma/detail/heap.hpp"
+#include "grma/detail/matching.hpp"
+#include "grma/detail/ring.hpp"
+
+namespace grma::detail {
+
+// ---- windows ---------------------------------------------------------------
+
+// The range a rank registered with a window: an offset into its device's heap,
+// so a range means the same on every mapping of that heap.
+struct window_entry {
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+
+struct window_slot {
+  std::uint32_t generation;  // bumped at each create; 0 = never used
+  std::uint32_t active;
+  std::uint32_t comm;
+  std::uint32_t comm_size;
+};
+
+struct window_table {
+  std::uint32_t capacity;   // slots
+  std::uint32_t max_ranks;  // entries per slot
+  window_slot* slots;
+  window_entry* entries;  // capacity x max_ranks
+
+  GRMA_INLINE window_entry& entry(std::uint32_t slot, int comm_rank) const {
+    return entries[std::size_t(slot) * max_ranks + std::size_t(comm_rank)];
+  }
+};
+
+// ---- collectives -----------------------------------------------------------
+
+// One rank's arrival at a collective: `stamp` = epoch << 8 | call, published
+// with release after the payload. A cache line each, so arrivals do not
+// contend.
+struct alignas(64) collective_arrival {
+  std::uint64_t stamp;
+  std::uint64_t payload[2];
+};
+
+// Centralized gather/release: every rank stamps its arrival, the leader (rank
+// 0 of the communicator) waits for all stamps of this epoch, checks that all
+// ranks made the same call, acts, writes `result` and releases the epoch.
+struct collective_state {
+  alignas(64) std::uint64_t release;  // last epoch the leader released
+  std::uint64_t result;               // leader's result of that epoch
+  collective_arrival* arrivals;       // one per rank of the communicator
+};
+
+GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c) {
+  return (epoch << 8) | static_cast<std::uint64_t>(c);
+}
+
+// ---- per rank ----------------------------------------------------------------
+
+inline constexpr int comm_count = 2;       // world, device
+inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
+
+// A rank's private bookkeeping, kept in device memory so the watchdog can show
+// a stuck rank's unmatched notifications.
+struct rank_local {
+  std::uint64_t epoch[comm_count];  // collectives entered per communicator
+  std::uint64_t log_credit;         // known_consumed of the log ring
+  // Direct-mapped cache of producer credits for the rings of recent targets.
+  std::int32_t credit_target[credit_cache_size];
+  std::uint64_t credit_known[credit_cache_size];
+  pending_list pending;
+};
+
+enum class rank_state : std::int32_t { idle = 0, running, blocked, finished, failed };
+
+// What a rank is doing, for the watchdog. Written by the rank with relaxed
+// stores, read by the host while the rank runs; only a hint, never a protocol.
+struct rank_status {
+  std::int32_t state;  // rank_state
+  std::int32_t where;  // call while blocked
+  std::int64_t args[4];
+  std::uint64_t calls_completed;  // progress counter
+};
+
+struct job_control {
+  std::uint32_t abort;         // nonzero: every rank leaves its wait with errc::aborted
+  std::uint32_t error_claimed; // the first failing rank sets it and writes `error`
+  error_record error;
+};
+
+// ---- log ----------------------------------------------------------------------
+
+inline constexpr std::uint32_t log_text_bytes = 116;
+
+struct log_record {
+  std::int32_t rank;
+  std::uint32_t length;
+  char text[log_text_bytes];
+};
+using log_ring = ring<log_record>;
+static_assert(sizeof(ring_slot<log_record>) == 128, "a log slot is 128 bytes");
+
+// ---- the view ranks get ------------------------------------------------------------
+
+struct device_view {
+  unsigned char* heap;
+  std::uint64_t heap_size;
+  std::uint64_t userdata_offset;
+  std::uint64_t userdata_size;
+  heap_allocator* allocator;
+  window_table windows;
+
+  unsigned char* queues;  // one notification ring per rank of this device
+  std::uint64_t queue_stride;
+  std::uint32_t queue_capacity;
+  std::uint32_t match_capacity;
+
+  collective_state* collectives;  // comm_count of them
+  rank_local* locals;             // one per rank of this device
+  rank_status* status;            // host-visible, one per rank of this device
+  job_control* control;           // host-visible
+  log_ring* log;                  // host-visible
+
+  std::int32_t world_size;
+  std::int32_t first_rank;  // world rank of this device's rank 0
+  std::int32_t ranks;       // ranks on this device
+  std::int32_t threads_per_rank;
+
+  GRMA_INLINE notification_ring& queue(int device_rank) const {
+    return *reinterpret_cast<notification_ring*>(queues + queue_stride * std::uint64_t(device_rank));
+  }
+};
+
+}  // namespace grma::detail

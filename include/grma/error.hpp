@@ -1,0 +1,97 @@
+// Errors. A rank that detects a bad argument fills an error_record (plain data,
+// so a GPU rank can write it into host-visible memory); the host turns the
+// record into a grma::error whose message names the rank, the call and the
+// values. On the CPU backend the rank throws that error directly.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "grma/config.hpp"
+
+namespace grma {
+
+// The API call an error or a blocked rank is in.
+enum class call : std::int32_t {
+  none = 0,
+  runtime,
+  alloc,
+  free,
+  window_create,
+  window_free,
+  put_notify,
+  get_notify,
+  put_signal,
+  test_notifications,
+  wait_notifications,
+  wait_signal,
+  barrier,
+  rank_assert,
+  comm_query,
+  count_  // number of calls, keep last
+};
+
+enum class errc : std::int32_t {
+  none = 0,
+  rank_out_of_range,            // v0 rank, v1 communicator size, v2 communicator
+  range_outside_window,         // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
+  negative_tag,                 // v0 tag
+  invalid_count,                // v0 count
+  count_exceeds_match_capacity, // v0 count, v1 capacity
+  window_not_created,           // v0 slot, v1 generation
+  window_freed,                 // v0 slot, v1 generation of handle
+  window_memory_not_managed,    // v0 base address, v1 size
+  window_table_full,            // v0 table size
+  heap_exhausted,               // v0 request, v1 heap size, v2 free bytes, v3 largest free block
+  invalid_free,                 // v0 address
+  double_free,                  // v0 address
+  null_buffer,                  // v0 size
+  collective_mismatch,          // v0 communicator, v1 other rank, v2 other call, v3 epoch
+  invalid_comm,                 // v0 communicator id
+  signal_misaligned,            // v0 offset
+  invalid_enum,                 // v0 value (signal_op or cmp)
+  assertion_failed,             // text "file:line: expression"
+  aborted,                      // v0 rank whose failure stopped the job
+  timeout,                      // the watchdog's report is in the message
+  invalid_config,               // host side; message built on the host
+  backend_unavailable,          // host side
+  count_                        // keep last
+};
+
+// What a rank records when it fails. Shared with device code: fixed size, no
+// pointers, 8-byte aligned fields only.
+struct error_record {
+  std::int32_t code;   // errc
+  std::int32_t rank;   // world rank that failed (-1: host)
+  std::int32_t where;  // call
+  std::int32_t pad;
+  std::int64_t values[6];
+  char text[64];
+};
+static_assert(sizeof(error_record) == 128, "error_record is shared with the GPU; keep its layout");
+
+const char* call_name(call c);
+const char* comm_name(std::uint32_t comm_id);
+
+// The one error type of grma.
+class error : public std::runtime_error {
+ public:
+  error(errc code, int rank, call where, const std::string& message)
+      : std::runtime_error(message), code_(code), rank_(rank), where_(where) {}
+  explicit error(const error_record& record);
+
+  errc code() const noexcept { return code_; }
+  int rank() const noexcept { return rank_; }  // -1 when the host found it
+  call where() const noexcept { return where_; }
+
+ private:
+  errc code_;
+  int rank_;
+  call where_;
+};
+
+// The text of an error record, "grma: rank R: CALL: what went wrong, with values".
+std::string describe(const error_record& record);
+
+}  // namespace grma

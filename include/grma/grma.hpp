@@ -1,0 +1,9 @@
+// Everything a grma program needs.
+#pragma once
+
+#include "grma/config.hpp"
+#include "grma/error.hpp"
+#include "grma/rank.hpp"
+#include "grma/runtime.hpp"
+#include "grma/settings.hpp"
+#include "grma/types.hpp"

@@ -1,0 +1,504 @@
+// The rank API: what rank code calls. One template over the platform (the CPU
+// backend's threads, later CUDA blocks), so a rank program written as
+//
+//   template <class Rank> GRMA_HOST_DEVICE void operator()(Rank& r) const;
+//
+// runs unchanged on every backend. Calling convention (papers/000 §2.3.3):
+// all threads of a rank call each function together with the same arguments
+// and see the same results; rank(), size(), thread(), threads() and userdata()
+// may be called by single threads.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "grma/config.hpp"
+#include "grma/error.hpp"
+#include "grma/types.hpp"
+#include "grma/detail/atomic.hpp"
+#include "grma/detail/device_state.hpp"
+#include "grma/detail/heap.hpp"
+#include "grma/detail/log_line.hpp"
+#include "grma/detail/matching.hpp"
+#include "grma/detail/ring.hpp"
+
+namespace grma {
+
+template <class Platform>
+class basic_rank {
+  using P = Platform;
+  static constexpr detail::scope S = P::memory_scope;
+
+ public:
+  GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank)
+      : v_(view), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
+  basic_rank(const basic_rank&) = delete;
+  basic_rank& operator=(const basic_rank&) = delete;
+
+  // ---- who am I ------------------------------------------------------------
+
+  GRMA_INLINE int rank(comm c) const { return layout(c).rank; }
+  GRMA_INLINE int size(comm c) const { return layout(c).size; }
+  GRMA_INLINE int thread() const { return P::thread_index(); }
+  GRMA_INLINE int threads() const { return P::thread_count(); }
+  GRMA_INLINE void sync_threads() const { P::sync(); }
+  // Seconds from an arbitrary start, for timing inside rank code.
+  GRMA_INLINE double wtime() const { return P::now_seconds(); }
+
+  // The host's userdata buffer as this device's copy; the host sees what ranks
+  // wrote once the run returns.
+  GRMA_INLINE void* userdata() const { return v_.heap + v_.userdata_offset; }
+  template <class T>
+  GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
+  GRMA_INLINE std::size_t userdata_size() const { return v_.userdata_size; }
+
+  // ---- memory ----------------------------------------------------------------
+
+  // Rank-private memory from the device heap; may be registered in windows.
+  GRMA_INLINE void* alloc(std::size_t bytes) {
+    const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes) : 0);
+    return v_.heap + offset;
+  }
+
+  GRMA_INLINE void free(void* pointer) {
+    if (pointer == nullptr) return;
+    if (leader()) free_offset(pointer);
+    P::sync();
+  }
+
+  // Reads window memory that other ranks may write, past any stale cache line
+  // (papers/000 readNoCache).
+  template <class T>
+  GRMA_INLINE T read(const T* p) const {
+    return *static_cast<const volatile T*>(p);
+  }
+
+  // ---- windows ---------------------------------------------------------------
+
+  // Collective over `c`: each rank registers [base, base + bytes) of grma
+  // memory (alloc or userdata); bytes may be 0.
+  GRMA_INLINE window window_create(comm c, void* base, std::size_t bytes) {
+    const comm_layout l = layout(c);
+    std::uint64_t offset = 0;
+    if (bytes != 0) {
+      auto* p = static_cast<unsigned char*>(base);
+      if (p < v_.heap || p >= v_.heap + v_.heap_size ||
+          bytes > std::uint64_t(v_.heap + v_.heap_size - p))
+        fail(errc::window_memory_not_managed, call::window_create,
+             std::int64_t(reinterpret_cast<std::uintptr_t>(base)), std::int64_t(bytes));
+      offset = std::uint64_t(p - v_.heap);
+    }
+    const detail::window_table& t = v_.windows;
+    const std::uint64_t result = collective(
+        c, l, call::window_create, offset, bytes, [&](detail::collective_state& st) {
+          for (std::uint32_t s = 0; s < t.capacity; ++s) {
+            detail::window_slot& slot = t.slots[s];
+            if (slot.active) continue;
+            slot.generation = slot.generation % 0xffffu + 1;  // 1..65535, fits the notification key
+            slot.active = 1;
+            slot.comm = c.id;
+            slot.comm_size = std::uint32_t(l.size);
+            for (int i = 0; i < l.size; ++i)
+              t.entry(s, i) = {st.arrivals[i].payload[0], st.arrivals[i].payload[1]};
+            return (std::uint64_t(slot.generation) << 32) | s;
+          }
+          return ~std::uint64_t{0};
+        });
+    if (result == ~std::uint64_t{0})
+      fail(errc::window_table_full, call::window_create, std::int64_t(t.capacity));
+    return window{std::uint32_t(result & 0xffffffffu), std::uint32_t(result >> 32)};
+  }
+
+  // Collective over the window's communicator. The handle becomes window_none.
+  GRMA_INLINE void window_free(window& w) {
+    const detail::window_slot& slot = checked_slot(w, call::window_free);
+    const comm c{slot.comm};
+    const std::uint64_t key = detail::window_key(w.slot, w.generation);
+    const std::uint64_t mismatch = collective(
+        c, layout(c), call::window_free, key, 0, [&](detail::collective_state& st) {
+          for (std::uint32_t i = 0; i < slot.comm_size; ++i)
+            if (st.arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
+          v_.windows.slots[w.slot].active = 0;
+          return std::uint64_t{0};
+        });
+    if (mismatch != 0)
+      fail(errc::collective_mismatch, call::window_free, c.id, std::int64_t(mismatch - 1),
+           std::int64_t(call::window_free), local().epoch[c.id]);
+    w = window_none;
+  }
+
+  // ---- notified access -------------------------------------------------------
+
+  // Writes `bytes` from `source` to [offset, offset + bytes) of the range
+  // `target` registered with `w`, then adds a notification with `tag` to the
+  // target's queue. The data is visible to the target before the notification.
+  GRMA_INLINE void put_notify(window w, int target, std::size_t offset, std::size_t bytes,
+                              const void* source, int tag) {
+    const access a = check_access(w, target, offset, bytes, source, call::put_notify);
+    check_tag(tag, call::put_notify);
+    unsigned char* destination = v_.heap + a.entry.offset + offset;
+    if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
+    notify(a, w, tag, call::put_notify);
+  }
+
+  // Reads [offset, offset + bytes) of the target's range into `destination`,
+  // then notifies the target (our reads complete before it sees the tag).
+  GRMA_INLINE void get_notify(window w, int target, std::size_t offset, std::size_t bytes,
+                              void* destination, int tag) {
+    const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
+    check_tag(tag, call::get_notify);
+    const unsigned char* source = v_.heap + a.entry.offset + offset;
+    if (destination != source) P::copy(destination, source, bytes);
+    notify(a, w, tag, call::get_notify);
+  }
+
+  // True (and the matched notifications removed) when `count` notifications of
+  // `w` from `source` (or any_source) with `tag` (or any_tag) are queued.
+  GRMA_INLINE bool test_notifications(window w, int source, int tag, int count = 1) {
+    const detail::match_query q = check_query(w, source, tag, count, call::test_notifications);
+    const bool matched = P::broadcast(leader() ? match(q) : false);
+    if (matched) completed();
+    return matched;
+  }
+
+  GRMA_INLINE void wait_notifications(window w, int source, int tag, int count = 1) {
+    const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
+    block_until(call::wait_notifications, {w.slot, source, tag, count},
+                [&] { return P::broadcast(leader() ? match(q) : false); });
+    completed();
+  }
+
+  // ---- signals ---------------------------------------------------------------
+
+  // Like put_notify, but instead of a notification it sets or adds `value` to
+  // the 64-bit word at `signal_offset` of the target's range, after the data.
+  GRMA_INLINE void put_signal(window w, int target, std::size_t offset, std::size_t bytes,
+                              const void* source, std::size_t signal_offset, std::uint64_t value,
+                              signal_op op) {
+    const access a = check_access(w, target, offset, bytes, source, call::put_signal);
+    std::uint64_t& word = signal_word(a, target, w, signal_offset, call::put_signal);
+    if (op != signal_op::set && op != signal_op::add)
+      fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
+    unsigned char* destination = v_.heap + a.entry.offset + offset;
+    if (destination != source) P::copy(destination, source, bytes);
+    if (leader()) {
+      // Release: the data above is visible before the new signal value.
+      if (op == signal_op::set)
+        detail::store_release<S>(word, value);
+      else
+        detail::fetch_add_acq_rel<S>(word, value);
+    }
+    completed();
+  }
+
+  // Waits until (word at signal_offset of my range in w) <c> value and returns
+  // the word's value then. Acquire: data put before the signal is visible.
+  GRMA_INLINE std::uint64_t wait_signal(window w, std::size_t signal_offset, cmp c,
+                                        std::uint64_t value) {
+    const detail::window_slot& slot = checked_slot(w, call::wait_signal);
+    const int me = layout(comm{slot.comm}).rank;
+    const access a{v_.windows.entry(w.slot, me), me, slot};
+    std::uint64_t& word = signal_word(a, me, w, signal_offset, call::wait_signal);
+    if (std::uint32_t(c) > std::uint32_t(cmp::le))
+      fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
+    std::uint64_t seen = 0;
+    block_until(call::wait_signal, {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
+                [&] {
+                  seen = detail::load_acquire<S>(word);
+                  return compare(seen, c, value);
+                });
+    completed();
+    return seen;
+  }
+
+  // ---- synchronization, log, assert ------------------------------------------------
+
+  GRMA_INLINE void barrier(comm c) {
+    collective(c, layout(c), call::barrier, 0, 0,
+               [](detail::collective_state&) { return std::uint64_t{0}; });
+  }
+
+  GRMA_INLINE detail::log_line<basic_rank> log() { return detail::log_line<basic_rank>(*this); }
+
+  // Fails the job with "file:line: expression" unless `holds`. Use GRMA_ASSERT.
+  GRMA_INLINE void check(bool holds, const char* expression, const char* file, int line) {
+    if (holds) return;
+    detail::line_buffer text;
+    text.append(file);
+    text.append(':');
+    text.append_signed(line);
+    text.append(": ");
+    text.append(expression);
+    fail(errc::assertion_failed, call::rank_assert, line, 0, 0, 0, 0, text.data(), text.size());
+  }
+
+  // Used by log_line: one thread sends the finished line to the host.
+  GRMA_INLINE void send_log(const detail::line_buffer& line) {
+    if (!leader()) return;
+    detail::log_record record;
+    record.rank = world_rank_;
+    record.length = line.size();
+    for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
+    waiter wait(*this, call::none, {0, 0, 0, 0});
+    detail::ring_push<detail::scope::system>(*v_.log, local().log_credit, record, wait);
+  }
+
+ private:
+  struct comm_layout {
+    int size;
+    int rank;
+  };
+
+  struct access {
+    detail::window_entry entry;  // the target's registered range
+    int target;                  // in the window's communicator
+    const detail::window_slot& slot;
+  };
+
+  // Marks the rank blocked while it waits (for the watchdog), backs off, and
+  // leaves the wait if the job is aborted.
+  class waiter {
+   public:
+    GRMA_INLINE waiter(basic_rank& r, call where, const std::int64_t (&args)[4])
+        : r_(r), where_(where) {
+      for (int i = 0; i < 4; ++i) args_[i] = args[i];
+    }
+    waiter(const waiter&) = delete;
+    GRMA_INLINE ~waiter() {
+      if (published_) detail::store_relaxed<detail::scope::system>(r_.status().state, std::int32_t(detail::rank_state::running));
+    }
+    GRMA_INLINE void operator()() {
+      if (!published_) {
+        published_ = true;
+        detail::rank_status& st = r_.status();
+        detail::store_relaxed<detail::scope::system>(st.where, std::int32_t(where_));
+        for (int i = 0; i < 4; ++i) detail::store_relaxed<detail::scope::system>(st.args[i], args_[i]);
+        detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::blocked));
+      }
+      P::relax(spins_);
+      if (spins_ % 64 == 0) r_.check_abort();
+    }
+
+   private:
+    basic_rank& r_;
+    call where_;
+    std::int64_t args_[4];
+    std::uint32_t spins_ = 0;
+    bool published_ = false;
+  };
+
+  GRMA_INLINE bool leader() const { return P::thread_index() == 0; }
+  GRMA_INLINE detail::rank_local& local() const { return v_.locals[device_rank_]; }
+  GRMA_INLINE detail::rank_status& status() const { return v_.status[device_rank_]; }
+
+  GRMA_INLINE void completed() {
+    if (leader()) detail::fetch_add_relaxed<detail::scope::system>(status().calls_completed, std::uint64_t{1});
+  }
+
+  GRMA_INLINE comm_layout layout(comm c) const {
+    // One device per job on the CPU backend so far: world is this device's ranks.
+    if (c == world) return {v_.world_size, world_rank_};
+    if (c == device) return {v_.ranks, device_rank_};
+    fail(errc::invalid_comm, call::comm_query, c.id);
+  }
+
+  [[noreturn]] GRMA_INLINE void fail(errc code, call where, std::int64_t v0 = 0, std::int64_t v1 = 0,
+                                     std::int64_t v2 = 0, std::int64_t v3 = 0, std::int64_t v4 = 0,
+                                     const char* text = nullptr, std::uint32_t text_length = 0) const {
+    error_record r{};
+    r.code = std::int32_t(code);
+    r.rank = world_rank_;
+    r.where = std::int32_t(where);
+    r.values[0] = v0;
+    r.values[1] = v1;
+    r.values[2] = v2;
+    r.values[3] = v3;
+    r.values[4] = v4;
+    const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
+    for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
+    detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
+    P::fail(*v_.control, r);
+  }
+
+  GRMA_INLINE void check_abort() {
+    if (detail::load_acquire<detail::scope::system>(v_.control->abort) != 0) {
+      error_record r{};
+      r.code = std::int32_t(errc::aborted);
+      r.rank = world_rank_;
+      r.where = status().where;
+      r.values[0] = detail::load_relaxed<detail::scope::system>(v_.control->error_claimed) != 0
+                        ? v_.control->error.rank
+                        : -1;
+      P::leave(r);
+    }
+  }
+
+  template <class Done>
+  GRMA_INLINE void block_until(call where, const std::int64_t (&args)[4], Done&& done) {
+    if (done()) return;
+    waiter wait(*this, where, args);
+    do wait();
+    while (!done());
+  }
+
+  // Gather at the communicator's leader, run `act` there, release everyone
+  // with its result. Also checks that every rank made the same call.
+  template <class LeaderAction>
+  GRMA_INLINE std::uint64_t collective(comm c, comm_layout l, call what, std::uint64_t p0,
+                                       std::uint64_t p1, LeaderAction&& act) {
+    detail::collective_state& st = v_.collectives[c.id];
+    std::uint64_t result = 0;
+    if (leader()) {
+      const std::uint64_t epoch = ++local().epoch[c.id];
+      detail::collective_arrival& mine = st.arrivals[l.rank];
+      mine.payload[0] = p0;
+      mine.payload[1] = p1;
+      // Release: payload and everything this rank wrote before the collective
+      // are visible to the leader once it sees the stamp.
+      detail::store_release<S>(mine.stamp, detail::collective_stamp(epoch, what));
+      if (l.rank == 0) {
+        for (int i = 0; i < l.size; ++i) {
+          std::uint64_t stamp = 0;
+          block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
+            stamp = detail::load_acquire<S>(st.arrivals[i].stamp);
+            return (stamp >> 8) >= epoch;
+          });
+          if (stamp != detail::collective_stamp(epoch, what))
+            fail(errc::collective_mismatch, what, c.id, i, std::int64_t(stamp & 0xff),
+                 std::int64_t(epoch));
+        }
+        result = act(st);
+        detail::store_relaxed<S>(st.result, result);
+        // Release: the action's writes (window table) and, transitively, every
+        // rank's pre-collective writes reach all ranks that see this epoch.
+        detail::store_release<S>(st.release, epoch);
+      } else {
+        block_until(what, {c.id, -1, std::int64_t(epoch), 0},
+                    [&] { return detail::load_acquire<S>(st.release) >= epoch; });
+        result = detail::load_relaxed<S>(st.result);
+      }
+      completed();
+    }
+    return P::broadcast(result);
+  }
+
+  GRMA_INLINE const detail::window_slot& checked_slot(window w, call where) const {
+    const detail::window_table& t = v_.windows;
+    if (w.generation == 0 || w.slot >= t.capacity || t.slots[w.slot].generation == 0)
+      fail(errc::window_not_created, where, w.slot, w.generation);
+    const detail::window_slot& slot = t.slots[w.slot];
+    if (!slot.active || slot.generation != w.generation)
+      fail(errc::window_freed, where, w.slot, w.generation);
+    return slot;
+  }
+
+  GRMA_INLINE void check_tag(int tag, call where) const {
+    if (tag < 0) fail(errc::negative_tag, where, tag);
+  }
+
+  GRMA_INLINE access check_access(window w, int target, std::size_t offset, std::size_t bytes,
+                                  const void* buffer, call where) const {
+    const detail::window_slot& slot = checked_slot(w, where);
+    if (target < 0 || std::uint32_t(target) >= slot.comm_size)
+      fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
+    const detail::window_entry e = v_.windows.entry(w.slot, target);
+    if (offset > e.size || bytes > e.size - offset)
+      fail(errc::range_outside_window, where, std::int64_t(offset), std::int64_t(bytes),
+           std::int64_t(e.size), target, w.slot);
+    if (bytes != 0 && buffer == nullptr) fail(errc::null_buffer, where, std::int64_t(bytes));
+    return access{e, target, slot};
+  }
+
+  GRMA_INLINE std::uint64_t& signal_word(const access& a, int target, window w,
+                                         std::size_t signal_offset, call where) const {
+    if (signal_offset > a.entry.size || a.entry.size - signal_offset < sizeof(std::uint64_t))
+      fail(errc::range_outside_window, where, std::int64_t(signal_offset),
+           std::int64_t(sizeof(std::uint64_t)), std::int64_t(a.entry.size), target, w.slot);
+    const std::uint64_t at = a.entry.offset + signal_offset;
+    if (at % sizeof(std::uint64_t) != 0)
+      fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
+    return *reinterpret_cast<std::uint64_t*>(v_.heap + at);
+  }
+
+  GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
+                                              call where) const {
+    const detail::window_slot& slot = checked_slot(w, where);
+    if (source != any_source && (source < 0 || std::uint32_t(source) >= slot.comm_size))
+      fail(errc::rank_out_of_range, where, source, slot.comm_size, slot.comm);
+    if (tag != any_tag && tag < 0) fail(errc::negative_tag, where, tag);
+    if (count < 1) fail(errc::invalid_count, where, count);
+    if (std::uint32_t(count) > v_.match_capacity)
+      fail(errc::count_exceeds_match_capacity, where, count, v_.match_capacity);
+    return {detail::window_key(w.slot, w.generation), source, tag, count};
+  }
+
+  GRMA_INLINE bool match(const detail::match_query& q) {
+    return detail::match_notifications<S>(local().pending, v_.queue(device_rank_), q);
+  }
+
+  // The target's world rank -> its ring on this device.
+  GRMA_INLINE void notify(const access& a, window w, int tag, call where) {
+    if (leader()) {
+      const int my_rank = layout(comm{a.slot.comm}).rank;
+      const int target_device_rank =
+          (a.slot.comm == device.id ? v_.first_rank + a.target : a.target) - v_.first_rank;
+      P::publish_fence();
+      waiter wait(*this, where, {w.slot, a.target, tag, 0});
+      detail::ring_push<S>(v_.queue(target_device_rank), credit(target_device_rank),
+                           detail::notification{detail::window_key(w.slot, w.generation),
+                                                my_rank, tag},
+                           wait);
+    }
+    completed();
+    P::sync();
+  }
+
+  // The producer credit (known consumed count) for a target's ring.
+  GRMA_INLINE std::uint64_t& credit(int target_device_rank) {
+    detail::rank_local& l = local();
+    const int i = target_device_rank % detail::credit_cache_size;
+    if (l.credit_target[i] != target_device_rank) {
+      l.credit_target[i] = target_device_rank;
+      l.credit_known[i] = 0;  // never above the true count: safe, re-read on demand
+    }
+    return l.credit_known[i];
+  }
+
+  GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes) {
+    detail::heap_allocator& a = *v_.allocator;
+    waiter wait(*this, call::alloc, {std::int64_t(bytes), 0, 0, 0});
+    detail::heap_lock<S>(a, wait);
+    detail::heap_failure why{};
+    const std::uint64_t offset = detail::heap_allocate(a, v_.heap, bytes, world_rank_, why);
+    const std::uint64_t managed = a.end - a.begin;
+    detail::heap_unlock<S>(a);
+    if (offset == 0)
+      fail(errc::heap_exhausted, call::alloc, std::int64_t(bytes), std::int64_t(managed),
+           std::int64_t(why.free_bytes), std::int64_t(why.largest_free));
+    completed();
+    return offset;
+  }
+
+  GRMA_INLINE void free_offset(void* pointer) {
+    auto* p = static_cast<unsigned char*>(pointer);
+    const std::int64_t address = std::int64_t(reinterpret_cast<std::uintptr_t>(pointer));
+    if (p < v_.heap || p >= v_.heap + v_.heap_size) fail(errc::invalid_free, call::free, address);
+    detail::heap_allocator& a = *v_.allocator;
+    waiter wait(*this, call::free, {address, 0, 0, 0});
+    detail::heap_lock<S>(a, wait);
+    const detail::heap_free_result result = detail::heap_release(a, v_.heap, std::uint64_t(p - v_.heap));
+    detail::heap_unlock<S>(a);
+    if (result == detail::heap_free_result::already_free) fail(errc::double_free, call::free, address);
+    if (result != detail::heap_free_result::ok) fail(errc::invalid_free, call::free, address);
+    completed();
+  }
+
+  detail::device_view v_;
+  int device_rank_;
+  int world_rank_;
+};
+
+}  // namespace grma
+
+// Fails the job with the rank, file, line and expression when `expr` is false.
+#define GRMA_ASSERT(rank, expr) (rank).check(static_cast<bool>(expr), #expr, __FILE__, __LINE__)

@@ -1,0 +1,32 @@
+// Runtime settings: defaults, overridden by GRMA_* environment variables, then
+// by --grma-* command-line arguments (see docs/configuration.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grma/types.hpp"
+
+namespace grma {
+
+struct settings {
+  backend_kind backend = backend_kind::cpu;  // GRMA_BACKEND=cpu|cuda
+  int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
+  std::uint64_t heap_size = 64ull << 20;     // GRMA_HEAP_SIZE, bytes per device (K/M/G suffixes)
+  std::uint32_t queue_capacity = 1024;       // GRMA_QUEUE_CAPACITY, notifications per rank (power of 2)
+  std::uint32_t match_capacity = 256;        // GRMA_MATCH_CAPACITY, unmatched notifications held per rank
+  std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device
+  double timeout_seconds = 60;               // GRMA_TIMEOUT, watchdog; 0 disables it
+
+  // Settings from name/value pairs named like the environment variables
+  // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors.
+  static settings parse(const std::vector<std::pair<std::string, std::string>>& values);
+
+  // GRMA_* from the environment, then --grma-name=value arguments, which are
+  // removed from argv (argc shrinks accordingly).
+  static settings from_environment(int* argc = nullptr, char** argv = nullptr);
+};
+
+}  // namespace grma

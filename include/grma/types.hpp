@@ -1,0 +1,81 @@
+// Plain value types of the grma API, shared by host code and rank code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "grma/config.hpp"
+
+namespace grma {
+
+// A communicator names a set of ranks. world: every rank of the job; device: the
+// ranks that run on the caller's device (papers/000 §2.3.1).
+struct comm {
+  std::uint32_t id;
+  friend constexpr bool operator==(comm a, comm b) { return a.id == b.id; }
+};
+inline constexpr comm world{0};
+inline constexpr comm device{1};
+
+// Wildcards for matching notifications (papers/000 Listing 2.4).
+inline constexpr int any_source = -1;
+inline constexpr int any_tag = -1;
+
+// A window handle: the slot in the device's window table and that slot's
+// generation, so a handle kept after window_free is detected instead of
+// silently addressing the slot's next window.
+struct window {
+  std::uint32_t slot = 0;
+  std::uint32_t generation = 0;  // 0 = never created
+  friend constexpr bool operator==(window a, window b) {
+    return a.slot == b.slot && a.generation == b.generation;
+  }
+};
+inline constexpr window window_none{};
+
+// What a signalling put does to the 64-bit signal word at the target.
+enum class signal_op : std::uint32_t { set = 0, add = 1 };
+
+// Comparison for waiting on a signal word: wait until (word <cmp> value).
+enum class cmp : std::uint32_t { eq = 0, ne, gt, ge, lt, le };
+
+GRMA_INLINE constexpr bool compare(std::uint64_t word, cmp c, std::uint64_t value) {
+  switch (c) {
+    case cmp::eq: return word == value;
+    case cmp::ne: return word != value;
+    case cmp::gt: return word > value;
+    case cmp::ge: return word >= value;
+    case cmp::lt: return word < value;
+    case cmp::le: return word <= value;
+  }
+  return false;
+}
+
+// What the host may know about the job before and after it runs (papers/000
+// Listing 2.1).
+struct rank_info {
+  int rank_count = 0;        // ranks in the whole job (world size)
+  int rank_start = 0;        // first world rank this process runs
+  int rank_responsible = 0;  // number of ranks this process runs
+  int ranks_per_device = 0;
+  int threads_per_rank = 0;
+  int device_index = 0;  // this process's device on its node
+  int device_count = 0;  // devices this node's processes drive
+  int node_index = 0;
+  int node_count = 0;
+  int process_index = 0;
+  int process_count = 0;
+};
+
+enum class backend_kind { cpu, cuda };
+
+// How to run a rank program. Zero means "the backend's default" (or the
+// GRMA_* variable that sets it).
+struct launch_options {
+  int threads_per_rank = 0;  // the CPU backend always runs one thread per rank
+  int ranks_per_device = 0;
+  void* userdata = nullptr;  // host buffer: copied in before, and back after, the run
+  std::size_t userdata_size = 0;
+};
+
+}  // namespace grma

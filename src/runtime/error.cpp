@@ -1,0 +1,124 @@
+#include "grma/error.hpp"
+
+#include <sstream>
+
+#include "grma/types.hpp"
+
+namespace grma {
+
+const char* call_name(call c) {
+  switch (c) {
+    case call::none: return "log";
+    case call::runtime: return "runtime";
+    case call::alloc: return "alloc";
+    case call::free: return "free";
+    case call::window_create: return "window_create";
+    case call::window_free: return "window_free";
+    case call::put_notify: return "put_notify";
+    case call::get_notify: return "get_notify";
+    case call::put_signal: return "put_signal";
+    case call::test_notifications: return "test_notifications";
+    case call::wait_notifications: return "wait_notifications";
+    case call::wait_signal: return "wait_signal";
+    case call::barrier: return "barrier";
+    case call::rank_assert: return "GRMA_ASSERT";
+    case call::comm_query: return "rank/size";
+    case call::count_: break;
+  }
+  return "unknown call";
+}
+
+const char* comm_name(std::uint32_t comm_id) {
+  if (comm_id == world.id) return "world";
+  if (comm_id == device.id) return "device";
+  return "unknown";
+}
+
+namespace {
+
+std::string describe_values(const error_record& r) {
+  const auto* v = r.values;
+  std::ostringstream s;
+  switch (static_cast<errc>(r.code)) {
+    case errc::none: s << "no error"; break;
+    case errc::rank_out_of_range:
+      s << "rank " << v[0] << " is out of range: communicator " << comm_name(std::uint32_t(v[2]))
+        << " has " << v[1] << " ranks";
+      break;
+    case errc::range_outside_window:
+      s << "offset " << v[0] << " + size " << v[1] << " exceeds the " << v[2]
+        << " bytes that rank " << v[3] << " registered with window " << v[4];
+      break;
+    case errc::negative_tag: s << "tag " << v[0] << " is negative (tags are >= 0)"; break;
+    case errc::invalid_count: s << "count " << v[0] << " is less than 1"; break;
+    case errc::count_exceeds_match_capacity:
+      s << "count " << v[0] << " exceeds the " << v[1]
+        << " unmatched notifications a rank can hold (GRMA_MATCH_CAPACITY)";
+      break;
+    case errc::window_not_created:
+      s << "window " << v[0] << " (generation " << v[1] << ") was never created";
+      break;
+    case errc::window_freed:
+      s << "window " << v[0] << " (generation " << v[1] << ") is used after window_free";
+      break;
+    case errc::window_memory_not_managed:
+      s << "memory at 0x" << std::hex << v[0] << std::dec << " (" << v[1]
+        << " bytes) is not grma memory: register memory from alloc or userdata";
+      break;
+    case errc::window_table_full:
+      s << "all " << v[0] << " window slots are in use (GRMA_MAX_WINDOWS)";
+      break;
+    case errc::heap_exhausted:
+      s << "cannot allocate " << v[0] << " bytes: the heap of " << v[1] << " bytes has " << v[2]
+        << " bytes free, the largest free block is " << v[3] << " bytes (GRMA_HEAP_SIZE)";
+      break;
+    case errc::invalid_free:
+      s << "pointer 0x" << std::hex << v[0] << std::dec
+        << " was not returned by alloc, or was freed already";
+      break;
+    case errc::double_free:
+      s << "pointer 0x" << std::hex << v[0] << std::dec << " was freed already (double free)";
+      break;
+    case errc::null_buffer: s << "buffer is null but size is " << v[0]; break;
+    case errc::collective_mismatch:
+      s << "collective mismatch on communicator " << comm_name(std::uint32_t(v[0])) << ": rank "
+        << v[1] << " called " << call_name(static_cast<call>(v[2])) << " (collective #" << v[3]
+        << ")";
+      break;
+    case errc::invalid_comm: s << "communicator " << v[0] << " does not exist"; break;
+    case errc::signal_misaligned:
+      s << "signal offset " << v[0] << " is not 8-byte aligned in the heap";
+      break;
+    case errc::invalid_enum: s << "invalid signal_op or cmp value " << v[0]; break;
+    case errc::assertion_failed: s << "assertion failed: " << r.text; break;
+    case errc::aborted:
+      s << "stopped because the job was aborted";
+      if (v[0] >= 0) s << " (rank " << v[0] << " failed)";
+      break;
+    case errc::timeout: s << "watchdog timeout"; break;
+    case errc::invalid_config:
+    case errc::backend_unavailable: s << r.text; break;
+    case errc::count_: s << "unknown error"; break;
+  }
+  return s.str();
+}
+
+}  // namespace
+
+std::string describe(const error_record& r) {
+  std::ostringstream s;
+  s << "grma: ";
+  if (r.rank >= 0) s << "rank " << r.rank << ": ";
+  const auto where = static_cast<call>(r.where);
+  if (where != call::none && where != call::runtime) s << call_name(where) << ": ";
+  s << describe_values(r);
+  return s.str();
+}
+
+error::error(const error_record& record)
+    : std::runtime_error(describe(record)),
+      code_(static_cast<errc>(record.code)),
+      rank_(record.rank),
+      where_(static_cast<call>(record.where)) {}
+
+}  // namespace grma

@@ -1,0 +1,73 @@
+#include "progress.hpp"
+
+#include <chrono>
+
+#include "watchdog.hpp"
+
+namespace grma::detail {
+
+progress_engine::progress_engine(const device_view& view, double timeout_seconds,
+                                 std::FILE* log_out)
+    : view_(view), timeout_seconds_(timeout_seconds), log_out_(log_out) {
+  thread_ = std::thread([this] { loop(); });
+}
+
+progress_engine::~progress_engine() { stop(); }
+
+void progress_engine::stop() {
+  if (!thread_.joinable()) return;
+  stopping_.store(true, std::memory_order_relaxed);
+  thread_.join();
+  drain_log();
+}
+
+std::string progress_engine::watchdog_report() const {
+  std::lock_guard<std::mutex> lock(report_mutex_);
+  return report_;
+}
+
+bool progress_engine::drain_log() {
+  bool any = false;
+  log_record record;
+  while (ring_try_pop<scope::system>(*view_.log, record)) {
+    std::fprintf(log_out_, "[rank %d] %.*s\n", record.rank, int(record.length), record.text);
+    any = true;
+  }
+  if (any) std::fflush(log_out_);
+  return any;
+}
+
+void progress_engine::loop() {
+  using clock = std::chrono::steady_clock;
+  std::uint64_t last_signature = progress_signature(view_);
+  clock::time_point last_move = clock::now();
+  clock::time_point next_check = last_move;
+  bool fired = false;
+  while (!stopping_.load(std::memory_order_relaxed)) {
+    const bool printed = drain_log();
+    const clock::time_point now = clock::now();
+    if (timeout_seconds_ > 0 && !fired && now >= next_check) {
+      next_check = now + std::chrono::milliseconds(10);
+      const std::uint64_t signature = progress_signature(view_);
+      if (signature != last_signature || !any_rank_blocked(view_)) {
+        last_signature = signature;
+        last_move = now;
+      } else if (std::chrono::duration<double>(now - last_move).count() >= timeout_seconds_) {
+        fired = true;
+        std::string report =
+            blocked_ranks_report(view_, std::chrono::duration<double>(now - last_move).count());
+        std::fprintf(stderr, "%s\n", report.c_str());
+        std::fflush(stderr);
+        {
+          std::lock_guard<std::mutex> lock(report_mutex_);
+          report_ = std::move(report);
+        }
+        // Release: the report is stored before ranks leave their waits.
+        store_release<scope::system>(view_.control->abort, 1u);
+      }
+    }
+    if (!printed) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,42 @@
+// The host's progress thread for one device: prints the ranks' log lines and
+// runs the watchdog. (The inter-node issue adds command queues and the network.)
+#pragma once
+
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+class progress_engine {
+ public:
+  // timeout_seconds == 0 disables the watchdog.
+  progress_engine(const device_view& view, double timeout_seconds, std::FILE* log_out);
+  ~progress_engine();
+  progress_engine(const progress_engine&) = delete;
+  progress_engine& operator=(const progress_engine&) = delete;
+
+  // Ends the thread after printing every log line still queued.
+  void stop();
+
+  // The watchdog's report when it ended the run, else empty.
+  std::string watchdog_report() const;
+
+ private:
+  void loop();
+  bool drain_log();
+
+  device_view view_;
+  double timeout_seconds_;
+  std::FILE* log_out_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex report_mutex_;
+  std::string report_;
+  std::thread thread_;
+};
+
+}  // namespace grma::detail

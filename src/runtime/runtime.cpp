@@ -1,0 +1,103 @@
+#include "grma/runtime.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "../backend/cpu/cpu_backend.hpp"
+#include "device_arena.hpp"
+#include "progress.hpp"
+
+namespace grma {
+
+namespace {
+constexpr std::uint32_t log_capacity = 256;
+
+[[noreturn]] void host_error(errc code, const std::string& message) {
+  throw error(code, -1, call::runtime, "grma: " + message);
+}
+}  // namespace
+
+struct runtime::impl {
+  grma::settings settings;
+};
+
+runtime::runtime(int& argc, char** argv)
+    : runtime(settings::from_environment(&argc, argv)) {}
+
+runtime::runtime(const grma::settings& s) : impl_(std::make_unique<impl>(impl{s})) {
+  if (s.backend == backend_kind::cuda)
+    host_error(errc::backend_unavailable,
+               "GRMA_BACKEND=cuda, but this build of grma has no CUDA backend");
+}
+
+runtime::~runtime() = default;
+
+const grma::settings& runtime::settings() const { return impl_->settings; }
+
+backend_kind runtime::backend() const { return impl_->settings.backend; }
+
+rank_info runtime::info(const launch_options& options) const {
+  if (options.ranks_per_device < 0)
+    host_error(errc::invalid_config,
+               "ranks_per_device " + std::to_string(options.ranks_per_device) + " is negative");
+  if (options.threads_per_rank < 0)
+    host_error(errc::invalid_config,
+               "threads_per_rank " + std::to_string(options.threads_per_rank) + " is negative");
+  int ranks = options.ranks_per_device;
+  if (ranks == 0) ranks = impl_->settings.ranks_per_device;
+  if (ranks == 0) ranks = std::max(2, int(std::thread::hardware_concurrency()));
+  rank_info info;
+  info.rank_count = ranks;
+  info.rank_start = 0;
+  info.rank_responsible = ranks;
+  info.ranks_per_device = ranks;
+  info.threads_per_rank = 1;  // the CPU backend runs each rank on one thread
+  info.device_index = 0;
+  info.device_count = 1;
+  info.node_index = 0;
+  info.node_count = 1;
+  info.process_index = 0;
+  info.process_count = 1;
+  return info;
+}
+
+void runtime::run_cpu(const launch_options& options,
+                      const std::function<void(cpu_rank&)>& body) {
+  const grma::settings& s = impl_->settings;
+  const rank_info ri = info(options);
+  if (options.userdata_size != 0 && options.userdata == nullptr)
+    host_error(errc::invalid_config, "userdata is null but userdata_size is " +
+                                         std::to_string(options.userdata_size));
+
+  detail::device_arena arena(detail::arena_params{
+      ri.ranks_per_device, ri.rank_count, ri.rank_start, ri.threads_per_rank, s.heap_size,
+      options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
+  const detail::device_view& v = arena.view();
+  if (options.userdata_size != 0)
+    std::memcpy(v.heap + v.userdata_offset, options.userdata, options.userdata_size);
+
+  detail::progress_engine progress(v, s.timeout_seconds, stdout);
+  std::exception_ptr failure = detail::run_cpu_ranks(v, body);
+  progress.stop();
+
+  const std::string report = progress.watchdog_report();
+  bool caused_by_abort = false;
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const error& e) {
+      caused_by_abort = e.code() == errc::aborted;
+    } catch (...) {
+    }
+  }
+  if (failure && !(caused_by_abort && !report.empty())) std::rethrow_exception(failure);
+  if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
+
+  if (options.userdata_size != 0)
+    std::memcpy(options.userdata, v.heap + v.userdata_offset, options.userdata_size);
+}
+
+}  // namespace grma

@@ -1,0 +1,107 @@
+#include "grma/settings.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "grma/error.hpp"
+
+extern char** environ;
+
+namespace grma {
+namespace {
+
+[[noreturn]] void bad(const std::string& name, const std::string& value, const char* expected) {
+  throw error(errc::invalid_config, -1, call::runtime,
+              "grma: " + name + "=\"" + value + "\" is invalid: expected " + expected);
+}
+
+std::uint64_t parse_bytes(const std::string& name, const std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long number = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || errno != 0)
+    bad(name, value, "a size in bytes, optionally with K, M or G");
+  std::uint64_t scale = 1;
+  const std::string suffix = end;
+  if (suffix == "K" || suffix == "k") scale = 1ull << 10;
+  else if (suffix == "M" || suffix == "m") scale = 1ull << 20;
+  else if (suffix == "G" || suffix == "g") scale = 1ull << 30;
+  else if (!suffix.empty()) bad(name, value, "a size in bytes, optionally with K, M or G");
+  if (number > std::numeric_limits<std::uint64_t>::max() / scale)
+    bad(name, value, "a size that fits in 64 bits");
+  return number * scale;
+}
+
+std::uint64_t parse_count(const std::string& name, const std::string& value, std::uint64_t low,
+                          std::uint64_t high) {
+  const std::uint64_t n = parse_bytes(name, value);
+  if (n < low || n > high)
+    bad(name, value, ("a number from " + std::to_string(low) + " to " + std::to_string(high)).c_str());
+  return n;
+}
+
+}  // namespace
+
+settings settings::parse(const std::vector<std::pair<std::string, std::string>>& values) {
+  settings s;
+  for (const auto& [name, value] : values) {
+    if (name == "GRMA_BACKEND") {
+      if (value == "cpu") s.backend = backend_kind::cpu;
+      else if (value == "cuda") s.backend = backend_kind::cuda;
+      else bad(name, value, "cpu or cuda");
+    } else if (name == "GRMA_RANKS_PER_DEVICE") {
+      s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
+    } else if (name == "GRMA_HEAP_SIZE") {
+      s.heap_size = parse_bytes(name, value);
+      if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");
+    } else if (name == "GRMA_QUEUE_CAPACITY") {
+      s.queue_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 24));
+      if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(name, value, "a power of two");
+    } else if (name == "GRMA_MATCH_CAPACITY") {
+      s.match_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 20));
+    } else if (name == "GRMA_MAX_WINDOWS") {
+      s.max_windows = std::uint32_t(parse_count(name, value, 1, 0xffff));
+    } else if (name == "GRMA_TIMEOUT") {
+      char* end = nullptr;
+      const double t = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(t >= 0)) bad(name, value, "seconds >= 0");
+      s.timeout_seconds = t;
+    } else if (name.rfind("GRMA_", 0) == 0) {
+      throw error(errc::invalid_config, -1, call::runtime,
+                  "grma: unknown setting " + name + " (see docs/configuration.md)");
+    }
+  }
+  return s;
+}
+
+settings settings::from_environment(int* argc, char** argv) {
+  std::vector<std::pair<std::string, std::string>> values;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const char* eq = std::strchr(*e, '=');
+    if (eq != nullptr && std::strncmp(*e, "GRMA_", 5) == 0)
+      values.emplace_back(std::string(*e, std::size_t(eq - *e)), std::string(eq + 1));
+  }
+  if (argc != nullptr && argv != nullptr) {
+    int kept = 1;
+    for (int i = 1; i < *argc; ++i) {
+      const std::string arg = argv[i];
+      if (arg.rfind("--grma-", 0) != 0) {
+        argv[kept++] = argv[i];
+        continue;
+      }
+      const auto eq = arg.find('=');
+      std::string name = "GRMA_" + arg.substr(7, eq == std::string::npos ? std::string::npos : eq - 7);
+      for (char& c : name) c = c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
+      if (eq == std::string::npos) bad(name, "", "--grma-name=value");
+      values.emplace_back(name, arg.substr(eq + 1));
+    }
+    *argc = kept;
+    argv[kept] = nullptr;
+  }
+  return parse(values);
+}
+
+}  // namespace grma

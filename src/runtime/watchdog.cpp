@@ -1,0 +1,104 @@
+#include "watchdog.hpp"
+
+#include <sstream>
+
+#include "grma/error.hpp"
+#include "grma/types.hpp"
+
+namespace grma::detail {
+namespace {
+
+constexpr int shown_notifications = 16;
+
+const char* cmp_name(std::int64_t c) {
+  static const char* names[] = {"==", "!=", ">", ">=", "<", "<="};
+  return c >= 0 && c < 6 ? names[c] : "?";
+}
+
+void describe_call(std::ostringstream& s, rank_status& st) {
+  const auto where = static_cast<call>(load_relaxed<scope::system>(st.where));
+  std::int64_t a[4];
+  for (int i = 0; i < 4; ++i) a[i] = load_relaxed<scope::system>(st.args[i]);
+  s << call_name(where);
+  switch (where) {
+    case call::wait_notifications:
+      s << "(window " << a[0] << ", source ";
+      if (a[1] < 0) s << "any"; else s << a[1];
+      s << ", tag ";
+      if (a[2] < 0) s << "any"; else s << a[2];
+      s << ", count " << a[3] << ")";
+      break;
+    case call::wait_signal:
+      s << "(window " << a[0] << ", offset " << a[1] << ", until word " << cmp_name(a[2]) << " "
+        << a[3] << ")";
+      break;
+    case call::barrier:
+    case call::window_create:
+    case call::window_free:
+      s << " on communicator " << comm_name(std::uint32_t(a[0])) << " (collective #" << a[2]
+        << ")";
+      if (a[1] >= 0) s << ", waiting for rank " << a[1] << " to arrive";
+      else s << ", waiting for rank 0 to release it";
+      break;
+    case call::put_notify:
+    case call::get_notify:
+      s << "(window " << a[0] << ", target " << a[1] << ", tag " << a[2]
+        << "), waiting for space in the target's notification queue";
+      break;
+    case call::none: s << ", waiting for space in the log queue"; break;
+    default: break;
+  }
+}
+
+void describe_notification(std::ostringstream& s, const notification& n) {
+  s << " [window " << (n.window & 0xffffu) << " from " << n.source << " tag " << n.tag << "]";
+}
+
+}  // namespace
+
+std::uint64_t progress_signature(const device_view& v) {
+  std::uint64_t sum = load_acquire<scope::system>(v.log->reserved);
+  for (int r = 0; r < v.ranks; ++r) {
+    sum += load_relaxed<scope::system>(v.status[r].calls_completed);
+    sum += load_relaxed(v.queue(r).reserved) + load_relaxed(v.queue(r).consumed);
+  }
+  return sum;
+}
+
+bool any_rank_blocked(const device_view& v) {
+  for (int r = 0; r < v.ranks; ++r)
+    if (load_relaxed<scope::system>(v.status[r].state) == std::int32_t(rank_state::blocked))
+      return true;
+  return false;
+}
+
+std::string blocked_ranks_report(const device_view& v, double idle_seconds) {
+  std::ostringstream s;
+  s.precision(3);
+  s << "grma: watchdog: no progress for " << idle_seconds
+    << " s (GRMA_TIMEOUT); blocked ranks:";
+  for (int r = 0; r < v.ranks; ++r) {
+    rank_status& st = v.status[r];
+    if (load_relaxed<scope::system>(st.state) !=
+        std::int32_t(rank_state::blocked))
+      continue;
+    s << "\n  rank " << v.first_rank + r << ": ";
+    describe_call(s, st);
+    // Nothing moves, so this snapshot of the rank's pending list is stable.
+    const pending_list& pending = v.locals[r].pending;
+    notification_ring& q = v.queue(r);
+    const std::uint64_t in_ring = load_acquire(q.reserved) - load_acquire(q.consumed);
+    const std::uint64_t total = pending.size + in_ring;
+    s << "; unmatched notifications: " << total;
+    int shown = 0;
+    for (std::uint32_t i = 0; i < pending.size && shown < shown_notifications; ++i, ++shown)
+      describe_notification(s, pending.items[i]);
+    notification n;
+    for (std::uint64_t i = 0; i < in_ring && shown < shown_notifications; ++i, ++shown)
+      if (ring_peek<scope::device>(q, i, n)) describe_notification(s, n);
+    if (total > std::uint64_t(shown)) s << " ...";
+  }
+  return s.str();
+}
+
+}  // namespace grma::detail

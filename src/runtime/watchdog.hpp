@@ -1,0 +1,21 @@
+// What the watchdog reads from a device's host-visible state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+// A number that changes whenever any rank of the device makes progress:
+// completes a call, publishes or takes a notification, or logs a line.
+std::uint64_t progress_signature(const device_view& v);
+
+bool any_rank_blocked(const device_view& v);
+
+// Every blocked rank: the call it is in with its arguments, and the
+// notifications it holds unmatched (pending list first, then its ring).
+std::string blocked_ranks_report(const device_view& v, double idle_seconds);
+
+}  // namespace grma::detail
