@@ -88,21 +88,14 @@ class basic_rank {
              std::int64_t(reinterpret_cast<std::uintptr_t>(base)), std::int64_t(bytes));
       offset = std::uint64_t(p - v_.heap);
     }
-    const detail::window_table& t = v_.windows;
+    detail::window_table& t = v_.windows;
     const std::uint64_t result = collective(
         c, l, call::window_create, offset, bytes, [&](detail::collective_state& st) {
-          for (std::uint32_t s = 0; s < t.capacity; ++s) {
-            detail::window_slot& slot = t.slots[s];
-            if (slot.active) continue;
-            slot.generation = slot.generation % 0xffffu + 1;  // 1..65535, fits the notification key
-            slot.active = 1;
-            slot.comm = c.id;
-            slot.comm_size = std::uint32_t(l.size);
-            for (int i = 0; i < l.size; ++i)
-              t.entry(s, i) = {st.arrivals[i].payload[0], st.arrivals[i].payload[1]};
-            return (std::uint64_t(slot.generation) << 32) | s;
-          }
-          return ~std::uint64_t{0};
+          const std::uint32_t s = detail::window_table_claim(t, c.id, std::uint32_t(l.size));
+          if (s == t.capacity) return ~std::uint64_t{0};
+          for (int i = 0; i < l.size; ++i)
+            t.entry(s, i) = {st.arrivals[i].payload[0], st.arrivals[i].payload[1]};
+          return (std::uint64_t(t.slots[s].generation) << 32) | s;
         });
     if (result == ~std::uint64_t{0})
       fail(errc::window_table_full, call::window_create, std::int64_t(t.capacity));
@@ -118,7 +111,7 @@ class basic_rank {
         c, layout(c), call::window_free, key, 0, [&](detail::collective_state& st) {
           for (std::uint32_t i = 0; i < slot.comm_size; ++i)
             if (st.arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
-          v_.windows.slots[w.slot].active = 0;
+          detail::window_table_release(v_.windows, w.slot);
           return std::uint64_t{0};
         });
     if (mismatch != 0)
@@ -383,13 +376,12 @@ class basic_rank {
   }
 
   GRMA_INLINE const detail::window_slot& checked_slot(window w, call where) const {
-    const detail::window_table& t = v_.windows;
-    if (w.generation == 0 || w.slot >= t.capacity || t.slots[w.slot].generation == 0)
-      fail(errc::window_not_created, where, w.slot, w.generation);
-    const detail::window_slot& slot = t.slots[w.slot];
-    if (!slot.active || slot.generation != w.generation)
-      fail(errc::window_freed, where, w.slot, w.generation);
-    return slot;
+    switch (detail::window_lookup(v_.windows, w.slot, w.generation)) {
+      case detail::window_check::ok: break;
+      case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
+      case detail::window_check::freed: fail(errc::window_freed, where, w.slot, w.generation);
+    }
+    return v_.windows.slots[w.slot];
   }
 
   GRMA_INLINE void check_tag(int tag, call where) const {

@@ -42,6 +42,39 @@ struct window_table {
   }
 };
 
+enum class window_check { ok, not_created, freed };
+
+// Is the handle (slot, generation) a live window of this table?
+GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot,
+                                       std::uint32_t generation) {
+  if (generation == 0 || slot >= t.capacity || t.slots[slot].generation == 0)
+    return window_check::not_created;
+  const window_slot& s = t.slots[slot];
+  if (!s.active || s.generation != generation) return window_check::freed;
+  return window_check::ok;
+}
+
+// Takes the first free slot for a window over a communicator of comm_size
+// ranks and returns it, or t.capacity when all are in use. Generations run
+// 1..65535 so that slot and generation fit a notification's 32-bit key.
+GRMA_INLINE std::uint32_t window_table_claim(window_table& t, std::uint32_t comm,
+                                             std::uint32_t comm_size) {
+  for (std::uint32_t i = 0; i < t.capacity; ++i) {
+    window_slot& s = t.slots[i];
+    if (s.active) continue;
+    s.generation = s.generation % 0xffffu + 1;
+    s.active = 1;
+    s.comm = comm;
+    s.comm_size = comm_size;
+    return i;
+  }
+  return t.capacity;
+}
+
+GRMA_INLINE void window_table_release(window_table& t, std::uint32_t slot) {
+  t.slots[slot].active = 0;
+}
+
 // ---- collectives -----------------------------------------------------------
 
 // One rank's arrival at a collective: `stamp` = epoch << 8 | call, published
