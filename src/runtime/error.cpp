@@ -36,6 +36,9 @@ const char* comm_name(std::uint32_t comm_id) {
 
 namespace {
 
+// Offsets and sizes travel as int64 in the record; they are unsigned.
+std::uint64_t u(std::int64_t value) { return static_cast<std::uint64_t>(value); }
+
 std::string describe_values(const error_record& r) {
   const auto* v = r.values;
   std::ostringstream s;
@@ -46,7 +49,7 @@ std::string describe_values(const error_record& r) {
         << " has " << v[1] << " ranks";
       break;
     case errc::range_outside_window:
-      s << "offset " << v[0] << " + size " << v[1] << " exceeds the " << v[2]
+      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
         << " bytes that rank " << v[3] << " registered with window " << v[4];
       break;
     case errc::negative_tag: s << "tag " << v[0] << " is negative (tags are >= 0)"; break;
@@ -62,24 +65,25 @@ std::string describe_values(const error_record& r) {
       s << "window " << v[0] << " (generation " << v[1] << ") is used after window_free";
       break;
     case errc::window_memory_not_managed:
-      s << "memory at 0x" << std::hex << v[0] << std::dec << " (" << v[1]
+      s << "memory at 0x" << std::hex << u(v[0]) << std::dec << " (" << u(v[1])
         << " bytes) is not grma memory: register memory from alloc or userdata";
       break;
     case errc::window_table_full:
       s << "all " << v[0] << " window slots are in use (GRMA_MAX_WINDOWS)";
       break;
     case errc::heap_exhausted:
-      s << "cannot allocate " << v[0] << " bytes: the heap of " << v[1] << " bytes has " << v[2]
-        << " bytes free, the largest free block is " << v[3] << " bytes (GRMA_HEAP_SIZE)";
+      s << "cannot allocate " << u(v[0]) << " bytes: the heap of " << u(v[1]) << " bytes has "
+        << u(v[2]) << " bytes free, the largest free block is " << u(v[3])
+        << " bytes (GRMA_HEAP_SIZE)";
       break;
     case errc::invalid_free:
-      s << "pointer 0x" << std::hex << v[0] << std::dec
+      s << "pointer 0x" << std::hex << u(v[0]) << std::dec
         << " was not returned by alloc, or was freed already";
       break;
     case errc::double_free:
-      s << "pointer 0x" << std::hex << v[0] << std::dec << " was freed already (double free)";
+      s << "pointer 0x" << std::hex << u(v[0]) << std::dec << " was freed already (double free)";
       break;
-    case errc::null_buffer: s << "buffer is null but size is " << v[0]; break;
+    case errc::null_buffer: s << "buffer is null but size is " << u(v[0]); break;
     case errc::collective_mismatch:
       s << "collective mismatch on communicator " << comm_name(std::uint32_t(v[0])) << ": rank "
         << v[1] << " called " << call_name(static_cast<call>(v[2])) << " (collective #" << v[3]
@@ -87,7 +91,7 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::invalid_comm: s << "communicator " << v[0] << " does not exist"; break;
     case errc::signal_misaligned:
-      s << "signal offset " << v[0] << " is not 8-byte aligned in the heap";
+      s << "signal offset " << u(v[0]) << " is not 8-byte aligned in the heap";
       break;
     case errc::invalid_enum: s << "invalid signal_op or cmp value " << v[0]; break;
     case errc::assertion_failed: s << "assertion failed: " << r.text; break;

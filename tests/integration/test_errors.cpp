@@ -1,0 +1,352 @@
+// One test per bad input: the run fails with a grma::error whose message names
+// the rank, the call and the values. Plus the watchdog's report on a stuck run.
+#include <gtest/gtest.h>
+#include <gmock/gmock.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include <grma/grma.hpp>
+
+namespace {
+
+using testing::HasSubstr;
+using testing::StartsWith;
+
+grma::settings small_job(int ranks) {
+  grma::settings s;
+  s.ranks_per_device = ranks;
+  s.heap_size = 1 << 20;
+  s.timeout_seconds = 30;
+  return s;
+}
+
+// Runs `program` on `ranks` ranks and returns the error it must end with.
+template <class Program>
+grma::error expect_failure(Program&& program, const grma::settings& s) {
+  grma::runtime rt(s);
+  try {
+    rt.run(program);
+  } catch (const grma::error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "the run did not fail";
+  return grma::error(grma::errc::none, -1, grma::call::none, "");
+}
+
+template <class Program>
+grma::error expect_failure(Program&& program, int ranks = 2) {
+  return expect_failure(program, small_job(ranks));
+}
+
+// A window of 64 bytes on every rank; `body` runs with it, then it is freed.
+template <class Body>
+auto with_window(Body body) {
+  return [body](auto& r) {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    body(r, w, static_cast<unsigned char*>(memory));
+    r.window_free(w);
+    r.free(memory);
+  };
+}
+
+TEST(Errors, TargetRankOutOfRange) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1) r.put_notify(w, 4, 0, 8, m, 0);
+  }), 4);
+  EXPECT_EQ(e.code(), grma::errc::rank_out_of_range);
+  EXPECT_EQ(e.rank(), 1);
+  EXPECT_EQ(e.where(), grma::call::put_notify);
+  EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: rank 4 is out of range: communicator world has 4 ranks");
+}
+
+TEST(Errors, NegativeTargetRank) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 0) r.get_notify(w, -1, 0, 8, m, 0);
+  }));
+  EXPECT_STREQ(e.what(), "grma: rank 0: get_notify: rank -1 is out of range: communicator world has 2 ranks");
+}
+
+TEST(Errors, RangeOutsideWindow) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 0) r.put_notify(w, 1, 60, 8, m, 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::range_outside_window);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: put_notify: offset 60 + size 8 exceeds the 64 bytes that rank 1 "
+               "registered with window 0");
+}
+
+TEST(Errors, OffsetPastWindowDoesNotWrap) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1) r.get_notify(w, 0, SIZE_MAX - 3, 8, m, 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::range_outside_window);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: get_notify: offset 18446744073709551612 + size 8"));
+}
+
+TEST(Errors, NegativeTagOnPut) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1) r.put_notify(w, 0, 0, 8, m, -2);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::negative_tag);
+  EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: tag -2 is negative (tags are >= 0)");
+}
+
+TEST(Errors, NegativeTagOnWait) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.wait_notifications(w, grma::any_source, -5, 1);
+  }));
+  EXPECT_STREQ(e.what(), "grma: rank 0: wait_notifications: tag -5 is negative (tags are >= 0)");
+}
+
+TEST(Errors, SourceOutOfRangeOnTest) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.test_notifications(w, 2, grma::any_tag, 1);
+  }));
+  EXPECT_STREQ(e.what(), "grma: rank 0: test_notifications: rank 2 is out of range: communicator world has 2 ranks");
+}
+
+TEST(Errors, CountBelowOne) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 1) r.wait_notifications(w, grma::any_source, grma::any_tag, 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::invalid_count);
+  EXPECT_STREQ(e.what(), "grma: rank 1: wait_notifications: count 0 is less than 1");
+}
+
+TEST(Errors, CountAboveMatchCapacity) {
+  grma::settings s = small_job(2);
+  s.match_capacity = 16;
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.wait_notifications(w, grma::any_source, grma::any_tag, 17);
+  }), s);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: wait_notifications: count 17 exceeds the 16 unmatched notifications "
+               "a rank can hold (GRMA_MATCH_CAPACITY)");
+}
+
+TEST(Errors, WindowUsedAfterFree) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    const grma::window kept = w;
+    r.window_free(w);
+    EXPECT_EQ(w, grma::window_none);
+    if (r.rank(grma::world) == 1) r.put_notify(kept, 0, 0, 8, memory, 0);
+  });
+  EXPECT_EQ(e.code(), grma::errc::window_freed);
+  EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: window 0 (generation 1) is used after window_free");
+}
+
+TEST(Errors, WindowNeverCreated) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.wait_notifications(grma::window_none, 1, 0, 1);
+  });
+  EXPECT_EQ(e.code(), grma::errc::window_not_created);
+  EXPECT_STREQ(e.what(), "grma: rank 0: wait_notifications: window 0 (generation 0) was never created");
+}
+
+TEST(Errors, WindowMemoryNotFromGrma) {
+  const grma::error e = expect_failure([](auto& r) {
+    alignas(8) static unsigned char outside[2][64];
+    r.window_create(grma::world, outside[r.rank(grma::world)], 64);
+  });
+  EXPECT_EQ(e.code(), grma::errc::window_memory_not_managed);
+  EXPECT_THAT(e.what(), HasSubstr(": window_create: memory at 0x"));
+  EXPECT_THAT(e.what(), HasSubstr("(64 bytes) is not grma memory: register memory from alloc or userdata"));
+}
+
+TEST(Errors, WindowTableFull) {
+  grma::settings s = small_job(2);
+  s.max_windows = 2;
+  const grma::error e = expect_failure([](auto& r) {
+    for (int i = 0; i < 3; ++i) r.window_create(grma::world, nullptr, 0);
+  }, s);
+  EXPECT_EQ(e.code(), grma::errc::window_table_full);
+  EXPECT_THAT(e.what(), HasSubstr(": window_create: all 2 window slots are in use (GRMA_MAX_WINDOWS)"));
+}
+
+TEST(Errors, DoubleFree) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* a = r.alloc(100);
+    void* b = r.alloc(100);  // keeps a's header from merging into a free neighbour
+    r.free(a);
+    if (r.rank(grma::world) == 1) r.free(a);
+    r.free(b);
+  });
+  EXPECT_EQ(e.code(), grma::errc::double_free);
+  EXPECT_EQ(e.where(), grma::call::free);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: free: pointer 0x"));
+  EXPECT_THAT(e.what(), HasSubstr("was freed already (double free)"));
+}
+
+TEST(Errors, FreeOfForeignPointer) {
+  const grma::error e = expect_failure([](auto& r) {
+    int local = 0;
+    if (r.rank(grma::world) == 0) r.free(&local);
+  });
+  EXPECT_EQ(e.code(), grma::errc::invalid_free);
+  EXPECT_THAT(e.what(), HasSubstr("was not returned by alloc, or was freed already"));
+}
+
+TEST(Errors, HeapExhausted) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.alloc(std::size_t(2) << 20);
+  });
+  EXPECT_EQ(e.code(), grma::errc::heap_exhausted);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: alloc: cannot allocate 2097152 bytes: the heap of 1048576 bytes has "
+               "1048512 bytes free, the largest free block is 1048512 bytes (GRMA_HEAP_SIZE)");
+}
+
+TEST(Errors, MismatchedCollectives) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 2)
+      r.window_create(grma::world, nullptr, 0);
+    else
+      r.barrier(grma::world);
+  }, 3);
+  EXPECT_EQ(e.code(), grma::errc::collective_mismatch);
+  EXPECT_EQ(e.rank(), 0);  // the leader sees the mismatch
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: barrier: collective mismatch on communicator world: rank 2 called "
+               "window_create (collective #1)");
+}
+
+TEST(Errors, InvalidCommunicator) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.barrier(grma::comm{7});
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 0: rank/size: communicator 7 does not exist");
+}
+
+TEST(Errors, MisalignedSignal) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 0) r.put_signal(w, 1, 0, 8, m, 4, 1, grma::signal_op::set);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::signal_misaligned);
+  EXPECT_STREQ(e.what(), "grma: rank 0: put_signal: signal offset 4 is not 8-byte aligned in the heap");
+}
+
+TEST(Errors, SignalOutsideWindow) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 1) r.wait_signal(w, 64, grma::cmp::eq, 1);
+  }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: wait_signal: offset 64 + size 8 exceeds the 64 bytes that rank 1 "
+               "registered with window 0");
+}
+
+TEST(Errors, NullBuffer) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.put_notify(w, 1, 0, 16, nullptr, 0);
+  }));
+  EXPECT_STREQ(e.what(), "grma: rank 0: put_notify: buffer is null but size is 16");
+}
+
+TEST(Errors, AssertionNamesFileLineAndExpression) {
+  int line = 0;
+  const grma::error e = expect_failure([&](auto& r) {
+    const int me = r.rank(grma::world);
+    if (me == 1) line = __LINE__ + 1;
+    GRMA_ASSERT(r, me != 1);
+  });
+  EXPECT_EQ(e.code(), grma::errc::assertion_failed);
+  EXPECT_EQ(e.what(), "grma: rank 1: GRMA_ASSERT: assertion failed: " + std::string(__FILE__) +
+                          ":" + std::to_string(line) + ": me != 1");
+}
+
+TEST(Errors, FailureReleasesRanksBlockedElsewhere) {
+  // Rank 0 fails while the others wait in a barrier: they leave at once, and
+  // the run reports rank 0's error, not an abort or a timeout.
+  grma::settings s = small_job(4);
+  s.timeout_seconds = 0;  // no watchdog: only the abort can end the waits
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.alloc(std::size_t(1) << 30);
+    r.barrier(grma::world);
+  }, s);
+  EXPECT_EQ(e.code(), grma::errc::heap_exhausted);
+  EXPECT_EQ(e.rank(), 0);
+}
+
+TEST(Errors, ExceptionFromRankCodePropagates) {
+  grma::runtime rt(small_job(3));
+  EXPECT_THROW(rt.run([](auto& r) {
+    if (r.rank(grma::world) == 2) throw std::logic_error("rank program failed");
+    r.barrier(grma::world);
+  }), std::logic_error);
+}
+
+TEST(Errors, BadUserdataArguments) {
+  grma::runtime rt(small_job(2));
+  try {
+    rt.run([](auto&) {}, {.userdata = nullptr, .userdata_size = 8});
+    FAIL() << "no error";
+  } catch (const grma::error& e) {
+    EXPECT_STREQ(e.what(), "grma: userdata is null but userdata_size is 8");
+  }
+}
+
+TEST(Errors, CudaBackendUnavailableInCpuBuild) {
+  grma::settings s;
+  s.backend = grma::backend_kind::cuda;
+  try {
+    grma::runtime rt(s);
+    FAIL() << "no error";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::backend_unavailable);
+    EXPECT_STREQ(e.what(), "grma: GRMA_BACKEND=cuda, but this build of grma has no CUDA backend");
+  }
+}
+
+TEST(Watchdog, ReportsStuckRanksAndTheirUnmatchedNotifications) {
+  grma::settings s = small_job(3);
+  s.timeout_seconds = 0.3;
+  grma::runtime rt(s);
+  testing::internal::CaptureStderr();
+  try {
+    rt.run(with_window([](auto& r, grma::window w, unsigned char* m) {
+      const int me = r.rank(grma::world);
+      if (me == 0) r.put_notify(w, 1, 0, 8, m, 3);  // rank 1 waits for tag 7 instead
+      if (me == 1) r.wait_notifications(w, 0, 7, 1);
+      if (me == 2) r.wait_signal(w, 8, grma::cmp::ge, 5);
+    }));
+    testing::internal::GetCapturedStderr();
+    FAIL() << "the watchdog did not end the run";
+  } catch (const grma::error& e) {
+    const std::string printed = testing::internal::GetCapturedStderr();
+    EXPECT_EQ(e.code(), grma::errc::timeout);
+    const std::string report = e.what();
+    EXPECT_THAT(report, StartsWith("grma: watchdog: no progress for "));
+    EXPECT_THAT(report, HasSubstr("\n  rank 0: window_free on communicator world (collective #2), "
+                                  "waiting for rank 1 to arrive; unmatched notifications: 0"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 1: wait_notifications(window 0, source 0, tag 7, count 1); "
+                                  "unmatched notifications: 1 [window 0 from 0 tag 3]"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 2: wait_signal(window 0, offset 8, until word >= 5); "
+                                  "unmatched notifications: 0"));
+    EXPECT_THAT(printed, HasSubstr(report));  // printed as it fires, too
+  }
+}
+
+TEST(Watchdog, QuietWhileRanksMakeProgress) {
+  // Ranks that keep exchanging for several timeouts, each step shorter than
+  // the timeout, are not stopped.
+  grma::settings s = small_job(2);
+  s.timeout_seconds = 0.2;
+  grma::runtime rt(s);
+  rt.run(with_window([](auto& r, grma::window w, unsigned char* m) {
+    const int me = r.rank(grma::world);
+    for (int round = 0; round < 100; ++round) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // "compute"
+      r.put_notify(w, 1 - me, 0, 8, m, round % 4);
+      r.wait_notifications(w, 1 - me, round % 4, 1);
+    }
+  }));
+}
+
+}  // namespace
