@@ -6,8 +6,8 @@
 #include <string>
 #include <thread>
 
+#include "../backend/cpu/cpu_arena.hpp"
 #include "../backend/cpu/cpu_backend.hpp"
-#include "device_arena.hpp"
 #include "progress.hpp"
 
 namespace grma {
@@ -72,7 +72,7 @@ void runtime::run_cpu(const launch_options& options,
     host_error(errc::invalid_config, "userdata is null but userdata_size is " +
                                          std::to_string(options.userdata_size));
 
-  detail::device_arena arena(detail::arena_params{
+  detail::cpu_arena arena(detail::arena_params{
       ri.ranks_per_device, ri.rank_count, ri.rank_start, ri.threads_per_rank, s.heap_size,
       options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
   const detail::device_view& v = arena.view();

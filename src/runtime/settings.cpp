@@ -37,9 +37,13 @@ std::uint64_t parse_bytes(const std::string& name, const std::string& value) {
 
 std::uint64_t parse_count(const std::string& name, const std::string& value, std::uint64_t low,
                           std::uint64_t high) {
-  const std::uint64_t n = parse_bytes(name, value);
-  if (n < low || n > high)
-    bad(name, value, ("a number from " + std::to_string(low) + " to " + std::to_string(high)).c_str());
+  const std::string expected = "a number from " + std::to_string(low) + " to " + std::to_string(high);
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+  if (value.empty() || !std::isdigit(static_cast<unsigned char>(value[0])) || *end != '\0' ||
+      errno != 0 || n < low || n > high)
+    bad(name, value, expected.c_str());
   return n;
 }
 

@@ -114,6 +114,13 @@ struct rank_local {
   pending_list pending;
 };
 
+GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
+                                 std::uint32_t match_capacity) {
+  l = rank_local{};
+  for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
+  l.pending = pending_list{0, match_capacity, pending_items};
+}
+
 enum class rank_state : std::int32_t { idle = 0, running, blocked, finished, failed };
 
 // What a rank is doing, for the watchdog. Written by the rank with relaxed

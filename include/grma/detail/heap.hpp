@@ -44,24 +44,31 @@ GRMA_INLINE heap_block* heap_block_at(unsigned char* heap, std::uint64_t offset)
   return reinterpret_cast<heap_block*>(heap + offset);
 }
 
-// Host only: manage [begin, end) of the heap at `heap`, both offsets aligned.
-inline void heap_init(heap_allocator& a, unsigned char* heap, std::uint64_t begin,
-                      std::uint64_t end) {
-  a.lock = 0;
+// Host only: manage [begin, end) of a heap, both offsets aligned. Returns the
+// header of the one free block that covers the range, which the caller stores
+// at heap + begin (where the heap is device memory, with a copy).
+inline heap_block heap_prepare(heap_allocator& a, std::uint64_t begin, std::uint64_t end) {
+  a = heap_allocator{};
   a.begin = begin;
   a.end = end;
-  a.free_bytes = 0;
+  heap_block b{};
   if (end - begin < 2 * heap_alignment) {
     a.end = begin;  // too small for one block: every allocation fails
-    return;
+    return b;
   }
-  heap_block* b = heap_block_at(heap, begin);
-  *b = heap_block{};
-  b->size = end - begin;
-  b->magic = heap_block_magic;
-  b->state = heap_block_state::free;
-  b->owner = -1;
-  a.free_bytes = b->size - heap_alignment;
+  b.size = end - begin;
+  b.magic = heap_block_magic;
+  b.state = heap_block_state::free;
+  b.owner = -1;
+  a.free_bytes = b.size - heap_alignment;
+  return b;
+}
+
+// Host only: heap_prepare for a heap in host memory.
+inline void heap_init(heap_allocator& a, unsigned char* heap, std::uint64_t begin,
+                      std::uint64_t end) {
+  const heap_block first = heap_prepare(a, begin, end);
+  if (a.end != a.begin) *heap_block_at(heap, begin) = first;
 }
 
 struct heap_failure {

@@ -58,6 +58,7 @@ class line_buffer {
     std::uint64_t whole = static_cast<std::uint64_t>(v);
     std::uint64_t frac = static_cast<std::uint64_t>((v - static_cast<double>(whole)) * 1e6 + 0.5);
     if (frac >= 1000000) { ++whole; frac -= 1000000; }
+    if (exponent != 0 && whole == 10) { whole = 1; ++exponent; }  // 9.9999997e-301 -> 1e-300
     append_unsigned(whole);
     if (frac != 0) {
       put('.');

@@ -1,0 +1,30 @@
+// A device's shared state in this process's memory, for the CPU backend.
+#pragma once
+
+#include <memory>
+
+#include "../../runtime/arena_layout.hpp"
+
+namespace grma::detail {
+
+class cpu_arena {
+ public:
+  explicit cpu_arena(const arena_params& p);
+  cpu_arena(const cpu_arena&) = delete;
+  cpu_arena& operator=(const cpu_arena&) = delete;
+
+  const device_view& view() const { return view_; }
+
+ private:
+  // Zeroed, page-aligned memory; large blocks stay lazily zeroed (calloc).
+  struct block {
+    explicit block(std::uint64_t bytes);
+    unsigned char* data;
+    std::unique_ptr<void, void (*)(void*)> owner;
+  };
+  arena_layout layout_;
+  block heap_, control_, host_;
+  device_view view_;
+};
+
+}  // namespace grma::detail

@@ -1,0 +1,101 @@
+#include "arena_layout.hpp"
+
+namespace grma::detail {
+namespace {
+
+// Hands out consecutive 64-byte aligned pieces of one block.
+class carver {
+ public:
+  template <class T>
+  std::uint64_t take(std::uint64_t count) { return take_bytes(count * sizeof(T)); }
+  std::uint64_t take_bytes(std::uint64_t bytes) {
+    const std::uint64_t at = align_up(used_, heap_alignment);
+    used_ = at + bytes;
+    return at;
+  }
+  std::uint64_t size() const { return align_up(used_ == 0 ? 1 : used_, 4096); }
+
+ private:
+  std::uint64_t used_ = 0;
+};
+
+}  // namespace
+
+arena_layout layout_arena(const arena_params& p) {
+  arena_layout l{};
+  l.userdata_area = align_up(p.userdata_size, heap_alignment);
+  l.heap_bytes = align_up(l.userdata_area + align_up(p.heap_size, heap_alignment), 4096);
+  l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);
+
+  carver c;
+  l.allocator = c.take<heap_allocator>(1);
+  l.slots = c.take<window_slot>(p.max_windows);
+  l.entries = c.take<window_entry>(std::uint64_t(p.max_windows) * p.world_size);
+  l.queues = c.take_bytes(l.queue_stride * p.ranks);
+  l.collectives = c.take<collective_state>(comm_count);
+  l.world_arrivals = c.take<collective_arrival>(p.world_size);
+  l.device_arrivals = c.take<collective_arrival>(p.ranks);
+  l.locals = c.take<rank_local>(p.ranks);
+  l.pending = c.take<notification>(std::uint64_t(p.match_capacity) * p.ranks);
+  l.control_bytes = c.size();
+
+  carver h;
+  l.status = h.take<rank_status>(p.ranks);
+  l.control = h.take<job_control>(1);
+  l.log = h.take_bytes(log_ring::bytes_for(p.log_capacity));
+  l.host_bytes = h.size();
+  return l;
+}
+
+device_view make_view(const arena_layout& l, const arena_params& p, unsigned char* heap,
+                      unsigned char* control, unsigned char* host) {
+  device_view v{};
+  v.heap = heap;
+  v.heap_size = l.heap_bytes;
+  v.userdata_offset = 0;
+  v.userdata_size = p.userdata_size;
+  v.allocator = reinterpret_cast<heap_allocator*>(control + l.allocator);
+  v.windows = window_table{p.max_windows, std::uint32_t(p.world_size),
+                           reinterpret_cast<window_slot*>(control + l.slots),
+                           reinterpret_cast<window_entry*>(control + l.entries)};
+  v.queues = control + l.queues;
+  v.queue_stride = l.queue_stride;
+  v.queue_capacity = p.queue_capacity;
+  v.match_capacity = p.match_capacity;
+  v.collectives = reinterpret_cast<collective_state*>(control + l.collectives);
+  v.locals = reinterpret_cast<rank_local*>(control + l.locals);
+  v.status = reinterpret_cast<rank_status*>(host + l.status);
+  v.control = reinterpret_cast<job_control*>(host + l.control);
+  v.log = reinterpret_cast<log_ring*>(host + l.log);
+  v.world_size = p.world_size;
+  v.first_rank = p.first_rank;
+  v.ranks = p.ranks;
+  v.threads_per_rank = p.threads_per_rank;
+  return v;
+}
+
+heap_block init_arena(const arena_layout& l, const arena_params& p, const device_view& v,
+                      unsigned char* control_image, unsigned char* host) {
+  // The addresses ranks will use, for the pointers stored inside the block.
+  unsigned char* control = reinterpret_cast<unsigned char*>(v.allocator) - l.allocator;
+
+  for (int r = 0; r < p.ranks; ++r)
+    ring_init<notification>(control_image + l.queues + l.queue_stride * std::uint64_t(r),
+                            p.queue_capacity);
+
+  auto* collectives = reinterpret_cast<collective_state*>(control_image + l.collectives);
+  collectives[0].arrivals = reinterpret_cast<collective_arrival*>(control + l.world_arrivals);
+  collectives[1].arrivals = reinterpret_cast<collective_arrival*>(control + l.device_arrivals);
+
+  auto* locals = reinterpret_cast<rank_local*>(control_image + l.locals);
+  auto* pending = reinterpret_cast<notification*>(control + l.pending);
+  for (int r = 0; r < p.ranks; ++r)
+    rank_local_init(locals[r], pending + std::uint64_t(r) * p.match_capacity, p.match_capacity);
+
+  ring_init<log_record>(host + l.log, p.log_capacity);
+
+  auto& allocator = *reinterpret_cast<heap_allocator*>(control_image + l.allocator);
+  return heap_prepare(allocator, l.userdata_area, l.heap_bytes);
+}
+
+}  // namespace grma::detail

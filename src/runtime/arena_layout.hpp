@@ -1,0 +1,53 @@
+// Where one device's shared state (device_state.hpp) lives: three blocks, the
+// heap, the control block (allocator, window table, queues, collectives,
+// per-rank state) and the host-visible block (status, errors, log). The
+// layout and the initial contents are the same for every backend; only where
+// the blocks are allocated differs (cpu_arena, cuda_arena).
+#pragma once
+
+#include <cstdint>
+
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+struct arena_params {
+  int ranks;       // on this device
+  int world_size;  // in the job
+  int first_rank;  // world rank of this device's rank 0
+  int threads_per_rank;
+  std::uint64_t heap_size;  // allocatable bytes
+  std::uint64_t userdata_size;
+  std::uint32_t queue_capacity;
+  std::uint32_t match_capacity;
+  std::uint32_t max_windows;
+  std::uint32_t log_capacity;
+};
+
+struct arena_layout {
+  std::uint64_t heap_bytes;     // userdata area + allocatable heap
+  std::uint64_t userdata_area;  // the heap's first bytes, userdata rounded up
+  std::uint64_t control_bytes;
+  std::uint64_t host_bytes;
+  std::uint64_t queue_stride;
+  // offsets in the control block
+  std::uint64_t allocator, slots, entries, queues, collectives, world_arrivals, device_arrivals,
+      locals, pending;
+  // offsets in the host-visible block
+  std::uint64_t status, control, log;
+};
+
+arena_layout layout_arena(const arena_params& p);
+
+// The pointers ranks use, for blocks at these addresses.
+device_view make_view(const arena_layout& l, const arena_params& p, unsigned char* heap,
+                      unsigned char* control, unsigned char* host);
+
+// Writes the initial state. `control_image` receives the control block's bytes
+// (the block itself when it is host memory, else a zeroed staging copy the
+// caller then copies to the device); `host` is the zeroed host-visible block.
+// Returns the heap's first block header, to be stored at heap + userdata_area.
+heap_block init_arena(const arena_layout& l, const arena_params& p, const device_view& v,
+                      unsigned char* control_image, unsigned char* host);
+
+}  // namespace grma::detail

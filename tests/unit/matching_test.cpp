@@ -1,0 +1,234 @@
+// Notification matching, against a reference model of the FIFO rule and in
+// the corner where the pending list is full.
+#include "grma/detail/matching.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace {
+
+using grma::detail::match_notifications;
+using grma::detail::match_query;
+using grma::detail::notification;
+using grma::detail::pending_list;
+using grma::detail::ring_peek;
+using grma::detail::ring_push;
+using grma::detail::scope;
+using grma::detail::window_key;
+using grma::test::owned_ring;
+using grma::test::unexpected_wait;
+
+// (window, source, tag): comparable, and printed readably by GoogleTest.
+using fields = std::tuple<std::uint32_t, std::int32_t, std::int32_t>;
+
+fields fields_of(const notification& n) {
+  return {n.window, n.source, n.tag};
+}
+
+constexpr std::int32_t any = -1;
+
+// One rank's unmatched notifications as the runtime keeps them: a pending list
+// in front of the rank's ring.
+class rank_inbox {
+ public:
+  rank_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity)
+      : items_(pending_capacity),
+        pending_{0, pending_capacity, items_.data()},
+        ring_(ring_capacity) {}
+
+  void push(const notification& n) {
+    ring_push<scope::device>(*ring_, credit_, n, unexpected_wait);
+  }
+  bool match(const match_query& q) {
+    return match_notifications<scope::device>(pending_, *ring_, q);
+  }
+
+  std::vector<fields> pending_contents() const {
+    std::vector<fields> out;
+    for (std::uint32_t i = 0; i < pending_.size; ++i) out.push_back(fields_of(pending_.items[i]));
+    return out;
+  }
+  std::vector<fields> ring_contents() const {
+    std::vector<fields> out;
+    notification n{};
+    for (std::uint64_t i = 0; ring_peek<scope::device>(*ring_, i, n); ++i)
+      out.push_back(fields_of(n));
+    return out;
+  }
+  // Everything unmatched, oldest first.
+  std::vector<fields> contents() const {
+    std::vector<fields> out = pending_contents();
+    for (const fields& f : ring_contents()) out.push_back(f);
+    return out;
+  }
+
+ private:
+  std::vector<notification> items_;
+  pending_list pending_;
+  owned_ring<notification> ring_;
+  std::uint64_t credit_ = 0;
+};
+
+// The specification, written as plainly as possible and independently of the
+// library: find the first `count` matches in arrival order; remove exactly
+// those, or nothing.
+class reference_matcher {
+ public:
+  void push(const notification& n) { held_.push_back(n); }
+
+  bool match(const match_query& q) {
+    std::vector<std::size_t> hits;
+    for (std::size_t i = 0; i < held_.size() && hits.size() < std::size_t(q.count); ++i) {
+      const notification& n = held_[i];
+      if (n.window == q.window && (q.source == any || n.source == q.source) &&
+          (q.tag == any || n.tag == q.tag))
+        hits.push_back(i);
+    }
+    if (hits.size() < std::size_t(q.count)) return false;
+    for (auto it = hits.rbegin(); it != hits.rend(); ++it)
+      held_.erase(held_.begin() + std::ptrdiff_t(*it));
+    return true;
+  }
+
+  std::size_t size() const { return held_.size(); }
+  std::vector<fields> contents() const {
+    std::vector<fields> out;
+    for (const notification& n : held_) out.push_back(fields_of(n));
+    return out;
+  }
+
+ private:
+  std::deque<notification> held_;
+};
+
+const std::uint32_t window_a = window_key(0, 1);
+const std::uint32_t window_b = window_key(1, 1);
+
+TEST(WindowKey, PutsGenerationInHighBitsAndSlotInLowBits) {
+  EXPECT_EQ(window_key(3, 1), 0x00010003u);
+  EXPECT_EQ(window_key(3, 0xffff), 0xffff0003u);
+  EXPECT_EQ(window_key(0x1ffff, 2), 0x0002ffffu);  // the slot keeps its low 16 bits
+}
+
+TEST(Matching, RemovesTheOldestMatchesAndKeepsTheRestInOrder) {
+  rank_inbox inbox(16, 16);
+  inbox.push({window_a, 0, 5});
+  inbox.push({window_a, 1, 5});
+  inbox.push({window_b, 1, 5});
+  inbox.push({window_a, 1, 6});
+  inbox.push({window_a, 1, 5});
+  inbox.push({window_a, 1, 5});
+
+  EXPECT_TRUE(inbox.match({window_a, 1, 5, 2}));
+  EXPECT_EQ(inbox.contents(),
+            (std::vector<fields>{
+                {window_a, 0, 5}, {window_b, 1, 5}, {window_a, 1, 6}, {window_a, 1, 5}}));
+}
+
+TEST(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
+  rank_inbox inbox(16, 16);
+  inbox.push({window_b, 2, 9});
+  inbox.push({window_key(0, 2), 3, 7});  // slot 0 of a later generation
+  inbox.push({window_a, 3, 7});
+  inbox.push({window_a, 4, 8});
+
+  EXPECT_TRUE(inbox.match({window_a, any, 7, 1}));
+  EXPECT_EQ(inbox.contents(),
+            (std::vector<fields>{{window_b, 2, 9}, {window_key(0, 2), 3, 7}, {window_a, 4, 8}}));
+  EXPECT_TRUE(inbox.match({window_a, 4, any, 1}));
+  EXPECT_FALSE(inbox.match({window_a, any, any, 1}));
+  EXPECT_TRUE(inbox.match({window_key(0, 2), any, any, 1}));
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 2, 9}}));
+}
+
+TEST(Matching, TooFewMatchesRemoveNothing) {
+  rank_inbox inbox(16, 16);
+  inbox.push({window_a, 0, 1});
+  inbox.push({window_b, 0, 1});
+  inbox.push({window_a, 0, 1});
+  const std::vector<fields> before = inbox.contents();
+
+  EXPECT_FALSE(inbox.match({window_a, 0, 1, 3}));
+  EXPECT_EQ(inbox.contents(), before);
+  EXPECT_TRUE(inbox.match({window_a, 0, 1, 2}));
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 0, 1}}));
+}
+
+// Entries move from the ring to the pending list only as far as a query needs.
+TEST(Matching, DrainsTheRingOnlyAsFarAsNeeded) {
+  rank_inbox inbox(16, 16);
+  for (std::int32_t tag = 0; tag < 5; ++tag) inbox.push({window_a, 0, tag});
+
+  EXPECT_TRUE(inbox.match({window_a, 0, 1, 1}));
+  EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{{window_a, 0, 0}}));
+  EXPECT_EQ(inbox.ring_contents(),
+            (std::vector<fields>{{window_a, 0, 2}, {window_a, 0, 3}, {window_a, 0, 4}}));
+}
+
+// With the pending list full, the ring keeps the rest. A query that needs an
+// entry still in the ring fails, removing nothing, until a match frees room.
+TEST(Matching, FullPendingListLeavesTheRestInTheRing) {
+  rank_inbox inbox(4, 8);
+  const notification a{window_a, 0, 1}, b{window_a, 1, 1}, c{window_a, 2, 1}, d{window_a, 3, 1};
+  const notification e{window_a, 0, 2}, f{window_a, 1, 2};
+  for (const notification& n : {a, b, c, d, e, f}) inbox.push(n);
+
+  EXPECT_FALSE(inbox.match({window_a, any, 2, 1}));
+  EXPECT_EQ(inbox.pending_contents(),
+            (std::vector<fields>{fields_of(a), fields_of(b), fields_of(c), fields_of(d)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(e), fields_of(f)}));
+
+  // Room for one more: e comes in, f still cannot.
+  EXPECT_TRUE(inbox.match({window_a, 0, 1, 1}));
+  EXPECT_FALSE(inbox.match({window_a, any, 2, 2}));
+  EXPECT_EQ(inbox.pending_contents(),
+            (std::vector<fields>{fields_of(b), fields_of(c), fields_of(d), fields_of(e)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(f)}));
+
+  // Matches within the full list still work and make room for f.
+  EXPECT_TRUE(inbox.match({window_a, any, 1, 2}));
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{fields_of(d), fields_of(e), fields_of(f)}));
+  EXPECT_TRUE(inbox.match({window_a, any, 2, 2}));
+  EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{fields_of(d)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{}));
+}
+
+// Random pushes and queries over few windows, sources and tags, so matches and
+// wildcards are frequent. The number of unmatched notifications stays below
+// the pending capacity (the full list is tested above).
+TEST(MatchingRandomized, AgreesWithReferenceModel) {
+  constexpr unsigned sequences = 10000;
+  constexpr int steps = 40;
+  const std::uint32_t windows[] = {window_a, window_b, window_key(0, 2)};
+  for (unsigned seed = 1; seed <= sequences; ++seed) {
+    std::mt19937 rng(seed);
+    const auto pick = [&](int low, int high) {
+      return std::uniform_int_distribution<int>(low, high)(rng);
+    };
+    const std::uint32_t pending_capacity = 4u << pick(0, 2);
+    rank_inbox inbox(pending_capacity, pending_capacity << pick(0, 1));
+    reference_matcher model;
+    for (int step = 0; step < steps; ++step) {
+      if (model.size() + 1 < pending_capacity && pick(0, 99) < 55) {
+        // Two windows in notifications; the third key only ever appears in queries.
+        const notification n{windows[pick(0, 1)], pick(0, 2), pick(0, 2)};
+        inbox.push(n);
+        model.push(n);
+        continue;
+      }
+      const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 2), pick(1, 4)};
+      const bool expected = model.match(q);
+      ASSERT_EQ(inbox.match(q), expected) << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.contents(), model.contents()) << "seed " << seed << ", step " << step;
+    }
+  }
+}
+
+}  // namespace

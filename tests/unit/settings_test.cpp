@@ -1,0 +1,259 @@
+// Runtime settings: each GRMA_* variable, the errors for bad values and
+// unknown names, and --grma-* arguments taken out of argv.
+#include "grma/settings.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>  // setenv, unsetenv
+
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grma/error.hpp"
+
+extern char** environ;
+
+namespace {
+
+using grma::settings;
+using values = std::vector<std::pair<std::string, std::string>>;
+
+settings parse_one(const std::string& name, const std::string& value) {
+  return settings::parse({{name, value}});
+}
+
+// The message of the grma::error that `parse` throws, or "" when it throws
+// none. Every settings error is a host-side invalid_config.
+template <class Parse>
+std::string error_of(Parse&& parse) {
+  try {
+    parse();
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_EQ(e.rank(), -1);
+    EXPECT_EQ(e.where(), grma::call::runtime);
+    return e.what();
+  }
+  return "";
+}
+
+std::string parse_error(const std::string& name, const std::string& value) {
+  return error_of([&] { return parse_one(name, value); });
+}
+
+std::string invalid(const std::string& name, const std::string& value,
+                    const std::string& expected) {
+  return "grma: " + name + "=\"" + value + "\" is invalid: expected " + expected;
+}
+
+const std::string bytes_expected = "a size in bytes, optionally with K, M or G";
+
+TEST(Settings, Defaults) {
+  const settings s = settings::parse({});
+  EXPECT_EQ(s.backend, grma::backend_kind::cpu);
+  EXPECT_EQ(s.ranks_per_device, 0);
+  EXPECT_EQ(s.heap_size, 64u << 20);
+  EXPECT_EQ(s.queue_capacity, 1024u);
+  EXPECT_EQ(s.match_capacity, 256u);
+  EXPECT_EQ(s.max_windows, 64u);
+  EXPECT_EQ(s.timeout_seconds, 60.0);
+}
+
+TEST(Settings, Backend) {
+  EXPECT_EQ(parse_one("GRMA_BACKEND", "cpu").backend, grma::backend_kind::cpu);
+  EXPECT_EQ(parse_one("GRMA_BACKEND", "cuda").backend, grma::backend_kind::cuda);
+  EXPECT_EQ(parse_error("GRMA_BACKEND", "gpu"), invalid("GRMA_BACKEND", "gpu", "cpu or cuda"));
+  EXPECT_EQ(parse_error("GRMA_BACKEND", "CPU"), invalid("GRMA_BACKEND", "CPU", "cpu or cuda"));
+}
+
+TEST(Settings, RanksPerDevice) {
+  EXPECT_EQ(parse_one("GRMA_RANKS_PER_DEVICE", "0").ranks_per_device, 0);
+  EXPECT_EQ(parse_one("GRMA_RANKS_PER_DEVICE", "8").ranks_per_device, 8);
+  EXPECT_EQ(parse_one("GRMA_RANKS_PER_DEVICE", "65536").ranks_per_device, 65536);
+  EXPECT_EQ(parse_error("GRMA_RANKS_PER_DEVICE", "65537"),
+            invalid("GRMA_RANKS_PER_DEVICE", "65537", "a number from 0 to 65536"));
+}
+
+TEST(Settings, HeapSizeWithSuffixes) {
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "1048576").heap_size, 1048576u);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "64K").heap_size, 64u << 10);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "96k").heap_size, 96u << 10);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "2M").heap_size, 2u << 20);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "3m").heap_size, 3u << 20);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "5G").heap_size, 5ull << 30);
+  EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "1g").heap_size, 1ull << 30);
+}
+
+TEST(Settings, BadHeapSizes) {
+  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "65535"),
+            invalid("GRMA_HEAP_SIZE", "65535", "at least 64K"));
+  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "63K"), invalid("GRMA_HEAP_SIZE", "63K", "at least 64K"));
+  for (const char* bad :
+       {"", "12X", "1.5M", "-5", "+5", " 5", "M", "5 M", "5MB", "0x100", "99999999999999999999999"})
+    EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", bad), invalid("GRMA_HEAP_SIZE", bad, bytes_expected));
+  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "20000000000G"),
+            invalid("GRMA_HEAP_SIZE", "20000000000G", "a size that fits in 64 bits"));
+}
+
+TEST(Settings, QueueCapacityIsAPowerOfTwoInRange) {
+  EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "1").queue_capacity, 1u);
+  EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "512").queue_capacity, 512u);
+  EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "4K"),
+            invalid("GRMA_QUEUE_CAPACITY", "4K", "a number from 1 to 16777216"));
+  EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "16777216").queue_capacity, 1u << 24);
+  EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "1000"),
+            invalid("GRMA_QUEUE_CAPACITY", "1000", "a power of two"));
+  EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "0"),
+            invalid("GRMA_QUEUE_CAPACITY", "0", "a number from 1 to 16777216"));
+  EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "32M"),
+            invalid("GRMA_QUEUE_CAPACITY", "32M", "a number from 1 to 16777216"));
+}
+
+TEST(Settings, MatchCapacity) {
+  EXPECT_EQ(parse_one("GRMA_MATCH_CAPACITY", "1").match_capacity, 1u);
+  EXPECT_EQ(parse_one("GRMA_MATCH_CAPACITY", "1000").match_capacity, 1000u);
+  EXPECT_EQ(parse_one("GRMA_MATCH_CAPACITY", "1048576").match_capacity, 1u << 20);
+  EXPECT_EQ(parse_error("GRMA_MATCH_CAPACITY", "0"),
+            invalid("GRMA_MATCH_CAPACITY", "0", "a number from 1 to 1048576"));
+  EXPECT_EQ(parse_error("GRMA_MATCH_CAPACITY", "1048577"),
+            invalid("GRMA_MATCH_CAPACITY", "1048577", "a number from 1 to 1048576"));
+}
+
+TEST(Settings, MaxWindows) {
+  EXPECT_EQ(parse_one("GRMA_MAX_WINDOWS", "1").max_windows, 1u);
+  EXPECT_EQ(parse_one("GRMA_MAX_WINDOWS", "65535").max_windows, 65535u);
+  EXPECT_EQ(parse_error("GRMA_MAX_WINDOWS", "0"),
+            invalid("GRMA_MAX_WINDOWS", "0", "a number from 1 to 65535"));
+  EXPECT_EQ(parse_error("GRMA_MAX_WINDOWS", "65536"),
+            invalid("GRMA_MAX_WINDOWS", "65536", "a number from 1 to 65535"));
+  EXPECT_EQ(parse_error("GRMA_MAX_WINDOWS", "many"),
+            invalid("GRMA_MAX_WINDOWS", "many", "a number from 1 to 65535"));
+}
+
+TEST(Settings, Timeout) {
+  EXPECT_EQ(parse_one("GRMA_TIMEOUT", "2.5").timeout_seconds, 2.5);
+  EXPECT_EQ(parse_one("GRMA_TIMEOUT", "0").timeout_seconds, 0.0);
+  EXPECT_EQ(parse_one("GRMA_TIMEOUT", "1e3").timeout_seconds, 1000.0);
+  for (const char* bad : {"-1", "", "abc", "5s", "nan", "-0.5"})
+    EXPECT_EQ(parse_error("GRMA_TIMEOUT", bad), invalid("GRMA_TIMEOUT", bad, "seconds >= 0"));
+}
+
+TEST(Settings, UnknownGrmaNameIsAnErrorOtherNamesAreIgnored) {
+  EXPECT_EQ(parse_error("GRMA_QUEUE_SIZE", "8"),
+            "grma: unknown setting GRMA_QUEUE_SIZE (see docs/configuration.md)");
+  EXPECT_EQ(error_of([] {
+              return settings::parse({{"HOME", "/root"}, {"grma_timeout", "x"}});
+            }),
+            "");
+}
+
+TEST(Settings, LaterValueWins) {
+  const settings s = settings::parse({{"GRMA_MAX_WINDOWS", "8"}, {"GRMA_MAX_WINDOWS", "16"}});
+  EXPECT_EQ(s.max_windows, 16u);
+}
+
+// Runs each test with no GRMA_* variable set, whatever the caller's
+// environment holds, and restores that environment afterwards.
+class SettingsFromEnvironment : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = grma_variables();
+    clear();
+  }
+  void TearDown() override {
+    clear();
+    for (const auto& [name, value] : saved_) setenv(name.c_str(), value.c_str(), 1);
+  }
+
+ private:
+  static values grma_variables() {
+    values found;
+    for (char** e = environ; *e != nullptr; ++e) {
+      const char* eq = std::strchr(*e, '=');
+      if (eq != nullptr && std::strncmp(*e, "GRMA_", 5) == 0)
+        found.emplace_back(std::string(*e, std::size_t(eq - *e)), std::string(eq + 1));
+    }
+    return found;
+  }
+  static void clear() {
+    for (const auto& [name, value] : grma_variables()) unsetenv(name.c_str());
+  }
+  values saved_;
+};
+
+// argv as main receives it: modifiable strings and a null pointer at the end.
+class command_line {
+ public:
+  explicit command_line(std::vector<std::string> args)
+      : strings_(std::move(args)), argc_(int(strings_.size())) {
+    for (std::string& s : strings_) argv_.push_back(s.data());
+    argv_.push_back(nullptr);
+  }
+  int* argc() { return &argc_; }
+  char** argv() { return argv_.data(); }
+  std::vector<std::string> remaining() const {
+    return std::vector<std::string>(argv_.begin(), argv_.begin() + argc_);
+  }
+
+ private:
+  std::vector<std::string> strings_;
+  std::vector<char*> argv_;
+  int argc_;
+};
+
+TEST_F(SettingsFromEnvironment, ReadsGrmaVariables) {
+  setenv("GRMA_MAX_WINDOWS", "16", 1);
+  setenv("GRMA_HEAP_SIZE", "1M", 1);
+  setenv("GRMA_BACKEND", "cuda", 1);
+  const settings s = settings::from_environment();
+  EXPECT_EQ(s.max_windows, 16u);
+  EXPECT_EQ(s.heap_size, 1u << 20);
+  EXPECT_EQ(s.backend, grma::backend_kind::cuda);
+  EXPECT_EQ(s.queue_capacity, 1024u) << "unset variables keep their defaults";
+}
+
+TEST_F(SettingsFromEnvironment, ArgumentsOverrideVariablesAndAreRemovedFromArgv) {
+  setenv("GRMA_MAX_WINDOWS", "16", 1);
+  setenv("GRMA_TIMEOUT", "5", 1);
+  command_line args({"program", "--grma-timeout=7", "input.txt", "--grma-max-windows=32",
+                     "--grma-heap-size=2M", "--other", "--grma", "-grma-x=1"});
+  const settings s = settings::from_environment(args.argc(), args.argv());
+  EXPECT_EQ(s.timeout_seconds, 7.0);
+  EXPECT_EQ(s.max_windows, 32u);
+  EXPECT_EQ(s.heap_size, 2u << 20);
+  EXPECT_EQ(*args.argc(), 5);
+  EXPECT_EQ(args.remaining(),
+            (std::vector<std::string>{"program", "input.txt", "--other", "--grma", "-grma-x=1"}));
+  EXPECT_EQ(args.argv()[*args.argc()], nullptr);
+}
+
+TEST_F(SettingsFromEnvironment, ArgvWithoutGrmaArgumentsIsUnchanged) {
+  command_line args({"program", "a", "b"});
+  settings::from_environment(args.argc(), args.argv());
+  EXPECT_EQ(args.remaining(), (std::vector<std::string>{"program", "a", "b"}));
+}
+
+TEST_F(SettingsFromEnvironment, ArgumentWithoutValueIsAnError) {
+  command_line args({"program", "--grma-timeout"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(args.argc(), args.argv()); }),
+            invalid("GRMA_TIMEOUT", "", "--grma-name=value"));
+}
+
+TEST_F(SettingsFromEnvironment, UnknownArgumentIsAnError) {
+  command_line args({"program", "--grma-bogus-name=1"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(args.argc(), args.argv()); }),
+            "grma: unknown setting GRMA_BOGUS_NAME (see docs/configuration.md)");
+}
+
+TEST_F(SettingsFromEnvironment, BadOrUnknownVariableIsAnError) {
+  setenv("GRMA_QUEUE_CAPACITY", "1000", 1);
+  EXPECT_EQ(error_of([] { return settings::from_environment(); }),
+            invalid("GRMA_QUEUE_CAPACITY", "1000", "a power of two"));
+  unsetenv("GRMA_QUEUE_CAPACITY");
+  setenv("GRMA_TYPO", "1", 1);
+  EXPECT_EQ(error_of([] { return settings::from_environment(); }),
+            "grma: unknown setting GRMA_TYPO (see docs/configuration.md)");
+}
+
+}  // namespace

@@ -1,0 +1,108 @@
+// The window table: slot claiming, generations and handle lookup.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+
+namespace {
+
+using grma::detail::window_check;
+using grma::detail::window_entry;
+using grma::detail::window_lookup;
+using grma::detail::window_slot;
+using grma::detail::window_table;
+using grma::detail::window_table_claim;
+using grma::detail::window_table_release;
+
+// A table with its slots and entries, zeroed as the runtime creates it.
+class owned_window_table {
+ public:
+  owned_window_table(std::uint32_t capacity, std::uint32_t max_ranks)
+      : slots_(capacity),
+        entries_(std::size_t(capacity) * max_ranks),
+        table_{capacity, max_ranks, slots_.data(), entries_.data()} {}
+
+  window_table& table() { return table_; }
+  const window_slot& slot(std::uint32_t i) const { return slots_.at(i); }
+  const window_entry* first_entry() const { return entries_.data(); }
+
+ private:
+  std::vector<window_slot> slots_;
+  std::vector<window_entry> entries_;
+  window_table table_;
+};
+
+TEST(WindowTable, ClaimTakesSlotsInOrderUntilFull) {
+  owned_window_table windows(4, 3);
+  for (std::uint32_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(window_table_claim(windows.table(), 1, 3 + i), i);
+    EXPECT_EQ(windows.slot(i).generation, 1u);
+    EXPECT_EQ(windows.slot(i).active, 1u);
+    EXPECT_EQ(windows.slot(i).comm, 1u);
+    EXPECT_EQ(windows.slot(i).comm_size, 3 + i);
+  }
+  EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 4u) << "a full table returns its capacity";
+}
+
+TEST(WindowTable, ReleasedSlotIsReusedWithTheNextGeneration) {
+  owned_window_table windows(4, 2);
+  for (int i = 0; i < 4; ++i) window_table_claim(windows.table(), 0, 2);
+  window_table_release(windows.table(), 2);
+  window_table_release(windows.table(), 1);
+  EXPECT_EQ(windows.slot(1).active, 0u);
+  EXPECT_EQ(windows.slot(1).generation, 1u) << "release keeps the generation";
+
+  EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 1u) << "the first free slot";
+  EXPECT_EQ(windows.slot(1).generation, 2u);
+  EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 2u);
+  EXPECT_EQ(windows.slot(2).generation, 2u);
+  EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 4u);
+  EXPECT_EQ(windows.slot(0).generation, 1u);
+}
+
+TEST(WindowTable, LookupTellsLiveFreedAndNeverCreatedApart) {
+  owned_window_table windows(4, 2);
+  EXPECT_EQ(window_lookup(windows.table(), 0, 1), window_check::not_created) << "never used slot";
+
+  ASSERT_EQ(window_table_claim(windows.table(), 0, 2), 0u);
+  ASSERT_EQ(window_table_claim(windows.table(), 0, 2), 1u);
+  EXPECT_EQ(window_lookup(windows.table(), 0, 1), window_check::ok);
+  EXPECT_EQ(window_lookup(windows.table(), 1, 1), window_check::ok);
+
+  window_table_release(windows.table(), 1);
+  EXPECT_EQ(window_lookup(windows.table(), 1, 1), window_check::freed) << "inactive slot";
+  ASSERT_EQ(window_table_claim(windows.table(), 0, 2), 1u);
+  EXPECT_EQ(window_lookup(windows.table(), 1, 1), window_check::freed) << "stale generation";
+  EXPECT_EQ(window_lookup(windows.table(), 1, 2), window_check::ok);
+
+  EXPECT_EQ(window_lookup(windows.table(), 0, 0), window_check::not_created) << "generation 0";
+  EXPECT_EQ(window_lookup(windows.table(), 2, 1), window_check::not_created) << "unused slot";
+  EXPECT_EQ(window_lookup(windows.table(), 4, 1), window_check::not_created) << "past the table";
+  EXPECT_EQ(window_lookup(windows.table(), 0xffffffffu, 1), window_check::not_created);
+}
+
+// Generations must fit the 16 high bits of a notification's window key, and 0
+// means "never created", so after 65535 they start again at 1.
+TEST(WindowTable, GenerationWrapsFrom65535To1) {
+  owned_window_table windows(1, 1);
+  for (std::uint32_t expected = 1; expected <= 0xffff; ++expected) {
+    ASSERT_EQ(window_table_claim(windows.table(), 0, 1), 0u);
+    ASSERT_EQ(windows.slot(0).generation, expected);
+    window_table_release(windows.table(), 0);
+  }
+  ASSERT_EQ(window_table_claim(windows.table(), 0, 1), 0u);
+  EXPECT_EQ(windows.slot(0).generation, 1u);
+  EXPECT_EQ(window_lookup(windows.table(), 0, 1), window_check::ok);
+  EXPECT_EQ(window_lookup(windows.table(), 0, 0xffff), window_check::freed);
+}
+
+TEST(WindowTable, EntriesAreOneRowOfMaxRanksPerSlot) {
+  owned_window_table windows(3, 5);
+  for (std::uint32_t slot = 0; slot < 3; ++slot)
+    for (int rank = 0; rank < 5; ++rank)
+      EXPECT_EQ(&windows.table().entry(slot, rank), windows.first_entry() + slot * 5 + rank);
+}
+
+}  // namespace
