@@ -13,7 +13,7 @@ struct hello {
 
 int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
-  const grma::rank_info info = rt.info();
+  const grma::rank_info info = rt.info(hello{});
   std::printf("Hello!\n"
               " - I manage ranks %d-%d out of %d ranks.\n"
               " - I run device %d out of %d on node %d.\n"

@@ -67,7 +67,7 @@ struct ping_pong {
 
 int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
-  if (rt.info().rank_count < 2) {
+  if (rt.info(ping_pong{}).rank_count < 2) {
     std::fprintf(stderr, "ping_pong needs at least 2 ranks (GRMA_RANKS_PER_DEVICE)\n");
     return 1;
   }

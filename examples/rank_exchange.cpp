@@ -55,7 +55,7 @@ struct rank_exchange {
 
 int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
-  const grma::rank_info info = rt.info();
+  const grma::rank_info info = rt.info(rank_exchange{});
   topology data{};
   data.has_peer_rank = info.ranks_per_device > 1;
   data.is_first_device = info.node_index == 0 && info.device_index == 0;

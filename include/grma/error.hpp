@@ -56,6 +56,7 @@ enum class errc : std::int32_t {
   timeout,                      // the watchdog's report is in the message
   invalid_config,               // host side; message built on the host
   backend_unavailable,          // host side
+  device_error,                 // host side: a CUDA call failed
   count_                        // keep last
 };
 

@@ -30,8 +30,9 @@ class basic_rank {
   static constexpr detail::scope S = P::memory_scope;
 
  public:
-  GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank)
-      : v_(view), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
+  // `local` is the rank's private state: shared memory on a GPU.
+  GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank, detail::rank_local& local)
+      : v_(view), local_(&local), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
   basic_rank(const basic_rank&) = delete;
   basic_rank& operator=(const basic_rank&) = delete;
 
@@ -117,6 +118,11 @@ class basic_rank {
     if (mismatch != 0)
       fail(errc::collective_mismatch, call::window_free, c.id, std::int64_t(mismatch - 1),
            std::int64_t(call::window_free), local().epoch[c.id]);
+    // Every put to this window was published before its origin entered the
+    // collective, so all its notifications are here now: drop them.
+    if (leader())
+      detail::purge_notifications<S>(local().pending, v_.queue(device_rank_), local().inbox,
+                                     std::uint32_t(key));
     w = window_none;
   }
 
@@ -129,9 +135,11 @@ class basic_rank {
                               const void* source, int tag) {
     const access a = check_access(w, target, offset, bytes, source, call::put_notify);
     check_tag(tag, call::put_notify);
+    // The ticket first: the atomic's round trip overlaps the copy.
+    const std::uint64_t ticket = take_ticket(a);
     unsigned char* destination = v_.heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
-    notify(a, w, tag, call::put_notify);
+    notify(a, w, tag, ticket, call::put_notify);
   }
 
   // Reads [offset, offset + bytes) of the target's range into `destination`,
@@ -140,9 +148,10 @@ class basic_rank {
                               void* destination, int tag) {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
+    const std::uint64_t ticket = take_ticket(a);
     const unsigned char* source = v_.heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
-    notify(a, w, tag, call::get_notify);
+    notify(a, w, tag, ticket, call::get_notify);
   }
 
   // True (and the matched notifications removed) when `count` notifications of
@@ -174,6 +183,7 @@ class basic_rank {
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
     unsigned char* destination = v_.heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
+    P::publish_fence();
     if (leader()) {
       // Release: the data above is visible before the new signal value.
       if (op == signal_op::set)
@@ -197,11 +207,11 @@ class basic_rank {
     std::uint64_t seen = 0;
     block_until(call::wait_signal, {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
                 [&] {
-                  seen = detail::load_acquire<S>(word);
-                  return compare(seen, c, value);
+                  if (leader()) seen = detail::load_acquire<S>(word);
+                  return P::broadcast(compare(seen, c, value));
                 });
     completed();
-    return seen;
+    return P::broadcast(seen);
   }
 
   // ---- synchronization, log, assert ------------------------------------------------
@@ -223,6 +233,15 @@ class basic_rank {
     text.append(": ");
     text.append(expression);
     fail(errc::assertion_failed, call::rank_assert, line, 0, 0, 0, 0, text.data(), text.size());
+  }
+
+  // Called by the backend when the rank program has returned.
+  GRMA_INLINE void finish() {
+    P::sync();
+    if (!leader()) return;
+    detail::rank_status& st = status();
+    detail::store_relaxed<detail::scope::system>(st.progress, local().progress);
+    detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::finished));
   }
 
   // Used by log_line: one thread sends the finished line to the host.
@@ -249,7 +268,7 @@ class basic_rank {
   };
 
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
-  // leaves the wait if the job is aborted.
+  // leaves the wait if the job is aborted. The leading thread publishes.
   class waiter {
    public:
     GRMA_INLINE waiter(basic_rank& r, call where, const std::int64_t (&args)[4])
@@ -258,34 +277,65 @@ class basic_rank {
     }
     waiter(const waiter&) = delete;
     GRMA_INLINE ~waiter() {
-      if (published_) detail::store_relaxed<detail::scope::system>(r_.status().state, std::int32_t(detail::rank_state::running));
+      if (!published_) return;
+      detail::rank_status& st = r_.status();
+      // An ended wait is progress.
+      detail::store_relaxed<detail::scope::system>(st.progress, ++r_.local().progress);
+      detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::running));
     }
+    // Publishing goes to host memory (over PCIe from a GPU), and a later
+    // release fence would wait for it: a wait that ends soon publishes nothing.
     GRMA_INLINE void operator()() {
-      if (!published_) {
-        published_ = true;
-        detail::rank_status& st = r_.status();
-        detail::store_relaxed<detail::scope::system>(st.where, std::int32_t(where_));
-        for (int i = 0; i < 4; ++i) detail::store_relaxed<detail::scope::system>(st.args[i], args_[i]);
-        detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::blocked));
+      if (r_.leader() && spins_ >= P::quiet_spins) {
+        if (!published_) publish_blocked();
+        if (r_.local().pending.size != unmatched_) publish_unmatched();
+        if (spins_ % 1024 == 0) r_.check_abort();
       }
       P::relax(spins_);
-      if (spins_ % 64 == 0) r_.check_abort();
     }
 
    private:
+    GRMA_INLINE void publish_blocked() {
+      published_ = true;
+      detail::rank_status& st = r_.status();
+      detail::store_relaxed<detail::scope::system>(st.progress, r_.local().progress);
+      detail::store_relaxed<detail::scope::system>(st.where, std::int32_t(where_));
+      for (int i = 0; i < 4; ++i) detail::store_relaxed<detail::scope::system>(st.args[i], args_[i]);
+      publish_unmatched();
+      detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::blocked));
+    }
+    GRMA_INLINE void publish_unmatched() {
+      const detail::pending_list& pending = r_.local().pending;
+      detail::rank_status& st = r_.status();
+      unmatched_ = pending.size;
+      for (std::uint32_t i = 0; i < pending.size && i < std::uint32_t(detail::unmatched_shown); ++i) {
+        detail::notification& shown = st.unmatched_head[i];
+        detail::store_relaxed<detail::scope::system>(shown.window, pending.items[i].window);
+        detail::store_relaxed<detail::scope::system>(shown.source, pending.items[i].source);
+        detail::store_relaxed<detail::scope::system>(shown.tag, pending.items[i].tag);
+      }
+      detail::store_relaxed<detail::scope::system>(st.unmatched, std::int32_t(pending.size));
+    }
+
     basic_rank& r_;
     call where_;
     std::int64_t args_[4];
     std::uint32_t spins_ = 0;
+    std::uint32_t unmatched_ = 0;
     bool published_ = false;
   };
 
   GRMA_INLINE bool leader() const { return P::thread_index() == 0; }
-  GRMA_INLINE detail::rank_local& local() const { return v_.locals[device_rank_]; }
+  GRMA_INLINE detail::rank_local& local() const { return *local_; }
   GRMA_INLINE detail::rank_status& status() const { return v_.status[device_rank_]; }
 
+  // Counts a completed call; publishes the count now and then (a store to
+  // host memory from a GPU crosses PCIe: not on every call).
   GRMA_INLINE void completed() {
-    if (leader()) detail::fetch_add_relaxed<detail::scope::system>(status().calls_completed, std::uint64_t{1});
+    if (!leader()) return;
+    const std::uint64_t n = ++local().progress;
+    if (n % detail::progress_publish_interval == 0)
+      detail::store_relaxed<detail::scope::system>(status().progress, n);
   }
 
   GRMA_INLINE comm_layout layout(comm c) const {
@@ -335,43 +385,49 @@ class basic_rank {
   }
 
   // Gather at the communicator's leader, run `act` there, release everyone
-  // with its result. Also checks that every rank made the same call.
+  // with its result. Also checks that every rank made the same call. The
+  // leader rank's threads watch the arrivals in parallel.
   template <class LeaderAction>
   GRMA_INLINE std::uint64_t collective(comm c, comm_layout l, call what, std::uint64_t p0,
                                        std::uint64_t p1, LeaderAction&& act) {
     detail::collective_state& st = v_.collectives[c.id];
-    std::uint64_t result = 0;
+    std::uint64_t epoch = 0;
     if (leader()) {
-      const std::uint64_t epoch = ++local().epoch[c.id];
+      epoch = ++local().epoch[c.id];
       detail::collective_arrival& mine = st.arrivals[l.rank];
       mine.payload[0] = p0;
       mine.payload[1] = p1;
       // Release: payload and everything this rank wrote before the collective
       // are visible to the leader once it sees the stamp.
       detail::store_release<S>(mine.stamp, detail::collective_stamp(epoch, what));
-      if (l.rank == 0) {
-        for (int i = 0; i < l.size; ++i) {
-          std::uint64_t stamp = 0;
-          block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
-            stamp = detail::load_acquire<S>(st.arrivals[i].stamp);
-            return (stamp >> 8) >= epoch;
-          });
-          if (stamp != detail::collective_stamp(epoch, what))
-            fail(errc::collective_mismatch, what, c.id, i, std::int64_t(stamp & 0xff),
-                 std::int64_t(epoch));
-        }
+    }
+    epoch = P::broadcast(epoch);
+    std::uint64_t result = 0;
+    if (l.rank == 0) {
+      for (int i = P::thread_index(); i < l.size; i += P::thread_count()) {
+        std::uint64_t stamp = 0;
+        block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
+          stamp = detail::load_acquire<S>(st.arrivals[i].stamp);
+          return (stamp >> 8) >= epoch;
+        });
+        if (stamp != detail::collective_stamp(epoch, what))
+          fail(errc::collective_mismatch, what, c.id, i, std::int64_t(stamp & 0xff),
+               std::int64_t(epoch));
+      }
+      P::sync();  // every arrival seen (and acquired by some thread) before acting
+      if (leader()) {
         result = act(st);
         detail::store_relaxed<S>(st.result, result);
         // Release: the action's writes (window table) and, transitively, every
         // rank's pre-collective writes reach all ranks that see this epoch.
         detail::store_release<S>(st.release, epoch);
-      } else {
-        block_until(what, {c.id, -1, std::int64_t(epoch), 0},
-                    [&] { return detail::load_acquire<S>(st.release) >= epoch; });
-        result = detail::load_relaxed<S>(st.result);
       }
-      completed();
+    } else if (leader()) {
+      block_until(what, {c.id, -1, std::int64_t(epoch), 0},
+                  [&] { return detail::load_acquire<S>(st.release) >= epoch; });
+      result = detail::load_relaxed<S>(st.result);
     }
+    completed();
     return P::broadcast(result);
   }
 
@@ -425,24 +481,32 @@ class basic_rank {
   }
 
   GRMA_INLINE bool match(const detail::match_query& q) {
-    return detail::match_notifications<S>(local().pending, v_.queue(device_rank_), q);
+    return detail::match_notifications<S>(local().pending, v_.queue(device_rank_), local().inbox, q);
   }
 
-  // The target's world rank -> its ring on this device.
-  GRMA_INLINE void notify(const access& a, window w, int tag, call where) {
+  // The target's rank on this device.
+  GRMA_INLINE int target_device_rank(const access& a) const {
+    const int world_target = a.slot.comm == device.id ? v_.first_rank + a.target : a.target;
+    return world_target - v_.first_rank;
+  }
+
+  GRMA_INLINE std::uint64_t take_ticket(const access& a) {
+    return leader() ? detail::ring_take_ticket<S>(v_.queue(target_device_rank(a))) : 0;
+  }
+
+  // Publishes the notification of a put or get whose data is in place.
+  GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t ticket, call where) {
+    P::publish_fence();
     if (leader()) {
-      const int my_rank = layout(comm{a.slot.comm}).rank;
-      const int target_device_rank =
-          (a.slot.comm == device.id ? v_.first_rank + a.target : a.target) - v_.first_rank;
-      P::publish_fence();
+      const int t = target_device_rank(a);
+      detail::notification_ring& q = v_.queue(t);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
-      detail::ring_push<S>(v_.queue(target_device_rank), credit(target_device_rank),
-                           detail::notification{detail::window_key(w.slot, w.generation),
-                                                my_rank, tag},
-                           wait);
+      detail::ring_wait_credit<S>(q, ticket, credit(t), wait);
+      detail::ring_publish<S>(q, ticket,
+                              detail::notification{detail::window_key(w.slot, w.generation),
+                                                   layout(comm{a.slot.comm}).rank, tag});
     }
     completed();
-    P::sync();
   }
 
   // The producer credit (known consumed count) for a target's ring.
@@ -486,6 +550,7 @@ class basic_rank {
   }
 
   detail::device_view v_;
+  detail::rank_local* local_;
   int device_rank_;
   int world_rank_;
 };

@@ -3,16 +3,31 @@
 
 #include <functional>
 #include <memory>
+#include <type_traits>
 
 #include "grma/rank.hpp"
 #include "grma/settings.hpp"
 #include "grma/types.hpp"
 #include "grma/detail/cpu_platform.hpp"
+#include "grma/detail/cuda_kernel.hpp"
+
+#if defined(__CUDACC__)
+#include "grma/detail/cuda_launch.hpp"
+#endif
 
 namespace grma {
 
 // The rank type the CPU backend passes to rank programs.
 using cpu_rank = basic_rank<detail::cpu_platform>;
+
+// Whether the rank program's kernel can be built here: only a translation
+// unit compiled by nvcc can run a rank program on the GPU.
+inline constexpr bool compiled_for_cuda =
+#if defined(__CUDACC__)
+    true;
+#else
+    false;
+#endif
 
 class runtime {
  public:
@@ -24,21 +39,48 @@ class runtime {
   runtime& operator=(const runtime&) = delete;
 
   const grma::settings& settings() const;
+
+  // Where rank programs compiled with nvcc run: cuda when GRMA_BACKEND says
+  // so, or by default when grma has the CUDA backend and a GPU is visible;
+  // else cpu. A program compiled without nvcc runs on the CPU (and is an error
+  // when GRMA_BACKEND=cuda).
   backend_kind backend() const;
 
-  // The layout a run with these options would have (papers/000 Listing 2.1).
-  rank_info info(const launch_options& options = {}) const;
+  // The layout a run of `program` with these options would have (papers/000
+  // Listing 2.1). On a GPU the rank count depends on the program's kernel.
+  template <class Program>
+  rank_info info(const Program& program, const launch_options& options = {}) const {
+#if defined(__CUDACC__)
+    if (backend() == backend_kind::cuda)
+      return info_cuda(detail::cuda_kernel_for<std::remove_cvref_t<Program>>(program), options);
+#else
+    (void)program;
+#endif
+    require_cpu_allowed();
+    return info_cpu(options);
+  }
 
   // Runs `program(rank)` on every rank of this process and returns when all
   // have finished. Throws grma::error when a rank fails or the watchdog ends
   // the run; userdata is copied back only after a successful run.
   template <class Program>
   void run(Program&& program, const launch_options& options = {}) {
+#if defined(__CUDACC__)
+    if (backend() == backend_kind::cuda) {
+      run_cuda(options, detail::cuda_kernel_for<std::remove_cvref_t<Program>>(program));
+      return;
+    }
+#endif
+    require_cpu_allowed();
     run_cpu(options, [&program](cpu_rank& r) { program(r); });
   }
 
  private:
+  void require_cpu_allowed() const;
+  rank_info info_cpu(const launch_options& options) const;
+  rank_info info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const;
   void run_cpu(const launch_options& options, const std::function<void(cpu_rank&)>& body);
+  void run_cuda(const launch_options& options, const detail::cuda_kernel& kernel);
 
   struct impl;
   std::unique_ptr<impl> impl_;

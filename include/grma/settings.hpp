@@ -12,7 +12,7 @@
 namespace grma {
 
 struct settings {
-  backend_kind backend = backend_kind::cpu;  // GRMA_BACKEND=cpu|cuda
+  backend_kind backend = backend_kind::automatic;  // GRMA_BACKEND=auto|cpu|cuda
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
   std::uint64_t heap_size = 64ull << 20;     // GRMA_HEAP_SIZE, bytes per device (K/M/G suffixes)
   std::uint32_t queue_capacity = 1024;       // GRMA_QUEUE_CAPACITY, notifications per rank (power of 2)

@@ -12,7 +12,7 @@ namespace grma {
 // ranks that run on the caller's device (papers/000 §2.3.1).
 struct comm {
   std::uint32_t id;
-  friend constexpr bool operator==(comm a, comm b) { return a.id == b.id; }
+  GRMA_HOST_DEVICE friend constexpr bool operator==(comm a, comm b) { return a.id == b.id; }
 };
 inline constexpr comm world{0};
 inline constexpr comm device{1};
@@ -27,7 +27,7 @@ inline constexpr int any_tag = -1;
 struct window {
   std::uint32_t slot = 0;
   std::uint32_t generation = 0;  // 0 = never created
-  friend constexpr bool operator==(window a, window b) {
+  GRMA_HOST_DEVICE friend constexpr bool operator==(window a, window b) {
     return a.slot == b.slot && a.generation == b.generation;
   }
 };
@@ -67,7 +67,8 @@ struct rank_info {
   int process_count = 0;
 };
 
-enum class backend_kind { cpu, cuda };
+// automatic: cuda when grma was built with it and a GPU is visible, else cpu.
+enum class backend_kind { automatic, cpu, cuda };
 
 // How to run a rank program. Zero means "the backend's default" (or the
 // GRMA_* variable that sets it).

@@ -101,7 +101,8 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::timeout: s << "watchdog timeout"; break;
     case errc::invalid_config:
-    case errc::backend_unavailable: s << r.text; break;
+    case errc::backend_unavailable:
+    case errc::device_error: s << r.text; break;
     case errc::count_: s << "unknown error"; break;
   }
   return s.str();

@@ -10,6 +10,10 @@
 #include "../backend/cpu/cpu_backend.hpp"
 #include "progress.hpp"
 
+#if GRMA_HAVE_CUDA
+#include "../backend/cuda/cuda_backend.hpp"
+#endif
+
 namespace grma {
 
 namespace {
@@ -22,24 +26,46 @@ constexpr std::uint32_t log_capacity = 256;
 
 struct runtime::impl {
   grma::settings settings;
+  backend_kind backend;  // resolved: cpu or cuda
 };
+
+namespace {
+backend_kind resolve_backend(backend_kind wanted) {
+#if GRMA_HAVE_CUDA
+  const bool gpu = detail::cuda_device_available();
+  if (wanted == backend_kind::cuda && !gpu)
+    host_error(errc::backend_unavailable, "GRMA_BACKEND=cuda, but no CUDA device is visible");
+  if (wanted == backend_kind::automatic) return gpu ? backend_kind::cuda : backend_kind::cpu;
+#else
+  if (wanted == backend_kind::cuda)
+    host_error(errc::backend_unavailable,
+               "GRMA_BACKEND=cuda, but this build of grma has no CUDA backend");
+  if (wanted == backend_kind::automatic) return backend_kind::cpu;
+#endif
+  return wanted;
+}
+}  // namespace
 
 runtime::runtime(int& argc, char** argv)
     : runtime(settings::from_environment(&argc, argv)) {}
 
-runtime::runtime(const grma::settings& s) : impl_(std::make_unique<impl>(impl{s})) {
-  if (s.backend == backend_kind::cuda)
-    host_error(errc::backend_unavailable,
-               "GRMA_BACKEND=cuda, but this build of grma has no CUDA backend");
-}
+runtime::runtime(const grma::settings& s)
+    : impl_(std::make_unique<impl>(impl{s, resolve_backend(s.backend)})) {}
 
 runtime::~runtime() = default;
 
 const grma::settings& runtime::settings() const { return impl_->settings; }
 
-backend_kind runtime::backend() const { return impl_->settings.backend; }
+backend_kind runtime::backend() const { return impl_->backend; }
 
-rank_info runtime::info(const launch_options& options) const {
+void runtime::require_cpu_allowed() const {
+  if (impl_->settings.backend == backend_kind::cuda)
+    host_error(errc::backend_unavailable,
+               "GRMA_BACKEND=cuda, but this rank program was compiled without CUDA: build its "
+               "source with nvcc (a .cu file, or LANGUAGE CUDA in CMake)");
+}
+
+rank_info runtime::info_cpu(const launch_options& options) const {
   if (options.ranks_per_device < 0)
     host_error(errc::invalid_config,
                "ranks_per_device " + std::to_string(options.ranks_per_device) + " is negative");
@@ -67,7 +93,7 @@ rank_info runtime::info(const launch_options& options) const {
 void runtime::run_cpu(const launch_options& options,
                       const std::function<void(cpu_rank&)>& body) {
   const grma::settings& s = impl_->settings;
-  const rank_info ri = info(options);
+  const rank_info ri = info_cpu(options);
   if (options.userdata_size != 0 && options.userdata == nullptr)
     host_error(errc::invalid_config, "userdata is null but userdata_size is " +
                                          std::to_string(options.userdata_size));
@@ -99,5 +125,23 @@ void runtime::run_cpu(const launch_options& options,
   if (options.userdata_size != 0)
     std::memcpy(options.userdata, v.heap + v.userdata_offset, options.userdata_size);
 }
+
+#if GRMA_HAVE_CUDA
+rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
+  return detail::cuda_rank_info(detail::plan_cuda(impl_->settings, options, kernel));
+}
+
+void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {
+  detail::run_cuda_ranks(impl_->settings, options, kernel);
+}
+#else
+rank_info runtime::info_cuda(const detail::cuda_kernel&, const launch_options&) const {
+  host_error(errc::backend_unavailable, "this build of grma has no CUDA backend");
+}
+
+void runtime::run_cuda(const launch_options&, const detail::cuda_kernel&) {
+  host_error(errc::backend_unavailable, "this build of grma has no CUDA backend");
+}
+#endif
 
 }  // namespace grma

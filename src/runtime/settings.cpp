@@ -53,9 +53,10 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
   settings s;
   for (const auto& [name, value] : values) {
     if (name == "GRMA_BACKEND") {
-      if (value == "cpu") s.backend = backend_kind::cpu;
+      if (value == "auto") s.backend = backend_kind::automatic;
+      else if (value == "cpu") s.backend = backend_kind::cpu;
       else if (value == "cuda") s.backend = backend_kind::cuda;
-      else bad(name, value, "cpu or cuda");
+      else bad(name, value, "auto, cpu or cuda");
     } else if (name == "GRMA_RANKS_PER_DEVICE") {
       s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
     } else if (name == "GRMA_HEAP_SIZE") {

@@ -8,7 +8,6 @@
 namespace grma::detail {
 namespace {
 
-constexpr int shown_notifications = 16;
 
 const char* cmp_name(std::int64_t c) {
   static const char* names[] = {"==", "!=", ">", ">=", "<", "<="};
@@ -59,8 +58,8 @@ void describe_notification(std::ostringstream& s, const notification& n) {
 std::uint64_t progress_signature(const device_view& v) {
   std::uint64_t sum = load_acquire<scope::system>(v.log->reserved);
   for (int r = 0; r < v.ranks; ++r) {
-    sum += load_relaxed<scope::system>(v.status[r].calls_completed);
-    sum += load_relaxed(v.queue(r).reserved) + load_relaxed(v.queue(r).consumed);
+    sum += load_relaxed<scope::system>(v.status[r].progress);
+    sum += std::uint64_t(load_relaxed<scope::system>(v.status[r].state)) << 48;
   }
   return sum;
 }
@@ -84,19 +83,17 @@ std::string blocked_ranks_report(const device_view& v, double idle_seconds) {
       continue;
     s << "\n  rank " << v.first_rank + r << ": ";
     describe_call(s, st);
-    // Nothing moves, so this snapshot of the rank's pending list is stable.
-    const pending_list& pending = v.locals[r].pending;
-    notification_ring& q = v.queue(r);
-    const std::uint64_t in_ring = load_acquire(q.reserved) - load_acquire(q.consumed);
-    const std::uint64_t total = pending.size + in_ring;
+    const std::int32_t total = load_relaxed<scope::system>(st.unmatched);
     s << "; unmatched notifications: " << total;
-    int shown = 0;
-    for (std::uint32_t i = 0; i < pending.size && shown < shown_notifications; ++i, ++shown)
-      describe_notification(s, pending.items[i]);
-    notification n;
-    for (std::uint64_t i = 0; i < in_ring && shown < shown_notifications; ++i, ++shown)
-      if (ring_peek<scope::device>(q, i, n)) describe_notification(s, n);
-    if (total > std::uint64_t(shown)) s << " ...";
+    for (int i = 0; i < total && i < unmatched_shown; ++i) {
+      notification& n = st.unmatched_head[i];
+      describe_notification(s, notification{load_relaxed<scope::system>(n.window),
+                                            load_relaxed<scope::system>(n.source),
+                                            load_relaxed<scope::system>(n.tag)});
+    }
+    if (total > unmatched_shown) s << " ...";
+    if (std::uint32_t(total) >= v.match_capacity)
+      s << " (GRMA_MATCH_CAPACITY is full: more may wait in its queue)";
   }
   return s.str();
 }

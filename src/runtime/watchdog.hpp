@@ -8,14 +8,15 @@
 
 namespace grma::detail {
 
-// A number that changes whenever any rank of the device makes progress:
-// completes a call, publishes or takes a notification, or logs a line.
+// A number that changes whenever a rank of the device publishes progress
+// (calls completed, waits ended, its state) or logs a line. Reads only the
+// host-visible block, so it works for GPU ranks too.
 std::uint64_t progress_signature(const device_view& v);
 
 bool any_rank_blocked(const device_view& v);
 
 // Every blocked rank: the call it is in with its arguments, and the
-// notifications it holds unmatched (pending list first, then its ring).
+// notifications it holds unmatched, as the rank published them.
 std::string blocked_ranks_report(const device_view& v, double idle_seconds);
 
 }  // namespace grma::detail

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -18,6 +19,7 @@ using testing::StartsWith;
 
 grma::settings small_job(int ranks) {
   grma::settings s;
+  s.backend = grma::backend_kind::cpu;
   s.ranks_per_device = ranks;
   s.heap_size = 1 << 20;
   s.timeout_seconds = 30;
@@ -292,15 +294,38 @@ TEST(Errors, BadUserdataArguments) {
   }
 }
 
-TEST(Errors, CudaBackendUnavailableInCpuBuild) {
+TEST(Errors, CudaBackendRequestedWithoutAGpu) {
   grma::settings s;
   s.backend = grma::backend_kind::cuda;
   try {
     grma::runtime rt(s);
-    FAIL() << "no error";
+    GTEST_SKIP() << "a GPU is visible: the CUDA backend is available";
   } catch (const grma::error& e) {
     EXPECT_EQ(e.code(), grma::errc::backend_unavailable);
+#if GRMA_HAVE_CUDA
+    EXPECT_STREQ(e.what(), "grma: GRMA_BACKEND=cuda, but no CUDA device is visible");
+#else
     EXPECT_STREQ(e.what(), "grma: GRMA_BACKEND=cuda, but this build of grma has no CUDA backend");
+#endif
+  }
+}
+
+TEST(Errors, CudaBackendForAProgramCompiledWithoutCuda) {
+  // This file is compiled by the C++ compiler, not nvcc: its rank programs
+  // cannot run on a GPU, which is an error only when cuda is asked for.
+  grma::settings s = small_job(2);
+  s.backend = grma::backend_kind::cuda;
+  std::unique_ptr<grma::runtime> rt;
+  try {
+    rt = std::make_unique<grma::runtime>(s);
+  } catch (const grma::error&) {
+    GTEST_SKIP() << "no GPU here";
+  }
+  try {
+    rt->run([](auto&) {});
+    FAIL() << "no error";
+  } catch (const grma::error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("this rank program was compiled without CUDA"));
   }
 }
 
@@ -343,7 +368,7 @@ TEST(Watchdog, QuietWhileRanksMakeProgress) {
     const int me = r.rank(grma::world);
     for (int round = 0; round < 100; ++round) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // "compute"
-      r.put_notify(w, 1 - me, 0, 8, m, round % 4);
+      r.put_notify(w, 1 - me, 0, 8, m + 32, round % 4);  // the peer writes [0, 8) of m
       r.wait_notifications(w, 1 - me, round % 4, 1);
     }
   }));

@@ -6,7 +6,7 @@
 
 int main(int argc, char** argv) {
   grma::runtime rt(argc, argv);
-  const bool stuck = argc > 1 && std::strcmp(argv[1], "stuck") == 0;
+  const bool stuck = argc > 1 && std::strcmp(argv[1], "stuck") == 0;  // else: a bad target
   rt.run([stuck](auto& r) {
     void* memory = r.alloc(64);
     grma::window w = r.window_create(grma::world, memory, 64);

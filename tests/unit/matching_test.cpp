@@ -46,8 +46,16 @@ class rank_inbox {
   void push(const notification& n) {
     ring_push<scope::device>(*ring_, credit_, n, unexpected_wait);
   }
+  void purge(std::uint32_t key) {
+    grma::detail::purge_notifications<scope::device>(pending_, *ring_, reader_, key);
+  }
+
+  // Hands taken slots back after each match, so ring_peek (which starts at
+  // the released head) shows exactly what is still in the ring.
   bool match(const match_query& q) {
-    return match_notifications<scope::device>(pending_, *ring_, q);
+    const bool matched = match_notifications<scope::device>(pending_, *ring_, reader_, q);
+    grma::detail::ring_release<scope::device>(*ring_, reader_);
+    return matched;
   }
 
   std::vector<fields> pending_contents() const {
@@ -73,6 +81,7 @@ class rank_inbox {
   std::vector<notification> items_;
   pending_list pending_;
   owned_ring<notification> ring_;
+  grma::detail::ring_reader reader_{0, 0};
   std::uint64_t credit_ = 0;
 };
 
@@ -232,3 +241,24 @@ TEST(MatchingRandomized, AgreesWithReferenceModel) {
 }
 
 }  // namespace
+
+TEST(Purge, DropsOneWindowFromPendingListAndRing) {
+  rank_inbox inbox(/*pending_capacity=*/4, /*ring_capacity=*/8);
+  const notification a{1, 0, 5}, b{2, 0, 5}, c{1, 1, 6}, d{2, 1, 7}, e{1, 0, 8};
+  for (const notification& n : {a, b, c, d, e}) inbox.push(n);
+  ASSERT_FALSE(inbox.match({3, -1, -1, 1}));  // a-d fill the pending list, e stays in the ring
+  inbox.purge(2);
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{fields_of(a), fields_of(c), fields_of(e)}));
+  // The other windows' notifications still match, in order.
+  EXPECT_TRUE(inbox.match({1, -1, -1, 3}));
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{}));
+}
+
+TEST(Purge, LeavesOthersInTheRingWhenThePendingListIsFull) {
+  rank_inbox inbox(/*pending_capacity=*/2, /*ring_capacity=*/8);
+  const notification a{1, 0, 1}, b{1, 0, 2}, c{2, 0, 3}, d{1, 0, 4}, e{2, 0, 5};
+  for (const notification& n : {a, b, c, d, e}) inbox.push(n);
+  inbox.purge(2);  // a, b fill the list; c is dropped; d has no room and stops the purge
+  EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{fields_of(a), fields_of(b)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(d), fields_of(e)}));
+}

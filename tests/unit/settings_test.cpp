@@ -51,7 +51,7 @@ const std::string bytes_expected = "a size in bytes, optionally with K, M or G";
 
 TEST(Settings, Defaults) {
   const settings s = settings::parse({});
-  EXPECT_EQ(s.backend, grma::backend_kind::cpu);
+  EXPECT_EQ(s.backend, grma::backend_kind::automatic);
   EXPECT_EQ(s.ranks_per_device, 0);
   EXPECT_EQ(s.heap_size, 64u << 20);
   EXPECT_EQ(s.queue_capacity, 1024u);
@@ -61,10 +61,11 @@ TEST(Settings, Defaults) {
 }
 
 TEST(Settings, Backend) {
+  EXPECT_EQ(parse_one("GRMA_BACKEND", "auto").backend, grma::backend_kind::automatic);
   EXPECT_EQ(parse_one("GRMA_BACKEND", "cpu").backend, grma::backend_kind::cpu);
   EXPECT_EQ(parse_one("GRMA_BACKEND", "cuda").backend, grma::backend_kind::cuda);
-  EXPECT_EQ(parse_error("GRMA_BACKEND", "gpu"), invalid("GRMA_BACKEND", "gpu", "cpu or cuda"));
-  EXPECT_EQ(parse_error("GRMA_BACKEND", "CPU"), invalid("GRMA_BACKEND", "CPU", "cpu or cuda"));
+  EXPECT_EQ(parse_error("GRMA_BACKEND", "gpu"), invalid("GRMA_BACKEND", "gpu", "auto, cpu or cuda"));
+  EXPECT_EQ(parse_error("GRMA_BACKEND", "CPU"), invalid("GRMA_BACKEND", "CPU", "auto, cpu or cuda"));
 }
 
 TEST(Settings, RanksPerDevice) {

@@ -78,4 +78,18 @@ GRMA_INLINE bool compare_exchange_acquire(T& word, T expected, T desired) {
       expected, desired, order::memory_order_acquire, order::memory_order_relaxed);
 }
 
+// Orders this thread's earlier accesses (and, being cumulative, those it has
+// observed, such as its block's writes before a barrier) before its later
+// stores. Device code only: on the host a release store is used instead,
+// which ThreadSanitizer understands.
+template <scope S = scope::device>
+GRMA_INLINE void fence_release() {
+#if defined(__CUDACC__)
+  cuda::atomic_thread_fence(order::memory_order_release,
+                            S == scope::system ? cuda::thread_scope_system : cuda::thread_scope_device);
+#else
+  std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
 }  // namespace grma::detail

@@ -1,5 +1,7 @@
 // The CPU backend's platform: a rank is one thread, memory is ordinary memory
-// shared by the process's threads.
+// shared by the process's threads. Its functions are host+device only so that
+// a translation unit compiled by nvcc can instantiate basic_rank for both
+// backends; their bodies exist on the host alone.
 #pragma once
 
 #include <chrono>
@@ -15,26 +17,37 @@ namespace grma::detail {
 
 struct cpu_platform {
   static constexpr scope memory_scope = scope::device;
+  // Spins before a waiting rank publishes its state for the watchdog: cheap
+  // here, so soon.
+  static constexpr std::uint32_t quiet_spins = 64;
 
-  static int thread_index() { return 0; }
-  static int thread_count() { return 1; }
-  static void sync() {}
+  GRMA_INLINE static int thread_index() { return 0; }
+  GRMA_INLINE static int thread_count() { return 1; }
+  GRMA_INLINE static void sync() {}
   template <class T>
-  static T broadcast(T value) { return value; }
+  GRMA_INLINE static T broadcast(T value) { return value; }
 
   // Ranges of two windows may overlap; memmove keeps that defined.
-  static void copy(void* destination, const void* source, std::size_t bytes) {
+  GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
+#if !GRMA_DEVICE_CODE
     if (bytes != 0) std::memmove(destination, source, bytes);
+#endif
   }
   // One thread did the copy; the release store that publishes it orders it.
-  static void publish_fence() {}
+  GRMA_INLINE static void publish_fence() {}
 
-  static double now_seconds() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  GRMA_INLINE static double now_seconds() {
+#if !GRMA_DEVICE_CODE
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+#else
+    return 0;
+#endif
   }
 
   // Spin briefly, then give the core away: ranks usually outnumber cores.
-  static void relax(std::uint32_t& spins) {
+  GRMA_INLINE static void relax(std::uint32_t& spins) {
+#if !GRMA_DEVICE_CODE
     if (++spins < 32) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -42,18 +55,32 @@ struct cpu_platform {
     } else {
       std::this_thread::yield();
     }
+#endif
   }
 
   // First failure of the job: record it, stop every other rank, unwind.
-  [[noreturn]] static void fail(job_control& control, const error_record& record) {
+  [[noreturn]] GRMA_INLINE static void fail(job_control& control, const error_record& record) {
+#if !GRMA_DEVICE_CODE
     if (compare_exchange_acquire(control.error_claimed, 0u, 1u)) control.error = record;
     // Release: the error record is complete before anyone sees the abort.
     store_release(control.abort, 1u);
     throw error(record);
+#else
+    (void)control;
+    (void)record;
+    __builtin_unreachable();
+#endif
   }
 
   // Leave a wait because the job was aborted elsewhere.
-  [[noreturn]] static void leave(const error_record& record) { throw error(record); }
+  [[noreturn]] GRMA_INLINE static void leave(const error_record& record) {
+#if !GRMA_DEVICE_CODE
+    throw error(record);
+#else
+    (void)record;
+    __builtin_unreachable();
+#endif
+  }
 };
 
 }  // namespace grma::detail

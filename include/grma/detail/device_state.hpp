@@ -106,12 +106,14 @@ inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
 // A rank's private bookkeeping, kept in device memory so the watchdog can show
 // a stuck rank's unmatched notifications.
 struct rank_local {
+  std::uint64_t progress;           // calls completed and waits ended
   std::uint64_t epoch[comm_count];  // collectives entered per communicator
   std::uint64_t log_credit;         // known_consumed of the log ring
   // Direct-mapped cache of producer credits for the rings of recent targets.
   std::int32_t credit_target[credit_cache_size];
   std::uint64_t credit_known[credit_cache_size];
   pending_list pending;
+  ring_reader inbox;  // consumer state of the rank's notification ring
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
@@ -123,14 +125,24 @@ GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
 
 enum class rank_state : std::int32_t { idle = 0, running, blocked, finished, failed };
 
-// What a rank is doing, for the watchdog. Written by the rank with relaxed
-// stores, read by the host while the rank runs; only a hint, never a protocol.
+inline constexpr int unmatched_shown = 8;
+
+// What a rank is doing, for the watchdog. Written by the rank's leading thread
+// with relaxed stores, read by the host while the rank runs: a hint, never a
+// protocol. The rank publishes `progress` every progress_publish_interval
+// calls and when a long wait ends; what it waits for and its unmatched
+// notifications when a wait lasts (a short wait publishes nothing: from a
+// GPU these are PCIe writes, which a later release fence would wait for).
 struct rank_status {
   std::int32_t state;  // rank_state
   std::int32_t where;  // call while blocked
   std::int64_t args[4];
-  std::uint64_t calls_completed;  // progress counter
+  std::uint64_t progress;
+  std::int32_t unmatched;  // notifications held unmatched (pending list)
+  std::int32_t pad;
+  notification unmatched_head[unmatched_shown];  // the oldest of them
 };
+inline constexpr std::uint64_t progress_publish_interval = 1024;
 
 struct job_control {
   std::uint32_t abort;         // nonzero: every rank leaves its wait with errc::aborted

@@ -23,8 +23,56 @@ struct notification {
   std::int32_t source;   // origin's rank in the window's communicator
   std::int32_t tag;
 };
+
+// A notification slot: three 64-bit words, each with the sequence number in
+// its high half and one field in its low half. A 64-bit store is single-copy
+// atomic, so a consumer that finds the sequence number in all three words has
+// the whole entry, in whatever order the stores arrived. On the GPU the
+// producer therefore needs one release fence before the three stores, not a
+// fence per store; host code stores the last word with release instead.
+template <>
+struct ring_slot<notification> {
+  std::uint64_t word[4];  // word[3] unused: 32-byte slots
+
+  GRMA_INLINE static constexpr std::uint64_t pack(std::uint32_t sequence, std::uint32_t field) {
+    return (std::uint64_t(sequence) << 32) | field;
+  }
+
+  template <scope S>
+  GRMA_INLINE void store(std::uint32_t sequence, const notification& n) {
+    const std::uint64_t w0 = pack(sequence, n.window);
+    const std::uint64_t w1 = pack(sequence, std::uint32_t(n.source));
+    const std::uint64_t w2 = pack(sequence, std::uint32_t(n.tag));
+#if GRMA_DEVICE_CODE
+    // Release fence: the put's data (written by the whole block before the
+    // barrier in publish_fence) is visible before any of the words.
+    fence_release<S>();
+    store_relaxed<S>(word[1], w1);
+    store_relaxed<S>(word[2], w2);
+    store_relaxed<S>(word[0], w0);
+#else
+    store_relaxed<S>(word[1], w1);
+    store_relaxed<S>(word[2], w2);
+    store_release<S>(word[0], w0);  // the data and words 1-2 are visible before word 0
+#endif
+  }
+
+  template <scope S>
+  GRMA_INLINE bool load(std::uint32_t sequence, notification& out) {
+    // Acquire on word 0 pairs with the producer's release (fence or store).
+    const std::uint64_t w0 = load_acquire<S>(word[0]);
+    if (std::uint32_t(w0 >> 32) != sequence) return false;
+    const std::uint64_t w1 = load_relaxed<S>(word[1]);
+    const std::uint64_t w2 = load_relaxed<S>(word[2]);
+    if (std::uint32_t(w1 >> 32) != sequence || std::uint32_t(w2 >> 32) != sequence) return false;
+    out = notification{std::uint32_t(w0), std::int32_t(std::uint32_t(w1)),
+                       std::int32_t(std::uint32_t(w2))};
+    return true;
+  }
+};
+static_assert(sizeof(ring_slot<notification>) == 32, "notification slots are 32 bytes");
+
 using notification_ring = ring<notification>;
-static_assert(sizeof(ring_slot<notification>) == 16, "notification slots are 16 bytes");
 
 GRMA_INLINE constexpr std::uint32_t window_key(std::uint32_t slot, std::uint32_t generation) {
   return (generation << 16) | (slot & 0xffffu);
@@ -54,18 +102,24 @@ struct pending_list {
 // returns true; otherwise leaves the notifications as they were (though some
 // may have moved from the ring into the pending list, in order) and returns
 // false.
+//
+// `reader` is the consumer's private head in its ring. Slots are handed back
+// to producers when the match fails (the rank is about to wait) or once half
+// a ring is held; a successful match on the fast path stores nothing shared.
 template <scope S>
 GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& ring,
-                                     const match_query& q) {
+                                     ring_reader& reader, const match_query& q) {
   std::int32_t found = 0;
   for (std::uint32_t i = 0; i < pending.size && found < q.count; ++i)
     if (matches(pending.items[i], q)) ++found;
   while (found < q.count && pending.size < pending.capacity) {
     notification n;
-    if (!ring_try_pop<S>(ring, n)) break;
+    if (!ring_try_pop<S>(ring, reader, n)) break;
     pending.items[pending.size++] = n;
     if (matches(n, q)) ++found;
   }
+  if (found < q.count || reader.head - reader.released >= ring.capacity / 2)
+    ring_release<S>(ring, reader);
   if (found < q.count) return false;
 
   // Stable compaction: drop the first q.count matches, keep the rest in order.
@@ -80,6 +134,29 @@ GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& r
   }
   pending.size = kept;
   return true;
+}
+
+// Drops every notification of window `key` (slot and generation) that the
+// rank holds: from its pending list, and from its ring as far as the list has
+// room for the others' entries on the way. Used when the window is freed, so
+// that notifications nobody can match any more do not fill the pending list.
+template <scope S>
+GRMA_INLINE void purge_notifications(pending_list& pending, notification_ring& ring,
+                                     ring_reader& reader, std::uint32_t key) {
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = 0; i < pending.size; ++i)
+    if (pending.items[i].window != key) pending.items[kept++] = pending.items[i];
+  pending.size = kept;
+  notification n;
+  while (ring.slots()[reader.head & ring.mask].template load<S>(
+      static_cast<std::uint32_t>(reader.head + 1), n)) {
+    if (n.window != key) {
+      if (pending.size == pending.capacity) break;  // no room: it stays in the ring
+      pending.items[pending.size++] = n;
+    }
+    ++reader.head;
+  }
+  ring_release<S>(ring, reader);
 }
 
 }  // namespace grma::detail

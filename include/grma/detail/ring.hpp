@@ -1,16 +1,19 @@
 // Fixed-size ring queue with sequence-numbered slots (papers/000 §3.2.4).
 //
-// Many producers, one consumer. A producer reserves a ticket with one atomic
-// add on `reserved`, writes the slot's payload and then publishes the slot by a
-// release store of its sequence number (ticket + 1). The consumer needs one
-// acquire load of the slot's sequence number to know whether the entry at its
-// head is valid; no shared tail is read on the fast path.
+// Many producers, one consumer. A producer takes a ticket with one atomic add
+// on `reserved`, waits until the ticket's slot is free, fills the slot and
+// publishes it; the slot's sequence number (ticket + 1) tells the consumer
+// that the entry at its head is valid, so no shared tail is read on the fast
+// path. Taking the ticket and publishing are separate steps, so a producer can
+// issue the atomic early and let its latency overlap other work.
 //
-// Credits are lazy: a producer keeps a private copy of the consumer's published
-// `consumed` count and re-reads it only when its ticket would not fit by that
-// stale count. A full ring is back-pressure: the producer waits (through the
-// caller's wait function, which is bounded by the watchdog) and nothing is ever
-// dropped or overwritten.
+// Credits are lazy on both sides. A producer keeps a private copy of the
+// consumer's published `consumed` count and re-reads it only when its ticket
+// would not fit by that stale count. The consumer keeps its head private
+// (ring_reader) and publishes it only when asked (ring_release): when it is
+// about to wait, or after half a ring. A full ring is back-pressure: the
+// producer waits (through the caller's wait function, which is bounded by the
+// watchdog) and nothing is ever dropped or overwritten.
 //
 // The header and the slots are one block of memory, so the ring has no
 // pointers and stays valid wherever that block is mapped (peer device, other
@@ -25,16 +28,33 @@
 
 namespace grma::detail {
 
+// A slot: the payload, then its sequence number stored with release; the
+// consumer loads the sequence number with acquire, then the payload.
+// Specialized where the payload fits self-validating words (matching.hpp).
 template <class Payload>
 struct ring_slot {
   std::uint32_t seq;  // ticket + 1 once the payload is published; 0 = never written
   Payload payload;
+
+  template <scope S>
+  GRMA_INLINE void store(std::uint32_t sequence, const Payload& p) {
+    payload = p;
+    // Release: the payload, and everything the producer wrote before (the
+    // data of a put), is visible to a consumer that sees the sequence number.
+    store_release<S>(seq, sequence);
+  }
+  template <scope S>
+  GRMA_INLINE bool load(std::uint32_t sequence, Payload& out) {
+    if (load_acquire<S>(seq) != sequence) return false;
+    out = payload;
+    return true;
+  }
 };
 
 template <class Payload>
 struct ring {
   alignas(64) std::uint64_t reserved;  // tickets handed out to producers
-  alignas(64) std::uint64_t consumed;  // entries the consumer has taken, in ticket order
+  alignas(64) std::uint64_t consumed;  // entries the consumer has released, in ticket order
   std::uint32_t capacity;              // a power of two
   std::uint32_t mask;
 
@@ -48,6 +68,12 @@ struct ring {
   }
 };
 
+// The consumer's private state: its head, and how much of it it has published.
+struct ring_reader {
+  std::uint64_t head;
+  std::uint64_t released;
+};
+
 constexpr bool is_power_of_two(std::uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 // Prepares zeroed memory of ring<Payload>::bytes_for(capacity) bytes. Host only,
@@ -59,37 +85,46 @@ inline ring<Payload>* ring_init(void* memory, std::uint32_t capacity) {
   q->consumed = 0;
   q->capacity = capacity;
   q->mask = capacity - 1;
-  for (std::uint32_t i = 0; i < capacity; ++i) q->slots()[i].seq = 0;
+  for (std::uint32_t i = 0; i < capacity; ++i) q->slots()[i] = ring_slot<Payload>{};
   return q;
 }
 
-// Producer, step 1: reserve a slot. `known_consumed` is the producer's private
-// credit state for this ring. `wait` is called while the ring is full.
+// Producer, step 1: a ticket. Relaxed: the add publishes nothing.
+template <scope S, class Payload>
+GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
+  return fetch_add_relaxed<S>(q.reserved, std::uint64_t{1});
+}
+
+// Producer, step 2: wait until the ticket's slot is free. `known_consumed` is
+// the producer's private credit state for this ring; `wait` is called while
+// the ring is full.
+template <scope S, class Payload, class Wait>
+GRMA_INLINE void ring_wait_credit(ring<Payload>& q, std::uint64_t ticket,
+                                  std::uint64_t& known_consumed, Wait&& wait) {
+  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
+  if (ticket - known_consumed < q.capacity) return;
+  // Acquire pairs with the consumer's release of `consumed`: its reads of the
+  // slot we are about to overwrite happen before our writes.
+  known_consumed = load_acquire<S>(q.consumed);
+  while (ticket - known_consumed >= q.capacity) {
+    wait();
+    known_consumed = load_acquire<S>(q.consumed);
+  }
+}
+
 template <scope S, class Payload, class Wait>
 GRMA_INLINE std::uint64_t ring_reserve(ring<Payload>& q, std::uint64_t& known_consumed,
                                        Wait&& wait) {
-  const std::uint64_t ticket = fetch_add_relaxed<S>(q.reserved, std::uint64_t{1});
-  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
-  if (ticket - known_consumed >= q.capacity) {
-    // Acquire pairs with the consumer's release of `consumed`: the consumer's
-    // reads of the slot we are about to overwrite happen before our writes.
-    known_consumed = load_acquire<S>(q.consumed);
-    while (ticket - known_consumed >= q.capacity) {
-      wait();
-      known_consumed = load_acquire<S>(q.consumed);
-    }
-  }
+  const std::uint64_t ticket = ring_take_ticket<S>(q);
+  ring_wait_credit<S>(q, ticket, known_consumed, wait);
   return ticket;
 }
 
-// Producer, step 2: fill the reserved slot and publish it. The release store of
-// seq orders the payload (and everything the producer wrote before, such as
-// the data of a put) before the slot becomes valid to the consumer.
+// Producer, step 3: fill the slot and publish it (see ring_slot::store for
+// the ordering each slot kind gives).
 template <scope S, class Payload>
 GRMA_INLINE void ring_publish(ring<Payload>& q, std::uint64_t ticket, const Payload& payload) {
-  ring_slot<Payload>& slot = q.slots()[ticket & q.mask];
-  slot.payload = payload;
-  store_release<S>(slot.seq, static_cast<std::uint32_t>(ticket + 1));
+  q.slots()[ticket & q.mask].template store<S>(static_cast<std::uint32_t>(ticket + 1), payload);
 }
 
 template <scope S, class Payload, class Wait>
@@ -98,29 +133,43 @@ GRMA_INLINE void ring_push(ring<Payload>& q, std::uint64_t& known_consumed,
   ring_publish<S>(q, ring_reserve<S>(q, known_consumed, wait), payload);
 }
 
-// Consumer: take the entry at the head if it is published. Only the single
-// consumer writes `consumed`, so it may read it relaxed.
+// Consumer: take the entry at the private head if it is published. The slot
+// stays the consumer's until ring_release publishes the head.
 template <scope S, class Payload>
-GRMA_INLINE bool ring_try_pop(ring<Payload>& q, Payload& out) {
-  const std::uint64_t head = load_relaxed<S>(q.consumed);
-  ring_slot<Payload>& slot = q.slots()[head & q.mask];
-  // Acquire pairs with ring_publish's release: the payload is complete.
-  if (load_acquire<S>(slot.seq) != static_cast<std::uint32_t>(head + 1)) return false;
-  out = slot.payload;
-  // Release: our read of the slot happens before a producer reuses it.
-  store_release<S>(q.consumed, head + 1);
+GRMA_INLINE bool ring_try_pop(ring<Payload>& q, ring_reader& reader, Payload& out) {
+  if (!q.slots()[reader.head & q.mask].template load<S>(
+          static_cast<std::uint32_t>(reader.head + 1), out))
+    return false;
+  ++reader.head;
   return true;
 }
 
-// Read-only look at the i-th unconsumed entry, for diagnostics (the watchdog's
-// report). False when that entry is not published.
+// Consumer: hand the slots taken so far back to the producers. Release: the
+// consumer's reads of them happen before a producer reuses them.
+template <scope S, class Payload>
+GRMA_INLINE void ring_release(ring<Payload>& q, ring_reader& reader) {
+  if (reader.released == reader.head) return;
+  store_release<S>(q.consumed, reader.head);
+  reader.released = reader.head;
+}
+
+// Consumer without private state (the host's log drain, tests): take one
+// entry and release it at once. Only the consumer writes `consumed`.
+template <scope S, class Payload>
+GRMA_INLINE bool ring_try_pop(ring<Payload>& q, Payload& out) {
+  const std::uint64_t head = load_relaxed<S>(q.consumed);
+  ring_reader reader{head, head};
+  if (!ring_try_pop<S>(q, reader, out)) return false;
+  ring_release<S>(q, reader);
+  return true;
+}
+
+// Read-only look at the entry `i` places after the released head, for
+// diagnostics and tests. False when that entry is not published.
 template <scope S, class Payload>
 inline bool ring_peek(ring<Payload>& q, std::uint64_t i, Payload& out) {
   const std::uint64_t index = load_acquire<S>(q.consumed) + i;
-  ring_slot<Payload>& slot = q.slots()[index & q.mask];
-  if (load_acquire<S>(slot.seq) != static_cast<std::uint32_t>(index + 1)) return false;
-  out = slot.payload;
-  return true;
+  return q.slots()[index & q.mask].template load<S>(static_cast<std::uint32_t>(index + 1), out);
 }
 
 }  // namespace grma::detail

@@ -21,9 +21,9 @@ std::exception_ptr run_cpu_ranks(const device_view& view,
     threads.emplace_back([&, r] {
       set_state(r, rank_state::running);
       try {
-        cpu_rank rank(view, r);
+        cpu_rank rank(view, r, view.locals[r]);
         body(rank);
-        set_state(r, rank_state::finished);
+        rank.finish();
         return;
       } catch (const error& e) {
         std::lock_guard<std::mutex> lock(failure_mutex);

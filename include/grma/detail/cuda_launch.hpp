@@ -1,0 +1,81 @@
+// The persistent kernel: one block per rank. Compiled in the user's
+// translation unit (nvcc), where the rank program's type is known; the grma
+// library allocates memory and waits, but the launch and the occupancy query
+// happen here, through the CUDA runtime that registered the kernel.
+#pragma once
+
+#if defined(__CUDACC__)
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <string>
+
+#include "grma/rank.hpp"
+#include "grma/detail/cuda_kernel.hpp"
+#include "grma/detail/cuda_platform.hpp"
+
+namespace grma {
+
+// The rank type the CUDA backend passes to rank programs.
+using cuda_rank = basic_rank<detail::cuda_platform>;
+
+namespace detail {
+
+template <class Program>
+__global__ void rank_kernel(const Program program, const device_view view) {
+  // The rank's private state sits in shared memory: matching and credits are
+  // on the fast path. Blocked ranks publish what the watchdog needs.
+  extern __shared__ notification pending_items[];
+  __shared__ rank_local local;
+  if (threadIdx.x == 0) rank_local_init(local, pending_items, view.match_capacity);
+  __syncthreads();
+  cuda_rank r(view, int(blockIdx.x), local);
+  program(r);
+  r.finish();
+}
+
+template <class Program>
+class cuda_kernel_for final : public cuda_kernel {
+ public:
+  explicit cuda_kernel_for(const Program& program) : program_(program) {}
+
+  int blocks_per_sm(int threads, std::size_t shared_bytes) const override {
+    int blocks = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, rank_kernel<Program>, threads,
+                                                      shared_bytes) != cudaSuccess)
+      return 0;
+    return blocks;
+  }
+
+  void attributes(int& registers, int& max_threads) const override {
+    cudaFuncAttributes a{};
+    cudaFuncGetAttributes(&a, rank_kernel<Program>);
+    registers = a.numRegs;
+    max_threads = a.maxThreadsPerBlock;
+  }
+
+  int launch_and_wait(const device_view& v, int ranks, int threads, std::size_t shared_bytes,
+                      void* stream, std::string& message) const override {
+    // A cooperative launch refuses a grid that cannot be co-resident, so
+    // blocks never wait for ranks that were not scheduled.
+    Program program = program_;
+    device_view view = v;
+    void* args[] = {&program, &view};
+    const auto s = static_cast<cudaStream_t>(stream);
+    cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(rank_kernel<Program>),
+                                                dim3(unsigned(ranks)), dim3(unsigned(threads)), args,
+                                                shared_bytes, s);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (e != cudaSuccess) message = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    return int(e);
+  }
+
+ private:
+  Program program_;
+};
+
+}  // namespace detail
+}  // namespace grma
+
+#endif  // __CUDACC__

@@ -1,0 +1,154 @@
+// The CUDA backend's platform: a rank is one thread block of a persistent
+// kernel; the block's threads call the rank API together. Every function is
+// __host__ __device__ so that basic_rank<cuda_platform> can be instantiated in
+// any translation unit nvcc compiles; the host versions are never called.
+#pragma once
+
+#if defined(__CUDACC__)
+
+#include <cstdint>
+
+#include "grma/error.hpp"
+#include "grma/detail/atomic.hpp"
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+struct cuda_platform {
+  // Ranks of one GPU share device memory: device scope suffices (peer GPUs
+  // and the host use system scope explicitly).
+  static constexpr scope memory_scope = scope::device;
+  // Spins before a waiting rank publishes its state for the watchdog: PCIe
+  // writes that a later release fence would wait for, so only for long waits.
+  static constexpr std::uint32_t quiet_spins = 2048;
+
+  GRMA_INLINE static int thread_index() {
+#if GRMA_DEVICE_CODE
+    return int(threadIdx.x);
+#else
+    return 0;
+#endif
+  }
+  GRMA_INLINE static int thread_count() {
+#if GRMA_DEVICE_CODE
+    return int(blockDim.x);
+#else
+    return 1;
+#endif
+  }
+  GRMA_INLINE static void sync() {
+#if GRMA_DEVICE_CODE
+    __syncthreads();
+#endif
+  }
+
+  // Thread 0's value, to every thread of the block. The first barrier keeps
+  // thread 0 from overwriting the slot while others still read the last one.
+  template <class T>
+  GRMA_INLINE static T broadcast(T value) {
+#if GRMA_DEVICE_CODE
+    __shared__ T slot;
+    __syncthreads();
+    if (threadIdx.x == 0) slot = value;
+    __syncthreads();
+    return slot;
+#else
+    return value;
+#endif
+  }
+
+  // Copy by all threads of the block: 16-byte vectors when both ends are
+  // 16-byte aligned, else bytes. The caller's publish_fence() completes it
+  // before one thread publishes it. Reads bypass L1 (ld.cg): the source may
+  // be another rank's window, written on another SM.
+  GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
+#if GRMA_DEVICE_CODE
+    const auto d = reinterpret_cast<std::uintptr_t>(destination);
+    const auto s = reinterpret_cast<std::uintptr_t>(source);
+    std::size_t done = 0;
+    if (((d | s) & 15u) == 0) {
+      // `unroll` vectors per thread per step: their loads are in flight
+      // together, which a bandwidth-bound copy needs.
+      constexpr std::size_t unroll = 8;
+      const std::size_t vectors = bytes / 16;
+      auto* dv = static_cast<uint4*>(destination);
+      const auto* sv = static_cast<const uint4*>(source);
+      const std::size_t step = std::size_t(blockDim.x) * unroll;
+      std::size_t i = threadIdx.x;
+      for (; i + step - blockDim.x < vectors; i += step) {
+        uint4 v[unroll];
+#pragma unroll
+        for (std::size_t k = 0; k < unroll; ++k) v[k] = __ldcg(sv + i + k * blockDim.x);
+#pragma unroll
+        for (std::size_t k = 0; k < unroll; ++k) dv[i + k * blockDim.x] = v[k];
+      }
+      for (; i < vectors; i += blockDim.x) dv[i] = __ldcg(sv + i);
+      done = vectors * 16;
+    }
+    auto* db = static_cast<unsigned char*>(destination);
+    const auto* sb = static_cast<const unsigned char*>(source);
+    for (std::size_t i = done + threadIdx.x; i < bytes; i += blockDim.x) db[i] = __ldcg(sb + i);
+#else
+    (void)destination;
+    (void)source;
+    (void)bytes;
+#endif
+  }
+
+  // Before one thread publishes data that all threads wrote: the barrier makes
+  // their writes happen before the publishing thread's release, and release
+  // is cumulative, so the target sees them when it acquires the publication.
+  GRMA_INLINE static void publish_fence() { sync(); }
+
+  GRMA_INLINE static double now_seconds() {
+#if GRMA_DEVICE_CODE
+    std::uint64_t ns;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+    return double(ns) * 1e-9;
+#else
+    return 0;
+#endif
+  }
+
+  // Spin (a wait that ends soon ends at memory speed), then sleep in growing
+  // steps up to a microsecond, so long waits leave issue slots and memory
+  // bandwidth to working blocks.
+  GRMA_INLINE static void relax(std::uint32_t& spins) {
+#if GRMA_DEVICE_CODE
+    constexpr std::uint32_t spin_only = 4096;
+    if (++spins > spin_only) __nanosleep(spins - spin_only < 1024 ? spins - spin_only : 1024);
+#else
+    ++spins;
+#endif
+  }
+
+  // A rank's failure ends the kernel (DESIGN.md §6): the first failing rank
+  // records its error in host-mapped memory, raises the abort flag and traps;
+  // the host reads the record once the kernel has ended.
+  [[noreturn]] GRMA_INLINE static void fail(job_control& control, const error_record& record) {
+#if GRMA_DEVICE_CODE
+    if (compare_exchange_acquire<scope::system>(control.error_claimed, 0u, 1u)) {
+      control.error = record;
+      __threadfence_system();  // the record reaches host memory before the flag
+    }
+    store_release<scope::system>(control.abort, 1u);
+    __trap();
+#else
+    (void)control;
+    (void)record;
+#endif
+    __builtin_unreachable();
+  }
+
+  // Leave because the job was aborted elsewhere: end the kernel too.
+  [[noreturn]] GRMA_INLINE static void leave(const error_record&) {
+#if GRMA_DEVICE_CODE
+    __trap();
+#endif
+    __builtin_unreachable();
+  }
+};
+
+}  // namespace grma::detail
+
+#endif  // __CUDACC__

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Builds grma with CUDA on a GPU machine, runs the GPU tests, the examples,
+# compute-sanitizer and the benchmarks. Logs and JSON go to $OUT (or ./gpu-out).
+#   scripts/gpu-verify.sh [all|quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-gpu-out}
+mkdir -p "$out"
+# Keep NVLink multicast off (shared machines).
+export NCCL_NVLS_ENABLE=0 NVSHMEM_DISABLE_NVLS=1 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+what=${1:-all}
+status=0
+step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, records the result
+  local name=$1; shift
+  local start=$SECONDS
+  if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED($?)"; status=1; fi
+  printf '%-34s %-10s %4ds\n' "$name" "$r" $((SECONDS - start)) | tee -a "$out/summary.txt"
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON \
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON
+step build cmake --build build/gpu -j"$(nproc)"
+step example-hello ./build/gpu/examples/grma-hello
+step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
+step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
+if [ "$what" = all ] && [ -d build/gpu/tests/gpu ]; then
+  step gpu-tests ctest --test-dir build/gpu -L gpu --output-on-failure
+fi
+san="compute-sanitizer --error-exitcode 9"
+step sanitize-memcheck $san --tool memcheck ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
+step sanitize-racecheck $san --tool racecheck ./build/gpu/examples/grma-rank_exchange --grma-ranks-per-device=8
+step sanitize-synccheck $san --tool synccheck ./build/gpu/examples/grma-rank_exchange --grma-ranks-per-device=8
+step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
+echo; tail -n 25 "$out/bench-same-device.log"
+echo; cat "$out/summary.txt"
+exit $status

@@ -1,0 +1,76 @@
+#include "cuda_arena.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "grma/error.hpp"
+
+namespace grma::detail {
+
+void cuda_check(int status, const char* what) {
+  if (status == 0) return;
+  const auto e = static_cast<cudaError_t>(status);
+  throw error(errc::device_error, -1, call::runtime,
+              std::string("grma: ") + what + " failed: " + cudaGetErrorName(e) + ": " +
+                  cudaGetErrorString(e));
+}
+
+cuda_arena::cuda_arena(const arena_params& p) : layout_(layout_arena(p)) {
+  try {
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&heap_), layout_.heap_bytes),
+               ("cudaMalloc of the " + std::to_string(layout_.heap_bytes) + "-byte heap").c_str());
+    cuda_check(cudaMalloc(reinterpret_cast<void**>(&control_), layout_.control_bytes),
+               "cudaMalloc of the control block");
+    cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&host_), layout_.host_bytes,
+                             cudaHostAllocMapped | cudaHostAllocPortable),
+               "cudaHostAlloc of the host-visible block");
+    std::memset(host_, 0, layout_.host_bytes);
+    unsigned char* host_on_device = nullptr;
+    cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&host_on_device), host_, 0),
+               "cudaHostGetDevicePointer");
+
+    view_ = make_view(layout_, p, heap_, control_, host_on_device);
+    host_view_ = make_view(layout_, p, heap_, control_, host_);
+    std::vector<unsigned char> image(layout_.control_bytes, 0);
+    const heap_block first = init_arena(layout_, p, view_, image.data(), host_);
+    cuda_check(cudaMemcpy(control_, image.data(), image.size(), cudaMemcpyHostToDevice),
+               "cudaMemcpy of the control block");
+    cuda_check(cudaMemset(heap_, 0, layout_.heap_bytes), "cudaMemset of the heap");
+    cuda_check(cudaMemcpy(heap_ + layout_.userdata_area, &first, sizeof first,
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy of the heap header");
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+cuda_arena::~cuda_arena() { release(); }
+
+void cuda_arena::release() {
+  if (heap_ != nullptr) cudaFree(heap_);
+  if (control_ != nullptr) cudaFree(control_);
+  if (host_ != nullptr) cudaFreeHost(host_);
+  heap_ = control_ = host_ = nullptr;
+}
+
+void cuda_arena::copy_to_heap(std::uint64_t offset, const void* source, std::size_t bytes,
+                              void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  cuda_check(cudaMemcpyAsync(heap_ + offset, source, bytes, cudaMemcpyHostToDevice, s),
+             "copying userdata to the device");
+  cuda_check(cudaStreamSynchronize(s), "copying userdata to the device");
+}
+
+void cuda_arena::copy_from_heap(std::uint64_t offset, void* destination, std::size_t bytes,
+                                void* stream) {
+  const auto s = static_cast<cudaStream_t>(stream);
+  cuda_check(cudaMemcpyAsync(destination, heap_ + offset, bytes, cudaMemcpyDeviceToHost, s),
+             "copying userdata back to the host");
+  cuda_check(cudaStreamSynchronize(s), "copying userdata back to the host");
+}
+
+}  // namespace grma::detail

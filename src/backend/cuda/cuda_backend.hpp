@@ -1,0 +1,30 @@
+// The CUDA backend's host side: how many ranks a program gets on the GPU,
+// and running it there.
+#pragma once
+
+#include "grma/settings.hpp"
+#include "grma/types.hpp"
+#include "grma/detail/cuda_kernel.hpp"
+
+namespace grma::detail {
+
+// True when the CUDA runtime sees at least one device.
+bool cuda_device_available();
+
+struct cuda_plan {
+  int ranks;
+  int threads;
+  std::size_t shared_bytes;  // dynamic shared memory per rank (pending list)
+};
+
+// Ranks and threads for `kernel` under these settings and options; an
+// impossible request is an error that gives the numbers.
+cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel);
+
+rank_info cuda_rank_info(const cuda_plan& plan);
+
+// Runs the kernel with userdata, the progress thread and the watchdog; throws
+// grma::error when a rank failed, the watchdog ended the run or CUDA failed.
+void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel);
+
+}  // namespace grma::detail
