@@ -31,8 +31,10 @@ class basic_rank {
 
  public:
   // `local` is the rank's private state: shared memory on a GPU.
+  // `view` and `local` outlive the rank; on a GPU both are in shared memory,
+  // which an acquire's L1 invalidation does not touch.
   GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank, detail::rank_local& local)
-      : v_(view), local_(&local), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
+      : v_(&view), local_(&local), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
   basic_rank(const basic_rank&) = delete;
   basic_rank& operator=(const basic_rank&) = delete;
 
@@ -48,17 +50,17 @@ class basic_rank {
 
   // The host's userdata buffer as this device's copy; the host sees what ranks
   // wrote once the run returns.
-  GRMA_INLINE void* userdata() const { return v_.heap + v_.userdata_offset; }
+  GRMA_INLINE void* userdata() const { return v_->heap + v_->userdata_offset; }
   template <class T>
   GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
-  GRMA_INLINE std::size_t userdata_size() const { return v_.userdata_size; }
+  GRMA_INLINE std::size_t userdata_size() const { return v_->userdata_size; }
 
   // ---- memory ----------------------------------------------------------------
 
   // Rank-private memory from the device heap; may be registered in windows.
   GRMA_INLINE void* alloc(std::size_t bytes) {
     const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes) : 0);
-    return v_.heap + offset;
+    return v_->heap + offset;
   }
 
   GRMA_INLINE void free(void* pointer) {
@@ -83,13 +85,13 @@ class basic_rank {
     std::uint64_t offset = 0;
     if (bytes != 0) {
       auto* p = static_cast<unsigned char*>(base);
-      if (p < v_.heap || p >= v_.heap + v_.heap_size ||
-          bytes > std::uint64_t(v_.heap + v_.heap_size - p))
+      if (p < v_->heap || p >= v_->heap + v_->heap_size ||
+          bytes > std::uint64_t(v_->heap + v_->heap_size - p))
         fail(errc::window_memory_not_managed, call::window_create,
              std::int64_t(reinterpret_cast<std::uintptr_t>(base)), std::int64_t(bytes));
-      offset = std::uint64_t(p - v_.heap);
+      offset = std::uint64_t(p - v_->heap);
     }
-    detail::window_table& t = v_.windows;
+    const detail::window_table& t = v_->windows;
     const std::uint64_t result = collective(
         c, l, call::window_create, offset, bytes, [&](detail::collective_state& st) {
           const std::uint32_t s = detail::window_table_claim(t, c.id, std::uint32_t(l.size));
@@ -105,14 +107,14 @@ class basic_rank {
 
   // Collective over the window's communicator. The handle becomes window_none.
   GRMA_INLINE void window_free(window& w) {
-    const detail::window_slot& slot = checked_slot(w, call::window_free);
-    const comm c{slot.comm};
+    const access a = lookup(w, -1, call::window_free);
+    const comm c{a.comm};
     const std::uint64_t key = detail::window_key(w.slot, w.generation);
     const std::uint64_t mismatch = collective(
         c, layout(c), call::window_free, key, 0, [&](detail::collective_state& st) {
-          for (std::uint32_t i = 0; i < slot.comm_size; ++i)
+          for (std::uint32_t i = 0; i < a.comm_size; ++i)
             if (st.arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
-          detail::window_table_release(v_.windows, w.slot);
+          detail::window_table_release(v_->windows, w.slot);
           return std::uint64_t{0};
         });
     if (mismatch != 0)
@@ -120,8 +122,9 @@ class basic_rank {
            std::int64_t(call::window_free), local().epoch[c.id]);
     // Every put to this window was published before its origin entered the
     // collective, so all its notifications are here now: drop them.
+    forget_window(std::uint32_t(key));
     if (leader())
-      detail::purge_notifications<S>(local().pending, v_.queue(device_rank_), local().inbox,
+      detail::purge_notifications<S>(local().pending, v_->queue(device_rank_), local().inbox,
                                      std::uint32_t(key));
     w = window_none;
   }
@@ -137,7 +140,7 @@ class basic_rank {
     check_tag(tag, call::put_notify);
     // The ticket first: the atomic's round trip overlaps the copy.
     const std::uint64_t ticket = take_ticket(a);
-    unsigned char* destination = v_.heap + a.entry.offset + offset;
+    unsigned char* destination = v_->heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
     notify(a, w, tag, ticket, call::put_notify);
   }
@@ -149,7 +152,7 @@ class basic_rank {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
     const std::uint64_t ticket = take_ticket(a);
-    const unsigned char* source = v_.heap + a.entry.offset + offset;
+    const unsigned char* source = v_->heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     notify(a, w, tag, ticket, call::get_notify);
   }
@@ -181,7 +184,7 @@ class basic_rank {
     std::uint64_t& word = signal_word(a, target, w, signal_offset, call::put_signal);
     if (op != signal_op::set && op != signal_op::add)
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
-    unsigned char* destination = v_.heap + a.entry.offset + offset;
+    unsigned char* destination = v_->heap + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     P::publish_fence();
     if (leader()) {
@@ -198,9 +201,8 @@ class basic_rank {
   // the word's value then. Acquire: data put before the signal is visible.
   GRMA_INLINE std::uint64_t wait_signal(window w, std::size_t signal_offset, cmp c,
                                         std::uint64_t value) {
-    const detail::window_slot& slot = checked_slot(w, call::wait_signal);
-    const int me = layout(comm{slot.comm}).rank;
-    const access a{v_.windows.entry(w.slot, me), me, slot};
+    const int me = layout(comm{lookup(w, -1, call::wait_signal).comm}).rank;
+    const access a = lookup(w, me, call::wait_signal);
     std::uint64_t& word = signal_word(a, me, w, signal_offset, call::wait_signal);
     if (std::uint32_t(c) > std::uint32_t(cmp::le))
       fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
@@ -252,7 +254,7 @@ class basic_rank {
     record.length = line.size();
     for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
     waiter wait(*this, call::none, {0, 0, 0, 0});
-    detail::ring_push<detail::scope::system>(*v_.log, local().log_credit, record, wait);
+    detail::ring_push<detail::scope::system>(*v_->log, local().log_credit, record, wait);
   }
 
  private:
@@ -264,7 +266,8 @@ class basic_rank {
   struct access {
     detail::window_entry entry;  // the target's registered range
     int target;                  // in the window's communicator
-    const detail::window_slot& slot;
+    std::uint32_t comm;
+    std::uint32_t comm_size;
   };
 
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
@@ -327,7 +330,7 @@ class basic_rank {
 
   GRMA_INLINE bool leader() const { return P::thread_index() == 0; }
   GRMA_INLINE detail::rank_local& local() const { return *local_; }
-  GRMA_INLINE detail::rank_status& status() const { return v_.status[device_rank_]; }
+  GRMA_INLINE detail::rank_status& status() const { return v_->status[device_rank_]; }
 
   // Counts a completed call; publishes the count now and then (a store to
   // host memory from a GPU crosses PCIe: not on every call).
@@ -340,8 +343,8 @@ class basic_rank {
 
   GRMA_INLINE comm_layout layout(comm c) const {
     // One device per job on the CPU backend so far: world is this device's ranks.
-    if (c == world) return {v_.world_size, world_rank_};
-    if (c == device) return {v_.ranks, device_rank_};
+    if (c == world) return {v_->world_size, world_rank_};
+    if (c == device) return {v_->ranks, device_rank_};
     fail(errc::invalid_comm, call::comm_query, c.id);
   }
 
@@ -360,17 +363,17 @@ class basic_rank {
     const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
-    P::fail(*v_.control, r);
+    P::fail(*v_->control, r);
   }
 
   GRMA_INLINE void check_abort() {
-    if (detail::load_acquire<detail::scope::system>(v_.control->abort) != 0) {
+    if (detail::load_acquire<detail::scope::system>(v_->control->abort) != 0) {
       error_record r{};
       r.code = std::int32_t(errc::aborted);
       r.rank = world_rank_;
       r.where = status().where;
-      r.values[0] = detail::load_relaxed<detail::scope::system>(v_.control->error_claimed) != 0
-                        ? v_.control->error.rank
+      r.values[0] = detail::load_relaxed<detail::scope::system>(v_->control->error_claimed) != 0
+                        ? v_->control->error.rank
                         : -1;
       P::leave(r);
     }
@@ -390,7 +393,7 @@ class basic_rank {
   template <class LeaderAction>
   GRMA_INLINE std::uint64_t collective(comm c, comm_layout l, call what, std::uint64_t p0,
                                        std::uint64_t p1, LeaderAction&& act) {
-    detail::collective_state& st = v_.collectives[c.id];
+    detail::collective_state& st = v_->collectives[c.id];
     std::uint64_t epoch = 0;
     if (leader()) {
       epoch = ++local().epoch[c.id];
@@ -431,13 +434,41 @@ class basic_rank {
     return P::broadcast(result);
   }
 
-  GRMA_INLINE const detail::window_slot& checked_slot(window w, call where) const {
-    switch (detail::window_lookup(v_.windows, w.slot, w.generation)) {
+  // The window's communicator and, for target >= 0, the range the target
+  // registered; from the rank's cache when it can. Fails for a window that is
+  // not alive and for a target outside its communicator.
+  GRMA_INLINE access lookup(window w, int target, call where) {
+    const std::uint32_t key = detail::window_key(w.slot, w.generation);
+    detail::rank_local& l = local();
+    for (int i = 0; i < detail::window_cache_size; ++i) {
+      const detail::window_cache_line& c = l.windows[i];
+      if (c.key == key && w.generation != 0 && c.target == target)
+        return access{c.entry, target, c.comm, c.comm_size};
+    }
+    switch (detail::window_lookup(v_->windows, w.slot, w.generation)) {
       case detail::window_check::ok: break;
       case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
       case detail::window_check::freed: fail(errc::window_freed, where, w.slot, w.generation);
     }
-    return v_.windows.slots[w.slot];
+    const detail::window_slot& slot = v_->windows.slots[w.slot];
+    if (target < -1 || (target >= 0 && std::uint32_t(target) >= slot.comm_size))
+      fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
+    const access a{target >= 0 ? v_->windows.entry(w.slot, target) : detail::window_entry{},
+                   target, slot.comm, slot.comm_size};
+    // Every thread scanned the lines: only then may the leader replace one.
+    P::sync();
+    if (leader()) {
+      l.windows[l.window_victim] = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
+      l.window_victim = (l.window_victim + 1) % detail::window_cache_size;
+    }
+    P::sync();
+    return a;
+  }
+
+  GRMA_INLINE void forget_window(std::uint32_t key) {
+    if (!leader()) return;
+    for (detail::window_cache_line& c : local().windows)
+      if (c.key == key) c.key = 0;
   }
 
   GRMA_INLINE void check_tag(int tag, call where) const {
@@ -445,16 +476,17 @@ class basic_rank {
   }
 
   GRMA_INLINE access check_access(window w, int target, std::size_t offset, std::size_t bytes,
-                                  const void* buffer, call where) const {
-    const detail::window_slot& slot = checked_slot(w, where);
-    if (target < 0 || std::uint32_t(target) >= slot.comm_size)
-      fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
-    const detail::window_entry e = v_.windows.entry(w.slot, target);
-    if (offset > e.size || bytes > e.size - offset)
+                                  const void* buffer, call where) {
+    if (target < 0) {
+      const access any = lookup(w, -1, where);
+      fail(errc::rank_out_of_range, where, target, any.comm_size, any.comm);
+    }
+    const access a = lookup(w, target, where);
+    if (offset > a.entry.size || bytes > a.entry.size - offset)
       fail(errc::range_outside_window, where, std::int64_t(offset), std::int64_t(bytes),
-           std::int64_t(e.size), target, w.slot);
+           std::int64_t(a.entry.size), target, w.slot);
     if (bytes != 0 && buffer == nullptr) fail(errc::null_buffer, where, std::int64_t(bytes));
-    return access{e, target, slot};
+    return a;
   }
 
   GRMA_INLINE std::uint64_t& signal_word(const access& a, int target, window w,
@@ -465,33 +497,33 @@ class basic_rank {
     const std::uint64_t at = a.entry.offset + signal_offset;
     if (at % sizeof(std::uint64_t) != 0)
       fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
-    return *reinterpret_cast<std::uint64_t*>(v_.heap + at);
+    return *reinterpret_cast<std::uint64_t*>(v_->heap + at);
   }
 
   GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
-                                              call where) const {
-    const detail::window_slot& slot = checked_slot(w, where);
-    if (source != any_source && (source < 0 || std::uint32_t(source) >= slot.comm_size))
-      fail(errc::rank_out_of_range, where, source, slot.comm_size, slot.comm);
+                                              call where) {
+    const access a = lookup(w, -1, where);
+    if (source != any_source && (source < 0 || std::uint32_t(source) >= a.comm_size))
+      fail(errc::rank_out_of_range, where, source, a.comm_size, a.comm);
     if (tag != any_tag && tag < 0) fail(errc::negative_tag, where, tag);
     if (count < 1) fail(errc::invalid_count, where, count);
-    if (std::uint32_t(count) > v_.match_capacity)
-      fail(errc::count_exceeds_match_capacity, where, count, v_.match_capacity);
+    if (std::uint32_t(count) > v_->match_capacity)
+      fail(errc::count_exceeds_match_capacity, where, count, v_->match_capacity);
     return {detail::window_key(w.slot, w.generation), source, tag, count};
   }
 
   GRMA_INLINE bool match(const detail::match_query& q) {
-    return detail::match_notifications<S>(local().pending, v_.queue(device_rank_), local().inbox, q);
+    return detail::match_notifications<S>(local().pending, v_->queue(device_rank_), local().inbox, q);
   }
 
   // The target's rank on this device.
   GRMA_INLINE int target_device_rank(const access& a) const {
-    const int world_target = a.slot.comm == device.id ? v_.first_rank + a.target : a.target;
-    return world_target - v_.first_rank;
+    const int world_target = a.comm == device.id ? v_->first_rank + a.target : a.target;
+    return world_target - v_->first_rank;
   }
 
   GRMA_INLINE std::uint64_t take_ticket(const access& a) {
-    return leader() ? detail::ring_take_ticket<S>(v_.queue(target_device_rank(a))) : 0;
+    return leader() ? detail::ring_take_ticket<S>(v_->queue(target_device_rank(a))) : 0;
   }
 
   // Publishes the notification of a put or get whose data is in place.
@@ -499,12 +531,12 @@ class basic_rank {
     P::publish_fence();
     if (leader()) {
       const int t = target_device_rank(a);
-      detail::notification_ring& q = v_.queue(t);
+      detail::notification_ring& q = v_->queue(t);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
       detail::ring_wait_credit<S>(q, ticket, credit(t), wait);
       detail::ring_publish<S>(q, ticket,
                               detail::notification{detail::window_key(w.slot, w.generation),
-                                                   layout(comm{a.slot.comm}).rank, tag});
+                                                   layout(comm{a.comm}).rank, tag});
     }
     completed();
   }
@@ -521,11 +553,11 @@ class basic_rank {
   }
 
   GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes) {
-    detail::heap_allocator& a = *v_.allocator;
+    detail::heap_allocator& a = *v_->allocator;
     waiter wait(*this, call::alloc, {std::int64_t(bytes), 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     detail::heap_failure why{};
-    const std::uint64_t offset = detail::heap_allocate(a, v_.heap, bytes, world_rank_, why);
+    const std::uint64_t offset = detail::heap_allocate(a, v_->heap, bytes, world_rank_, why);
     const std::uint64_t managed = a.end - a.begin;
     detail::heap_unlock<S>(a);
     if (offset == 0)
@@ -538,18 +570,18 @@ class basic_rank {
   GRMA_INLINE void free_offset(void* pointer) {
     auto* p = static_cast<unsigned char*>(pointer);
     const std::int64_t address = std::int64_t(reinterpret_cast<std::uintptr_t>(pointer));
-    if (p < v_.heap || p >= v_.heap + v_.heap_size) fail(errc::invalid_free, call::free, address);
-    detail::heap_allocator& a = *v_.allocator;
+    if (p < v_->heap || p >= v_->heap + v_->heap_size) fail(errc::invalid_free, call::free, address);
+    detail::heap_allocator& a = *v_->allocator;
     waiter wait(*this, call::free, {address, 0, 0, 0});
     detail::heap_lock<S>(a, wait);
-    const detail::heap_free_result result = detail::heap_release(a, v_.heap, std::uint64_t(p - v_.heap));
+    const detail::heap_free_result result = detail::heap_release(a, v_->heap, std::uint64_t(p - v_->heap));
     detail::heap_unlock<S>(a);
     if (result == detail::heap_free_result::already_free) fail(errc::double_free, call::free, address);
     if (result != detail::heap_free_result::ok) fail(errc::invalid_free, call::free, address);
     completed();
   }
 
-  detail::device_view v_;
+  const detail::device_view* v_;
   detail::rank_local* local_;
   int device_rank_;
   int world_rank_;

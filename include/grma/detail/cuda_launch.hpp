@@ -26,11 +26,17 @@ template <class Program>
 __global__ void rank_kernel(const Program program, const device_view view) {
   // The rank's private state sits in shared memory: matching and credits are
   // on the fast path. Blocked ranks publish what the watchdog needs.
+  // So is the device view: the fast path reads it after acquires, which
+  // invalidate L1 (and with it a copy in local memory).
   extern __shared__ notification pending_items[];
   __shared__ rank_local local;
-  if (threadIdx.x == 0) rank_local_init(local, pending_items, view.match_capacity);
+  __shared__ device_view shared_view;
+  if (threadIdx.x == 0) {
+    shared_view = view;
+    rank_local_init(local, pending_items, view.match_capacity);
+  }
   __syncthreads();
-  cuda_rank r(view, int(blockIdx.x), local);
+  cuda_rank r(shared_view, int(blockIdx.x), local);
   program(r);
   r.finish();
 }

@@ -57,7 +57,7 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
 // Takes the first free slot for a window over a communicator of comm_size
 // ranks and returns it, or t.capacity when all are in use. Generations run
 // 1..65535 so that slot and generation fit a notification's 32-bit key.
-GRMA_INLINE std::uint32_t window_table_claim(window_table& t, std::uint32_t comm,
+GRMA_INLINE std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm,
                                              std::uint32_t comm_size) {
   for (std::uint32_t i = 0; i < t.capacity; ++i) {
     window_slot& s = t.slots[i];
@@ -71,7 +71,7 @@ GRMA_INLINE std::uint32_t window_table_claim(window_table& t, std::uint32_t comm
   return t.capacity;
 }
 
-GRMA_INLINE void window_table_release(window_table& t, std::uint32_t slot) {
+GRMA_INLINE void window_table_release(const window_table& t, std::uint32_t slot) {
   t.slots[slot].active = 0;
 }
 
@@ -100,8 +100,21 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
 
 // ---- per rank ----------------------------------------------------------------
 
-inline constexpr int comm_count = 2;       // world, device
+inline constexpr int comm_count = 2;         // world, device
 inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
+inline constexpr int window_cache_size = 8;  // window lookups kept per rank
+
+// A window lookup the rank made: the window's communicator, and the range
+// `target` registered (target -1: the window only). Windows never change while
+// they live, so a line stays right until window_free clears it; on a GPU it
+// saves loads from the window table, which miss L1 after every acquire.
+struct window_cache_line {
+  std::uint32_t key;  // window_key; 0 = empty
+  std::int32_t target;
+  std::uint32_t comm;
+  std::uint32_t comm_size;
+  window_entry entry;
+};
 
 // A rank's private bookkeeping, kept in device memory so the watchdog can show
 // a stuck rank's unmatched notifications.
@@ -114,6 +127,8 @@ struct rank_local {
   std::uint64_t credit_known[credit_cache_size];
   pending_list pending;
   ring_reader inbox;  // consumer state of the rank's notification ring
+  window_cache_line windows[window_cache_size];
+  std::uint32_t window_victim;  // next line to replace
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
