@@ -168,8 +168,8 @@ class basic_rank {
 
   GRMA_INLINE void wait_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    block_until(call::wait_notifications, {w.slot, source, tag, count},
-                [&] { return P::broadcast(leader() ? match(q) : false); });
+    leader_waits_until(call::wait_notifications, {w.slot, source, tag, count},
+                       [&] { return match(q); });
     completed();
   }
 
@@ -207,11 +207,12 @@ class basic_rank {
     if (std::uint32_t(c) > std::uint32_t(cmp::le))
       fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
     std::uint64_t seen = 0;
-    block_until(call::wait_signal, {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
-                [&] {
-                  if (leader()) seen = detail::load_acquire<S>(word);
-                  return P::broadcast(compare(seen, c, value));
-                });
+    leader_waits_until(call::wait_signal,
+                       {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
+                       [&] {
+                         seen = detail::load_acquire<S>(word);
+                         return compare(seen, c, value);
+                       });
     completed();
     return P::broadcast(seen);
   }
@@ -385,6 +386,15 @@ class basic_rank {
     waiter wait(*this, where, args);
     do wait();
     while (!done());
+  }
+
+  // The leading thread polls alone (no barrier per poll: it sees the event
+  // sooner, and the other threads sleep at one barrier), then the rank's
+  // threads meet: the leader's acquire orders their later reads too.
+  template <class Done>
+  GRMA_INLINE void leader_waits_until(call where, const std::int64_t (&args)[4], Done&& done) {
+    if (leader()) block_until(where, args, done);
+    P::sync();
   }
 
   // Gather at the communicator's leader, run `act` there, release everyone

@@ -60,6 +60,7 @@ struct ring_slot<notification> {
   template <scope S>
   GRMA_INLINE bool load(std::uint32_t sequence, notification& out) {
     // Acquire on word 0 pairs with the producer's release (fence or store).
+    // (Loading all three relaxed and fencing once measured no faster.)
     const std::uint64_t w0 = load_acquire<S>(word[0]);
     if (std::uint32_t(w0 >> 32) != sequence) return false;
     const std::uint64_t w1 = load_relaxed<S>(word[1]);
@@ -109,6 +110,19 @@ struct pending_list {
 template <scope S>
 GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& ring,
                                      ring_reader& reader, const match_query& q) {
+  // Fast path: nothing held back and the next arrival is the one wanted.
+  if (pending.size == 0 && q.count == 1) {
+    notification n;
+    if (!ring_try_pop<S>(ring, reader, n)) {
+      ring_release<S>(ring, reader);
+      return false;
+    }
+    if (matches(n, q)) {
+      if (reader.head - reader.released >= ring.capacity / 2) ring_release<S>(ring, reader);
+      return true;
+    }
+    pending.items[pending.size++] = n;  // not this one: the general path goes on from here
+  }
   std::int32_t found = 0;
   for (std::uint32_t i = 0; i < pending.size && found < q.count; ++i)
     if (matches(pending.items[i], q)) ++found;
