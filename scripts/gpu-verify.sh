@@ -24,13 +24,25 @@ step example-hello ./build/gpu/examples/grma-hello
 step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
 step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
 if [ "$what" = all ] && [ -d build/gpu/tests/gpu ]; then
-  step gpu-tests ctest --test-dir build/gpu -L gpu --output-on-failure
+  step gpu-tests ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 1200
 fi
+# compute-sanitizer on the portable conformance programs at small sizes (the
+# tools slow kernels down a hundredfold and more).
 san="compute-sanitizer --error-exitcode 9"
-step sanitize-memcheck $san --tool memcheck ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
-step sanitize-racecheck $san --tool racecheck ./build/gpu/examples/grma-rank_exchange --grma-ranks-per-device=8
-step sanitize-synccheck $san --tool synccheck ./build/gpu/examples/grma-rank_exchange --grma-ranks-per-device=8
+conf="./build/gpu/tests/gpu/grma-conformance-tests"
+if [ -x "$conf" ]; then
+  export GRMA_BACKEND=cuda
+  step sanitize-memcheck timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*:*ranks3_threads128*'
+  step sanitize-racecheck timeout 110 $san --tool racecheck $conf --gtest_filter='*ranks2_threads32*'
+  step sanitize-synccheck timeout 70 $san --tool synccheck $conf --gtest_filter='*ranks3_threads128*'
+  unset GRMA_BACKEND
+fi
 step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
+echo; for f in "$out"/gpu-tests.log "$out"/sanitize-*.log; do
+  [ -f "$f" ] || continue
+  echo "== $(basename "$f")"
+  grep -h -m6 -E "SUMMARY|tests passed|^\[  (PASSED|FAILED)|^========= +(Invalid|Race|Barrier|Error)" "$f"
+done
 echo; tail -n 25 "$out/bench-same-device.log"
 echo; cat "$out/summary.txt"
 exit $status

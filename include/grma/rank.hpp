@@ -65,6 +65,7 @@ class basic_rank {
 
   GRMA_INLINE void free(void* pointer) {
     if (pointer == nullptr) return;
+    P::sync();  // no thread of the rank still uses the block
     if (leader()) free_offset(pointer);
     P::sync();
   }
@@ -255,7 +256,10 @@ class basic_rank {
     record.length = line.size();
     for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
     waiter wait(*this, call::none, {0, 0, 0, 0});
-    detail::ring_push<detail::scope::system>(*v_->log, local().log_credit, record, wait);
+    // The ticket comes from device memory; the slot is written to host memory.
+    const std::uint64_t ticket = detail::fetch_add_relaxed<S>(v_->words->log_tickets, std::uint64_t{1});
+    detail::ring_wait_credit<detail::scope::system>(*v_->log, ticket, local().log_credit, wait);
+    detail::ring_publish<detail::scope::system>(*v_->log, ticket, record);
   }
 
  private:
@@ -364,7 +368,7 @@ class basic_rank {
     const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
-    P::fail(*v_->control, r);
+    P::fail(v_->words->error_claim, *v_->control, r);
   }
 
   GRMA_INLINE void check_abort() {
@@ -405,6 +409,7 @@ class basic_rank {
                                        std::uint64_t p1, LeaderAction&& act) {
     detail::collective_state& st = v_->collectives[c.id];
     std::uint64_t epoch = 0;
+    P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
       epoch = ++local().epoch[c.id];
       detail::collective_arrival& mine = st.arrivals[l.rank];
@@ -476,9 +481,10 @@ class basic_rank {
   }
 
   GRMA_INLINE void forget_window(std::uint32_t key) {
-    if (!leader()) return;
-    for (detail::window_cache_line& c : local().windows)
-      if (c.key == key) c.key = 0;
+    if (leader())
+      for (detail::window_cache_line& c : local().windows)
+        if (c.key == key) c.key = 0;
+    P::sync();  // before any thread scans the lines again
   }
 
   GRMA_INLINE void check_tag(int tag, call where) const {

@@ -37,6 +37,7 @@ arena_layout layout_arena(const arena_params& p) {
   l.device_arrivals = c.take<collective_arrival>(p.ranks);
   l.locals = c.take<rank_local>(p.ranks);
   l.pending = c.take<notification>(std::uint64_t(p.match_capacity) * p.ranks);
+  l.words = c.take<device_words>(1);
   l.control_bytes = c.size();
 
   carver h;
@@ -67,6 +68,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.status = reinterpret_cast<rank_status*>(host + l.status);
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
+  v.words = reinterpret_cast<device_words*>(control + l.words);
   v.world_size = p.world_size;
   v.first_rank = p.first_rank;
   v.ranks = p.ranks;

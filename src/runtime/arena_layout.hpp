@@ -32,7 +32,7 @@ struct arena_layout {
   std::uint64_t queue_stride;
   // offsets in the control block
   std::uint64_t allocator, slots, entries, queues, collectives, world_arrivals, device_arrivals,
-      locals, pending;
+      locals, pending, words;
   // offsets in the host-visible block
   std::uint64_t status, control, log;
 };

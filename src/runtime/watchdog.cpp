@@ -56,7 +56,7 @@ void describe_notification(std::ostringstream& s, const notification& n) {
 }  // namespace
 
 std::uint64_t progress_signature(const device_view& v) {
-  std::uint64_t sum = load_acquire<scope::system>(v.log->reserved);
+  std::uint64_t sum = load_acquire<scope::system>(v.log->consumed);  // lines the host printed
   for (int r = 0; r < v.ranks; ++r) {
     sum += load_relaxed<scope::system>(v.status[r].progress);
     sum += std::uint64_t(load_relaxed<scope::system>(v.status[r].state)) << 48;

@@ -9,7 +9,7 @@
 namespace grma::detail {
 
 // A number that changes whenever a rank of the device publishes progress
-// (calls completed, waits ended, its state) or logs a line. Reads only the
+// (calls completed, waits ended, its state) or a log line is printed. Reads only the
 // host-visible block, so it works for GPU ranks too.
 std::uint64_t progress_signature(const device_view& v);
 

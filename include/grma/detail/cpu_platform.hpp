@@ -59,13 +59,18 @@ struct cpu_platform {
   }
 
   // First failure of the job: record it, stop every other rank, unwind.
-  [[noreturn]] GRMA_INLINE static void fail(job_control& control, const error_record& record) {
+  [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
+                                            const error_record& record) {
 #if !GRMA_DEVICE_CODE
-    if (compare_exchange_acquire(control.error_claimed, 0u, 1u)) control.error = record;
+    if (compare_exchange_acquire(claim, 0u, 1u)) {
+      control.error = record;
+      store_release(control.error_claimed, 1u);
+    }
     // Release: the error record is complete before anyone sees the abort.
     store_release(control.abort, 1u);
     throw error(record);
 #else
+    (void)claim;
     (void)control;
     (void)record;
     __builtin_unreachable();

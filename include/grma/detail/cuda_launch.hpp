@@ -22,8 +22,17 @@ using cuda_rank = basic_rank<detail::cuda_platform>;
 
 namespace detail {
 
+// The most threads a rank may have. The kernel is compiled for it, so the
+// compiler keeps a rank program within 65536 / GRMA_MAX_THREADS_PER_RANK
+// registers per thread; define it lower (before including grma) to give rank
+// programs more registers.
+#ifndef GRMA_MAX_THREADS_PER_RANK
+#define GRMA_MAX_THREADS_PER_RANK 1024
+#endif
+
 template <class Program>
-__global__ void rank_kernel(const Program program, const device_view view) {
+__global__ void __launch_bounds__(GRMA_MAX_THREADS_PER_RANK)
+    rank_kernel(const Program program, const device_view view) {
   // The rank's private state sits in shared memory: matching and credits are
   // on the fast path. Blocked ranks publish what the watchdog needs.
   // So is the device view: the fast path reads it after acquires, which

@@ -60,9 +60,14 @@ struct cuda_platform {
   // Copy by all threads of the block: 16-byte vectors when both ends are
   // 16-byte aligned, else bytes. The caller's publish_fence() completes it
   // before one thread publishes it. Reads bypass L1 (ld.cg): the source may
-  // be another rank's window, written on another SM.
+  // be another rank's window, written on another SM. Ranges that partly
+  // overlap are copied as memmove does (the CPU backend's semantics).
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
 #if GRMA_DEVICE_CODE
+    auto* db = static_cast<unsigned char*>(destination);
+    const auto* sb = static_cast<const unsigned char*>(source);
+    const std::size_t distance = db > sb ? std::size_t(db - sb) : std::size_t(sb - db);
+    if (distance < bytes) return copy_overlapping(db, sb, bytes, distance);
     const auto d = reinterpret_cast<std::uintptr_t>(destination);
     const auto s = reinterpret_cast<std::uintptr_t>(source);
     std::size_t done = 0;
@@ -85,8 +90,6 @@ struct cuda_platform {
       for (; i < vectors; i += blockDim.x) dv[i] = __ldcg(sv + i);
       done = vectors * 16;
     }
-    auto* db = static_cast<unsigned char*>(destination);
-    const auto* sb = static_cast<const unsigned char*>(source);
     for (std::size_t i = done + threadIdx.x; i < bytes; i += blockDim.x) db[i] = __ldcg(sb + i);
 #else
     (void)destination;
@@ -95,6 +98,29 @@ struct cuda_platform {
 #endif
   }
 
+ private:
+  // Partly overlapping ranges: pieces no longer than the distance between
+  // them, so a piece's reads and writes never meet, in the order that reads
+  // every byte before it is overwritten; a barrier between pieces.
+  GRMA_INLINE static void copy_overlapping(unsigned char* d, const unsigned char* s,
+                                           std::size_t bytes, std::size_t distance) {
+#if GRMA_DEVICE_CODE
+    const bool backwards = d > s;
+    for (std::size_t done = 0; done < bytes; done += distance) {
+      const std::size_t n = bytes - done < distance ? bytes - done : distance;
+      const std::size_t at = backwards ? bytes - done - n : done;
+      for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) d[at + i] = __ldcg(s + at + i);
+      __syncthreads();
+    }
+#else
+    (void)d;
+    (void)s;
+    (void)bytes;
+    (void)distance;
+#endif
+  }
+
+ public:
   // Before one thread publishes data that all threads wrote: the barrier makes
   // their writes happen before the publishing thread's release, and release
   // is cumulative, so the target sees them when it acquires the publication.
@@ -125,15 +151,18 @@ struct cuda_platform {
   // A rank's failure ends the kernel (DESIGN.md §6): the first failing rank
   // records its error in host-mapped memory, raises the abort flag and traps;
   // the host reads the record once the kernel has ended.
-  [[noreturn]] GRMA_INLINE static void fail(job_control& control, const error_record& record) {
+  [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
+                                            const error_record& record) {
 #if GRMA_DEVICE_CODE
-    if (compare_exchange_acquire<scope::system>(control.error_claimed, 0u, 1u)) {
+    if (compare_exchange_acquire<scope::device>(claim, 0u, 1u)) {  // device memory
       control.error = record;
       __threadfence_system();  // the record reaches host memory before the flag
+      store_relaxed<scope::system>(control.error_claimed, 1u);
     }
     store_release<scope::system>(control.abort, 1u);
     __trap();
 #else
+    (void)claim;
     (void)control;
     (void)record;
 #endif

@@ -159,10 +159,20 @@ struct rank_status {
 };
 inline constexpr std::uint64_t progress_publish_interval = 1024;
 
+// In host-visible memory. A GPU may only load and store here (device atomics
+// on mapped host memory are not supported over PCIe): the words ranks update
+// atomically (error claim, log tickets) live in device memory (device_words).
 struct job_control {
-  std::uint32_t abort;         // nonzero: every rank leaves its wait with errc::aborted
-  std::uint32_t error_claimed; // the first failing rank sets it and writes `error`
+  std::uint32_t abort;          // nonzero: every rank leaves its wait with errc::aborted
+  std::uint32_t error_claimed;  // set by the first failing rank after it wrote `error`
   error_record error;
+};
+
+// Counters the ranks of a device update with atomics; in device memory.
+struct device_words {
+  std::uint64_t log_tickets;  // tickets of the log ring (its `reserved` is unused)
+  std::uint32_t error_claim;  // the first failing rank takes it
+  std::uint32_t pad;
 };
 
 // ---- log ----------------------------------------------------------------------
@@ -197,6 +207,7 @@ struct device_view {
   rank_status* status;            // host-visible, one per rank of this device
   job_control* control;           // host-visible
   log_ring* log;                  // host-visible
+  device_words* words;
 
   std::int32_t world_size;
   std::int32_t first_rank;  // world rank of this device's rank 0

@@ -1,0 +1,430 @@
+// The portable conformance suite: rank programs that run unchanged on the CPU
+// backend (a rank is a thread) and on the CUDA backend (a rank is a thread
+// block of a persistent kernel), checked on the host with gtest.
+//
+// Rank code here follows the calling convention of include/grma/rank.hpp: all
+// threads of a rank make every grma call together with the same arguments.
+// Data is filled and checked by all threads, each taking every threads()-th
+// byte. Results go to the host through userdata: one rank_record per rank,
+// then an optional area a test lays out itself. A failed check counts in the
+// rank's record and keeps the source line and three values of the first one;
+// the host reports them after the run.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <grma/grma.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#if !defined(__CUDA_ARCH__)
+#include <atomic>
+#include <thread>
+#endif
+
+namespace conformance {
+
+// ---- small portable helpers -------------------------------------------------------
+
+template <class T>
+GRMA_HOST_DEVICE constexpr T min_of(T a, T b) {
+  return a < b ? a : b;
+}
+template <class T>
+GRMA_HOST_DEVICE constexpr T max_of(T a, T b) {
+  return a < b ? b : a;
+}
+template <class T>
+GRMA_HOST_DEVICE constexpr T clamp_to(T v, T lo, T hi) {
+  return v < lo ? lo : hi < v ? hi : v;
+}
+
+GRMA_HOST_DEVICE inline unsigned atomic_add(unsigned* counter, unsigned value) {
+#if defined(__CUDA_ARCH__)
+  return atomicAdd(counter, value);
+#else
+  return std::atomic_ref<unsigned>(*counter).fetch_add(value, std::memory_order_relaxed);
+#endif
+}
+
+GRMA_HOST_DEVICE inline unsigned long long atomic_add(unsigned long long* counter,
+                                                      unsigned long long value) {
+#if defined(__CUDA_ARCH__)
+  return atomicAdd(counter, value);
+#else
+  return std::atomic_ref<unsigned long long>(*counter).fetch_add(value, std::memory_order_relaxed);
+#endif
+}
+
+// A pause in a polling loop: give the core away on the CPU (ranks outnumber
+// cores), leave issue slots to other blocks on the GPU.
+GRMA_HOST_DEVICE inline void relax() {
+#if defined(__CUDA_ARCH__)
+  __nanosleep(200);
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// ---- data patterns -----------------------------------------------------------
+
+// Mixes up to three values into one seed (splitmix64 finalizer).
+GRMA_HOST_DEVICE inline std::uint64_t mix(std::uint64_t a, std::uint64_t b = 0,
+                                          std::uint64_t c = 0) {
+  std::uint64_t x = a * 0x9e3779b97f4a7c15ull ^
+                    (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^
+                    (c + 0x1b873593ull) * 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 29;
+  return x;
+}
+
+// Byte `index` of the pattern named by `seed`: differs between seeds and
+// between neighbouring positions, so stale, shifted or foreign data shows.
+GRMA_HOST_DEVICE inline std::uint8_t pattern_byte(std::uint64_t seed, std::size_t index) {
+  std::uint64_t x = seed + index * 0x9e3779b97f4a7c15ull;
+  x ^= x >> 32;
+  x *= 0xd6e8feb86659fd93ull;
+  return static_cast<std::uint8_t>(x >> 56);
+}
+
+// ---- per-rank results ------------------------------------------------------------
+
+// What one rank reports. `failures` counts failed checks; the first one
+// leaves its source line and three values. `count` holds test-specific
+// tallies (notifications taken, messages received, ...).
+struct rank_record {
+  unsigned failures;
+  int line;
+  long long value[3];
+  unsigned long long count[4];
+};
+static_assert(sizeof(rank_record) % 8 == 0, "records keep the area after them 8-byte aligned");
+
+GRMA_HOST_DEVICE inline void record_failure(rank_record& rec, int line, long long a, long long b,
+                                            long long c) {
+  if (atomic_add(&rec.failures, 1u) != 0) return;
+  rec.line = line;
+  rec.value[0] = a;
+  rec.value[1] = b;
+  rec.value[2] = c;
+}
+
+template <class Rank>
+GRMA_HOST_DEVICE rank_record& record_of(Rank& r) {
+  return r.template userdata<rank_record>()[r.rank(grma::world)];
+}
+
+// The area after the ranks' records.
+template <class T, class Rank>
+GRMA_HOST_DEVICE T* extra_area(Rank& r) {
+  return reinterpret_cast<T*>(r.template userdata<rank_record>() + r.size(grma::world));
+}
+
+// A check of a value every thread of the rank holds: counted once.
+template <class Rank>
+GRMA_HOST_DEVICE void expect_one(Rank& r, rank_record& rec, bool ok, int line, long long a,
+                                 long long b, long long c) {
+  if (!ok && r.thread() == 0) record_failure(rec, line, a, b, c);
+}
+#define CONF_EXPECT(r, rec, condition, a, b, c)                                                 \
+  ::conformance::expect_one((r), (rec), static_cast<bool>(condition), __LINE__, (long long)(a), \
+                            (long long)(b), (long long)(c))
+
+// Counts in rec.count[i], once per rank.
+template <class Rank>
+GRMA_HOST_DEVICE void tally(Rank& r, rank_record& rec, int i, unsigned long long n = 1) {
+  if (r.thread() == 0) rec.count[i] += n;
+}
+
+// Bytes [first, first + bytes) of pattern `seed` into `destination`, by all
+// threads; the closing sync makes them complete before a put sends them.
+template <class Rank>
+GRMA_HOST_DEVICE void fill(Rank& r, void* destination, std::size_t bytes, std::uint64_t seed,
+                           std::size_t first = 0) {
+  auto* p = static_cast<std::uint8_t*>(destination);
+  for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
+    p[i] = pattern_byte(seed, first + i);
+  r.sync_threads();
+}
+
+// Checks [data, data + bytes) against pattern `seed` from position `first`,
+// by all threads, with plain loads (call it after the synchronization that
+// makes the data visible). A thread that finds a wrong byte records
+// (context, index, got * 256 + expected). The closing sync keeps the buffer
+// from being reused while a thread still reads it.
+template <class Rank>
+GRMA_HOST_DEVICE void check_pattern(Rank& r, rank_record& rec, int line, const void* data,
+                                    std::size_t bytes, std::uint64_t seed, std::size_t first,
+                                    long long context) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads())) {
+    const std::uint8_t expected = pattern_byte(seed, first + i);
+    if (p[i] != expected) {
+      record_failure(rec, line, context, (long long)i, (long long)p[i] * 256 + expected);
+      break;
+    }
+  }
+  r.sync_threads();
+}
+#define CONF_CHECK_PATTERN(r, rec, data, bytes, seed, first, context)                  \
+  ::conformance::check_pattern((r), (rec), __LINE__, (data), (bytes), (seed), (first), \
+                               (long long)(context))
+
+// Thread 0's value of `v`, to all threads of the rank, through `cell`
+// (rank-private memory): for decisions that must be uniform but come from a
+// per-thread source such as the clock.
+template <class Rank>
+GRMA_HOST_DEVICE bool agree(Rank& r, bool v, int* cell) {
+  r.sync_threads();
+  if (r.thread() == 0) *cell = v ? 1 : 0;
+  r.sync_threads();
+  const bool out = *static_cast<volatile int*>(cell) != 0;
+  r.sync_threads();
+  return out;
+}
+
+// grma::device when `device`, else grma::world. (A conditional over the two
+// constants, `device ? grma::device : grma::world`, names them as objects,
+// which device code cannot: they are namespace-scope constexpr structs.)
+GRMA_HOST_DEVICE inline grma::comm world_or_device(bool device) {
+  grma::comm c = grma::world;
+  if (device) c = grma::device;
+  return c;
+}
+
+// Rounds up to the allocator's 64-byte alignment. Programs take their
+// buffers from one allocation where they need several: allocations of a
+// device are serialized and walk the heap's blocks (first fit), so with
+// thousands of ranks each one costs.
+GRMA_HOST_DEVICE constexpr std::size_t round64(std::size_t bytes) {
+  return (bytes + 63) / 64 * 64;
+}
+
+// ---- groups ----------------------------------------------------------------------
+
+// Ranks split into ceil(n / limit) groups of at most `limit` members, strided
+// (group of rank k = k mod groups), so all-to-all patterns stay bounded in
+// queue use and memory while every rank of a large job takes part.
+struct group {
+  int n;       // ranks
+  int groups;  // how many groups
+  int id;      // this rank's group
+  int size;    // members of this group
+  int index;   // this rank's index in it
+
+  GRMA_HOST_DEVICE group(int rank, int ranks, int limit) : n(ranks) {
+    groups = (ranks + limit - 1) / limit;
+    id = rank % groups;
+    size = (ranks - id + groups - 1) / groups;
+    index = rank / groups;
+  }
+  GRMA_HOST_DEVICE int member(int i) const { return id + i * groups; }
+  // The largest group (all ranks run the same number of steps).
+  GRMA_HOST_DEVICE int max_size() const { return (n + groups - 1) / groups; }
+};
+
+// ---- buffers -------------------------------------------------------------------------
+
+// Above this many ranks, programs take their buffers from userdata instead of
+// r.alloc: allocations of a device are serialized and walk the heap (first
+// fit), and with thousands of ranks one allocation each took seconds on an
+// H200. Userdata ranges may be registered in windows like allocated ones.
+inline constexpr int alloc_rank_limit = 2048;
+
+// Where a rank program takes its buffers: r.alloc (slice 0), or its slice of
+// userdata, `slice` bytes per rank from `offset` on.
+struct buffers {
+  std::size_t slice = 0;
+  std::size_t offset = 0;
+
+  template <class T, class Rank>
+  GRMA_HOST_DEVICE T* get(Rank& r, std::size_t bytes) const {
+    if (slice == 0) return static_cast<T*>(r.alloc(bytes));
+    GRMA_ASSERT(r, bytes <= slice);
+    return reinterpret_cast<T*>(static_cast<unsigned char*>(r.userdata()) + offset +
+                                std::size_t(r.rank(grma::world)) * slice);
+  }
+  template <class Rank>
+  GRMA_HOST_DEVICE void release(Rank& r, void* pointer) const {
+    if (slice == 0) r.free(pointer);
+  }
+};
+
+// ---- the host side ------------------------------------------------------------------
+
+// A point of the test matrix; ranks 0 means "as many as fit" (on the CPU
+// backend: cpu_max_ranks).
+struct config {
+  int ranks;
+  int threads;
+};
+inline constexpr int cpu_max_ranks = 16;
+
+inline void PrintTo(const config& c, std::ostream* out) {
+  *out << "ranks " << (c.ranks == 0 ? std::string("max") : std::to_string(c.ranks)) << ", threads "
+       << c.threads;
+}
+
+inline std::string config_name(const testing::TestParamInfo<config>& info) {
+  return "ranks" + (info.param.ranks == 0 ? std::string("max") : std::to_string(info.param.ranks)) +
+         "_threads" + std::to_string(info.param.threads);
+}
+
+// Settings from the GRMA_* environment (GRMA_BACKEND picks the backend), with
+// a watchdog that turns a hang into a failure.
+inline grma::settings suite_settings() {
+  grma::settings s = grma::settings::from_environment();
+  s.timeout_seconds = 30;
+  return s;
+}
+
+// The backend a runtime with the suite's settings would use; cuda when that
+// cannot be told (GRMA_BACKEND=cuda without a GPU: the tests then fail when
+// they create their runtime).
+inline grma::backend_kind suite_backend() {
+  try {
+    return grma::runtime(suite_settings()).backend();
+  } catch (const grma::error&) {
+    return grma::backend_kind::cuda;
+  }
+}
+
+// The matrix per backend. On the CPU a rank is one thread whatever is asked,
+// and the machine may have two cores: few, small points.
+inline std::vector<config> suite_configs() {
+  std::vector<config> c;
+  if (suite_backend() == grma::backend_kind::cpu) {
+    for (int ranks : {2, 3, 8, 0}) c.push_back({ranks, 1});
+  } else {
+    for (int ranks : {2, 3, 8, 64, 0})
+      for (int threads : {32, 128, 256, 1024}) c.push_back({ranks, threads});
+  }
+  return c;
+}
+
+// Heap bytes a rank may use when all share the default heap evenly, with
+// half of it kept for the runtime's own blocks and the allocator's headers.
+inline std::size_t rank_budget(const grma::runtime& rt, int ranks) {
+  return std::size_t(rt.settings().heap_size / 2) / std::size_t(ranks);
+}
+
+// One run of a rank program at a point of the matrix, with userdata holding a
+// record per rank, `extra_bytes` after them and, where buffers come from
+// userdata, a slice per rank.
+class job {
+ public:
+  job(grma::runtime& rt, config c) : rt_(rt), config_(c) {}
+
+  // The world size a run of `program` will have.
+  template <class Program>
+  int resolve(const Program& program) {
+    if (config_.ranks != 0)
+      ranks_ = config_.ranks;
+    else if (rt_.backend() == grma::backend_kind::cpu)
+      ranks_ = cpu_max_ranks;
+    else
+      ranks_ = rt_.info(program, {.threads_per_rank = config_.threads}).rank_count;
+    testing::Test::RecordProperty("ranks", ranks_);  // in --gtest_output=xml reports
+    return ranks_;
+  }
+  int ranks() const { return ranks_; }
+  int threads() const { return rt_.backend() == grma::backend_kind::cpu ? 1 : config_.threads; }
+
+  // Whether buffers come from userdata (see `buffers`); also forced with
+  // CONFORMANCE_USERDATA_BUFFERS=1, to run that path at any size.
+  bool userdata_buffers() const {
+    const char* forced = std::getenv("CONFORMANCE_USERDATA_BUFFERS");
+    return ranks_ > alloc_rank_limit || (forced != nullptr && std::strcmp(forced, "1") == 0);
+  }
+
+  // Allocates zeroed userdata: the records, `extra_bytes`, and where buffers
+  // come from userdata a slice of `buffer_bytes` per rank. Returns where
+  // ranks take their buffers.
+  buffers prepare(std::size_t extra_bytes = 0, std::size_t buffer_bytes = 0) {
+    buffers b{};
+    std::size_t total = records_bytes() + extra_bytes;
+    if (buffer_bytes != 0 && userdata_buffers()) {
+      b.offset = round64(total);
+      b.slice = round64(buffer_bytes);
+      total = b.offset + std::size_t(ranks_) * b.slice;
+    }
+    userdata_bytes_ = total;
+    data_.assign((total + 7) / 8, 0);
+    return b;
+  }
+  std::size_t userdata_bytes() const { return userdata_bytes_; }
+  template <class T>
+  T* extra() {
+    return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(data_.data()) + records_bytes());
+  }
+  rank_record& record(int rank) { return reinterpret_cast<rank_record*>(data_.data())[rank]; }
+  void clear_records() { std::memset(data_.data(), 0, records_bytes()); }
+
+  // Runs `program` (resolve and prepare first); true when the run returned
+  // normally. A failed run is a test failure with the error's text.
+  template <class Program>
+  bool run(const Program& program) {
+    try {
+      rt_.run(program, options());
+      return true;
+    } catch (const grma::error& e) {
+      ADD_FAILURE() << "the run failed: " << e.what();
+      return false;
+    }
+  }
+
+  grma::launch_options options() {
+    return {.threads_per_rank = config_.threads,
+            .ranks_per_device = ranks_,
+            .userdata = data_.data(),
+            .userdata_size = userdata_bytes_};
+  }
+
+  // A test failure for every rank whose checks failed (the first few shown).
+  void expect_no_failures(const char* file) {
+    int failing = 0;
+    for (int rank = 0; rank < ranks_; ++rank) {
+      const rank_record& rec = record(rank);
+      if (rec.failures == 0) continue;
+      if (++failing <= 8)
+        ADD_FAILURE() << "rank " << rank << " of " << ranks_ << ": " << rec.failures
+                      << " failed check(s); the first at " << file << ":" << rec.line
+                      << " with values " << rec.value[0] << ", " << rec.value[1] << ", "
+                      << rec.value[2];
+    }
+    if (failing > 8) ADD_FAILURE() << failing << " ranks in all had failed checks";
+  }
+
+  // rec.count[i] of each rank against expected(rank); the first few
+  // differences shown.
+  template <class Expected>
+  void expect_counts(int i, Expected&& expected, const char* what) {
+    int wrong = 0;
+    for (int rank = 0; rank < ranks_; ++rank) {
+      const unsigned long long want = expected(rank);
+      if (record(rank).count[i] == want) continue;
+      if (++wrong <= 8)
+        ADD_FAILURE() << "rank " << rank << " of " << ranks_ << ": " << what << " "
+                      << record(rank).count[i] << ", expected " << want;
+    }
+    if (wrong > 8) ADD_FAILURE() << wrong << " ranks in all had wrong " << what;
+  }
+
+ private:
+  std::size_t records_bytes() const { return std::size_t(ranks_) * sizeof(rank_record); }
+
+  grma::runtime& rt_;
+  config config_;
+  int ranks_ = 0;
+  std::size_t userdata_bytes_ = 0;
+  std::vector<std::uint64_t> data_;
+};
+
+}  // namespace conformance
