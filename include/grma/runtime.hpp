@@ -20,15 +20,6 @@ namespace grma {
 // The rank type the CPU backend passes to rank programs.
 using cpu_rank = basic_rank<detail::cpu_platform>;
 
-// Whether the rank program's kernel can be built here: only a translation
-// unit compiled by nvcc can run a rank program on the GPU.
-inline constexpr bool compiled_for_cuda =
-#if defined(__CUDACC__)
-    true;
-#else
-    false;
-#endif
-
 class runtime {
  public:
   // Settings from GRMA_* variables and --grma-* arguments (removed from argv).
