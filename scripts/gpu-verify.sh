@@ -26,6 +26,14 @@ step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-devi
 if [ "$what" = all ] && [ -d build/gpu/tests/gpu ]; then
   step gpu-tests ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 1200
 fi
+# Errors raised on the GPU and the watchdog reach the host; the program exits nonzero.
+expect() {  # expect CASE REGEX
+  cmake -DPROGRAM=./build/gpu/tests/integration/grma-uncaught-error \
+    "-DARGS=$1 --grma-backend=cuda --grma-ranks-per-device=2 --grma-timeout=1" \
+    "-DEXPECT=$2" -P tests/expect_failure.cmake
+}
+step gpu-error-bad-target expect bad-target "grma: rank 1: put_notify: rank 5 is out of range: communicator world has 2 ranks"
+step gpu-error-watchdog expect stuck "grma: watchdog: no progress for .*rank 0: wait_notifications\\(window 0, source 1, tag 9, count 1\\)"
 # compute-sanitizer on the portable conformance programs at small sizes (the
 # tools slow kernels down a hundredfold and more).
 san="compute-sanitizer --error-exitcode 9"
