@@ -35,8 +35,6 @@ arena_layout layout_arena(const arena_params& p) {
   l.collectives = c.take<collective_state>(comm_count);
   l.world_arrivals = c.take<collective_arrival>(p.world_size);
   l.device_arrivals = c.take<collective_arrival>(p.ranks);
-  l.locals = c.take<rank_local>(p.ranks);
-  l.pending = c.take<notification>(std::uint64_t(p.match_capacity) * p.ranks);
   l.words = c.take<device_words>(1);
   l.control_bytes = c.size();
 
@@ -64,7 +62,6 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.queue_capacity = p.queue_capacity;
   v.match_capacity = p.match_capacity;
   v.collectives = reinterpret_cast<collective_state*>(control + l.collectives);
-  v.locals = reinterpret_cast<rank_local*>(control + l.locals);
   v.status = reinterpret_cast<rank_status*>(host + l.status);
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
@@ -72,7 +69,6 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.world_size = p.world_size;
   v.first_rank = p.first_rank;
   v.ranks = p.ranks;
-  v.threads_per_rank = p.threads_per_rank;
   return v;
 }
 
@@ -88,11 +84,6 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, const device
   auto* collectives = reinterpret_cast<collective_state*>(control_image + l.collectives);
   collectives[0].arrivals = reinterpret_cast<collective_arrival*>(control + l.world_arrivals);
   collectives[1].arrivals = reinterpret_cast<collective_arrival*>(control + l.device_arrivals);
-
-  auto* locals = reinterpret_cast<rank_local*>(control_image + l.locals);
-  auto* pending = reinterpret_cast<notification*>(control + l.pending);
-  for (int r = 0; r < p.ranks; ++r)
-    rank_local_init(locals[r], pending + std::uint64_t(r) * p.match_capacity, p.match_capacity);
 
   ring_init<log_record>(host + l.log, p.log_capacity);
 

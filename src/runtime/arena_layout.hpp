@@ -15,7 +15,6 @@ struct arena_params {
   int ranks;       // on this device
   int world_size;  // in the job
   int first_rank;  // world rank of this device's rank 0
-  int threads_per_rank;
   std::uint64_t heap_size;  // allocatable bytes
   std::uint64_t userdata_size;
   std::uint32_t queue_capacity;
@@ -32,7 +31,7 @@ struct arena_layout {
   std::uint64_t queue_stride;
   // offsets in the control block
   std::uint64_t allocator, slots, entries, queues, collectives, world_arrivals, device_arrivals,
-      locals, pending, words;
+      words;
   // offsets in the host-visible block
   std::uint64_t status, control, log;
 };

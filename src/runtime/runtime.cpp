@@ -8,6 +8,7 @@
 
 #include "../backend/cpu/cpu_arena.hpp"
 #include "../backend/cpu/cpu_backend.hpp"
+#include "launch.hpp"
 #include "progress.hpp"
 
 #if GRMA_HAVE_CUDA
@@ -66,40 +67,19 @@ void runtime::require_cpu_allowed() const {
 }
 
 rank_info runtime::info_cpu(const launch_options& options) const {
-  if (options.ranks_per_device < 0)
-    host_error(errc::invalid_config,
-               "ranks_per_device " + std::to_string(options.ranks_per_device) + " is negative");
-  if (options.threads_per_rank < 0)
-    host_error(errc::invalid_config,
-               "threads_per_rank " + std::to_string(options.threads_per_rank) + " is negative");
+  detail::check_launch_options(options);
   int ranks = options.ranks_per_device;
   if (ranks == 0) ranks = impl_->settings.ranks_per_device;
   if (ranks == 0) ranks = std::max(2, int(std::thread::hardware_concurrency()));
-  rank_info info;
-  info.rank_count = ranks;
-  info.rank_start = 0;
-  info.rank_responsible = ranks;
-  info.ranks_per_device = ranks;
-  info.threads_per_rank = 1;  // the CPU backend runs each rank on one thread
-  info.device_index = 0;
-  info.device_count = 1;
-  info.node_index = 0;
-  info.node_count = 1;
-  info.process_index = 0;
-  info.process_count = 1;
-  return info;
+  return detail::one_device_job(ranks, /*threads_per_rank=*/1, /*device_index=*/0);
 }
 
 void runtime::run_cpu(const launch_options& options,
                       const std::function<void(cpu_rank&)>& body) {
   const grma::settings& s = impl_->settings;
   const rank_info ri = info_cpu(options);
-  if (options.userdata_size != 0 && options.userdata == nullptr)
-    host_error(errc::invalid_config, "userdata is null but userdata_size is " +
-                                         std::to_string(options.userdata_size));
-
   detail::cpu_arena arena(detail::arena_params{
-      ri.ranks_per_device, ri.rank_count, ri.rank_start, ri.threads_per_rank, s.heap_size,
+      ri.ranks_per_device, ri.rank_count, ri.rank_start, s.heap_size,
       options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
   const detail::device_view& v = arena.view();
   if (options.userdata_size != 0)

@@ -116,8 +116,9 @@ struct window_cache_line {
   window_entry entry;
 };
 
-// A rank's private bookkeeping, kept in device memory so the watchdog can show
-// a stuck rank's unmatched notifications.
+// A rank's private bookkeeping, owned by its backend (the rank thread's memory
+// on the CPU, shared memory on a GPU); the watchdog sees what the rank
+// publishes in its rank_status.
 struct rank_local {
   std::uint64_t progress;           // calls completed and waits ended
   std::uint64_t epoch[comm_count];  // collectives entered per communicator
@@ -203,7 +204,6 @@ struct device_view {
   std::uint32_t match_capacity;
 
   collective_state* collectives;  // comm_count of them
-  rank_local* locals;             // one per rank of this device
   rank_status* status;            // host-visible, one per rank of this device
   job_control* control;           // host-visible
   log_ring* log;                  // host-visible
@@ -212,7 +212,6 @@ struct device_view {
   std::int32_t world_size;
   std::int32_t first_rank;  // world rank of this device's rank 0
   std::int32_t ranks;       // ranks on this device
-  std::int32_t threads_per_rank;
 
   GRMA_INLINE notification_ring& queue(int device_rank) const {
     return *reinterpret_cast<notification_ring*>(queues + queue_stride * std::uint64_t(device_rank));

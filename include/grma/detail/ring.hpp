@@ -74,8 +74,6 @@ struct ring_reader {
   std::uint64_t released;
 };
 
-constexpr bool is_power_of_two(std::uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
-
 // Prepares zeroed memory of ring<Payload>::bytes_for(capacity) bytes. Host only,
 // before any producer or consumer runs.
 template <class Payload>

@@ -15,13 +15,20 @@ std::exception_ptr run_cpu_ranks(const device_view& view,
     store_relaxed<scope::system>(view.status[r].state, std::int32_t(s));
   };
 
+  // Each rank's private state; the rank thread alone touches its entry.
+  std::vector<rank_local> locals(std::size_t(view.ranks));
+  std::vector<notification> pending(std::size_t(view.ranks) * view.match_capacity);
+  for (int r = 0; r < view.ranks; ++r)
+    rank_local_init(locals[std::size_t(r)], pending.data() + std::size_t(r) * view.match_capacity,
+                    view.match_capacity);
+
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(view.ranks));
   for (int r = 0; r < view.ranks; ++r) {
     threads.emplace_back([&, r] {
       set_state(r, rank_state::running);
       try {
-        cpu_rank rank(view, r, view.locals[r]);
+        cpu_rank rank(view, r, locals[std::size_t(r)]);
         body(rank);
         rank.finish();
         return;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "../../runtime/launch.hpp"
 #include "../../runtime/progress.hpp"
 #include "cuda_arena.hpp"
 #include "grma/error.hpp"
@@ -46,6 +47,7 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   cudaDeviceProp prop{};
   cuda_check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
 
+  check_launch_options(o);
   cuda_plan plan{};
   plan.threads = o.threads_per_rank != 0 ? o.threads_per_rank : default_threads_per_rank;
   int registers = 0, kernel_max_threads = 0;
@@ -79,30 +81,15 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
 }
 
 rank_info cuda_rank_info(const cuda_plan& plan) {
-  int device = 0, count = 0;
+  int device = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  cuda_check(cudaGetDeviceCount(&count), "cudaGetDeviceCount");
-  rank_info info;
-  info.rank_count = plan.ranks;
-  info.rank_start = 0;
-  info.rank_responsible = plan.ranks;
-  info.ranks_per_device = plan.ranks;
-  info.threads_per_rank = plan.threads;
-  info.device_index = device;
-  info.device_count = 1;  // one GPU per job until the node issue
-  info.node_index = 0;
-  info.node_count = 1;
-  info.process_index = 0;
-  info.process_count = 1;
-  return info;
+  return one_device_job(plan.ranks, plan.threads, device);  // one GPU per job so far
 }
 
 void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
-  if (o.userdata_size != 0 && o.userdata == nullptr)
-    config_error("userdata is null but userdata_size is " + std::to_string(o.userdata_size));
-  const cuda_plan plan = plan_cuda(s, o, kernel);
+  const cuda_plan plan = plan_cuda(s, o, kernel);  // checks the options too
   const arena_params params{plan.ranks,      plan.ranks,       0,
-                            plan.threads,    s.heap_size,      o.userdata_size,
+                            s.heap_size,      o.userdata_size,
                             s.queue_capacity, s.match_capacity, s.max_windows,
                             log_capacity};
   cuda_arena arena(params);

@@ -1,0 +1,39 @@
+#include "launch.hpp"
+
+#include <string>
+
+#include "grma/error.hpp"
+
+namespace grma::detail {
+namespace {
+[[noreturn]] void bad(const std::string& message) {
+  throw error(errc::invalid_config, -1, call::runtime, "grma: " + message);
+}
+}  // namespace
+
+void check_launch_options(const launch_options& o) {
+  if (o.ranks_per_device < 0)
+    bad("ranks_per_device " + std::to_string(o.ranks_per_device) + " is negative");
+  if (o.threads_per_rank < 0)
+    bad("threads_per_rank " + std::to_string(o.threads_per_rank) + " is negative");
+  if (o.userdata_size != 0 && o.userdata == nullptr)
+    bad("userdata is null but userdata_size is " + std::to_string(o.userdata_size));
+}
+
+rank_info one_device_job(int ranks, int threads_per_rank, int device_index) {
+  rank_info info;
+  info.rank_count = ranks;
+  info.rank_start = 0;
+  info.rank_responsible = ranks;
+  info.ranks_per_device = ranks;
+  info.threads_per_rank = threads_per_rank;
+  info.device_index = device_index;
+  info.device_count = 1;
+  info.node_index = 0;
+  info.node_count = 1;
+  info.process_index = 0;
+  info.process_count = 1;
+  return info;
+}
+
+}  // namespace grma::detail
