@@ -258,8 +258,9 @@ class basic_rank {
     waiter wait(*this, call::none, {0, 0, 0, 0});
     // The ticket comes from device memory; the slot is written to host memory.
     const std::uint64_t ticket = detail::fetch_add_relaxed<S>(v_->words->log_tickets, std::uint64_t{1});
-    detail::ring_wait_credit<detail::scope::system>(*v_->log, ticket, local().log_credit, wait);
-    detail::ring_publish<detail::scope::system>(*v_->log, ticket, record);
+    const std::uint32_t capacity = v_->log->capacity;  // host memory, but logging is not a fast path
+    detail::ring_wait_credit<detail::scope::system>(*v_->log, capacity, ticket, local().log_credit, wait);
+    detail::ring_publish<detail::scope::system>(*v_->log, capacity, ticket, record);
   }
 
  private:
@@ -454,12 +455,9 @@ class basic_rank {
   // not alive and for a target outside its communicator.
   GRMA_INLINE access lookup(window w, int target, call where) {
     const std::uint32_t key = detail::window_key(w.slot, w.generation);
-    detail::rank_local& l = local();
-    for (int i = 0; i < detail::window_cache_size; ++i) {
-      const detail::window_cache_line& c = l.windows[i];
-      if (c.key == key && w.generation != 0 && c.target == target)
-        return access{c.entry, target, c.comm, c.comm_size};
-    }
+    detail::window_cache_line& line = local().windows[detail::window_cache_index(key, target)];
+    if (line.key == key && w.generation != 0 && line.target == target)
+      return access{line.entry, target, line.comm, line.comm_size};
     switch (detail::window_lookup(v_->windows, w.slot, w.generation)) {
       case detail::window_check::ok: break;
       case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
@@ -470,12 +468,9 @@ class basic_rank {
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
     const access a{target >= 0 ? v_->windows.entry(w.slot, target) : detail::window_entry{},
                    target, slot.comm, slot.comm_size};
-    // Every thread scanned the lines: only then may the leader replace one.
+    // Every thread has read the line: only then may the leader replace it.
     P::sync();
-    if (leader()) {
-      l.windows[l.window_victim] = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
-      l.window_victim = (l.window_victim + 1) % detail::window_cache_size;
-    }
+    if (leader()) line = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
     P::sync();
     return a;
   }
@@ -549,8 +544,8 @@ class basic_rank {
       const int t = target_device_rank(a);
       detail::notification_ring& q = v_->queue(t);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
-      detail::ring_wait_credit<S>(q, ticket, credit(t), wait);
-      detail::ring_publish<S>(q, ticket,
+      detail::ring_wait_credit<S>(q, v_->queue_capacity, ticket, credit(t), wait);
+      detail::ring_publish<S>(q, v_->queue_capacity, ticket,
                               detail::notification{detail::window_key(w.slot, w.generation),
                                                    layout(comm{a.comm}).rank, tag});
     }

@@ -81,7 +81,7 @@ class rank_inbox {
   std::vector<notification> items_;
   pending_list pending_;
   owned_ring<notification> ring_;
-  grma::detail::ring_reader reader_{0, 0};
+  grma::detail::ring_reader reader_{0, 0, ring_->mask};
   std::uint64_t credit_ = 0;
 };
 

@@ -118,7 +118,7 @@ TEST(Ring, ConsumerWaitsForUnpublishedHead) {
   const std::uint64_t second = ring_reserve<scope::device>(*q, credit_b, unexpected_wait);
   ASSERT_EQ(first, 0u);
   ASSERT_EQ(second, 1u);
-  ring_publish<scope::device>(*q, second, payload_of(1));
+  ring_publish<scope::device>(*q, q->capacity, second, payload_of(1));
 
   std::uint64_t value = 0;
   EXPECT_FALSE(ring_try_pop<scope::device>(*q, value));
@@ -126,7 +126,7 @@ TEST(Ring, ConsumerWaitsForUnpublishedHead) {
   ASSERT_TRUE(ring_peek<scope::device>(*q, 1, value));
   EXPECT_EQ(value, payload_of(1));
 
-  ring_publish<scope::device>(*q, first, payload_of(0));
+  ring_publish<scope::device>(*q, q->capacity, first, payload_of(0));
   EXPECT_EQ(pop_all(*q), (std::vector<std::uint64_t>{payload_of(0), payload_of(1)}));
 }
 

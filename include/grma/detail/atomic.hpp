@@ -51,31 +51,72 @@ GRMA_INLINE void store_relaxed(T& word, T value) {
   atomic_ref_t<T, S>(word).store(value, order::memory_order_relaxed);
 }
 
+#if GRMA_DEVICE_CODE
+// Read-modify-writes in device code name the global state space. Every word
+// grma updates atomically is global (device memory or mapped host memory),
+// and a generic atomic (what cuda::atomic_ref emits) comes back with a
+// predicate for the shared-memory case that the next branch waits for: the
+// atomic's round trip could not overlap anything.
+template <scope S>
+GRMA_INLINE std::uint64_t global_add(std::uint64_t& word, std::uint64_t value, bool acq_rel) {
+  const std::size_t at = __cvta_generic_to_global(&word);
+  std::uint64_t old;
+  if (acq_rel) {
+    if constexpr (S == scope::system)
+      asm volatile("atom.acq_rel.sys.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(at), "l"(value) : "memory");
+    else
+      asm volatile("atom.acq_rel.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(at), "l"(value) : "memory");
+  } else {
+    if constexpr (S == scope::system)
+      asm volatile("atom.relaxed.sys.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(at), "l"(value) : "memory");
+    else
+      asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;" : "=l"(old) : "l"(at), "l"(value) : "memory");
+  }
+  return old;
+}
+#endif
+
 // Reserving a ticket or counting an event: no data is published by the
 // increment itself, so relaxed suffices.
-template <scope S = scope::device, class T>
-GRMA_INLINE T fetch_add_relaxed(T& word, T value) {
-  return atomic_ref_t<T, S>(word).fetch_add(value, order::memory_order_relaxed);
+template <scope S = scope::device>
+GRMA_INLINE std::uint64_t fetch_add_relaxed(std::uint64_t& word, std::uint64_t value) {
+#if GRMA_DEVICE_CODE
+  return global_add<S>(word, value, false);
+#else
+  return atomic_ref_t<std::uint64_t, S>(word).fetch_add(value, order::memory_order_relaxed);
+#endif
 }
 
 // An add that publishes the writer's earlier stores (a signal word) and whose
 // result may be used to read others' data: acquire + release.
-template <scope S = scope::device, class T>
-GRMA_INLINE T fetch_add_acq_rel(T& word, T value) {
-  return atomic_ref_t<T, S>(word).fetch_add(value, order::memory_order_acq_rel);
-}
-
-template <scope S = scope::device, class T>
-GRMA_INLINE T exchange_acq_rel(T& word, T value) {
-  return atomic_ref_t<T, S>(word).exchange(value, order::memory_order_acq_rel);
+template <scope S = scope::device>
+GRMA_INLINE std::uint64_t fetch_add_acq_rel(std::uint64_t& word, std::uint64_t value) {
+#if GRMA_DEVICE_CODE
+  return global_add<S>(word, value, true);
+#else
+  return atomic_ref_t<std::uint64_t, S>(word).fetch_add(value, order::memory_order_acq_rel);
+#endif
 }
 
 // Lock acquisition: on success the critical section's reads see the previous
 // holder's writes (acquire); failure needs no ordering.
-template <scope S = scope::device, class T>
-GRMA_INLINE bool compare_exchange_acquire(T& word, T expected, T desired) {
-  return atomic_ref_t<T, S>(word).compare_exchange_strong(
+template <scope S = scope::device>
+GRMA_INLINE bool compare_exchange_acquire(std::uint32_t& word, std::uint32_t expected,
+                                          std::uint32_t desired) {
+#if GRMA_DEVICE_CODE
+  const std::size_t at = __cvta_generic_to_global(&word);
+  std::uint32_t old;
+  if constexpr (S == scope::system)
+    asm volatile("atom.acquire.sys.global.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(old) : "l"(at), "r"(expected), "r"(desired) : "memory");
+  else
+    asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
+                 : "=r"(old) : "l"(at), "r"(expected), "r"(desired) : "memory");
+  return old == expected;
+#else
+  return atomic_ref_t<std::uint32_t, S>(word).compare_exchange_strong(
       expected, desired, order::memory_order_acquire, order::memory_order_relaxed);
+#endif
 }
 
 // Orders this thread's earlier accesses (and, being cumulative, those it has

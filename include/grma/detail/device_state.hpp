@@ -116,6 +116,12 @@ struct window_cache_line {
   window_entry entry;
 };
 
+// The one line a lookup of (window, target) may sit in: a hit costs one
+// shared-memory load on the GPU, not a scan.
+GRMA_INLINE constexpr int window_cache_index(std::uint32_t key, int target) {
+  return int((key + std::uint32_t(target + 1) * 5u) % window_cache_size);
+}
+
 // A rank's private bookkeeping, owned by its backend (the rank thread's memory
 // on the CPU, shared memory on a GPU); the watchdog sees what the rank
 // publishes in its rank_status.
@@ -128,13 +134,13 @@ struct rank_local {
   std::uint64_t credit_known[credit_cache_size];
   pending_list pending;
   ring_reader inbox;  // consumer state of the rank's notification ring
-  window_cache_line windows[window_cache_size];
-  std::uint32_t window_victim;  // next line to replace
+  window_cache_line windows[window_cache_size];  // direct-mapped: window_cache_index
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
-                                 std::uint32_t match_capacity) {
+                                 std::uint32_t match_capacity, std::uint32_t queue_capacity) {
   l = rank_local{};
+  l.inbox.mask = queue_capacity - 1;
   for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
   l.pending = pending_list{0, match_capacity, pending_items};
 }

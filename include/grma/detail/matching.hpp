@@ -60,11 +60,22 @@ struct ring_slot<notification> {
   template <scope S>
   GRMA_INLINE bool load(std::uint32_t sequence, notification& out) {
     // Acquire on word 0 pairs with the producer's release (fence or store).
-    // (Loading all three relaxed and fencing once measured no faster.)
+#if GRMA_DEVICE_CODE
+    // Words 1 and 2 are loaded first so that all three loads are in flight
+    // together (one trip to L2, not two in a row); a stale word shows in its
+    // sequence number and the caller polls again.
+    const std::uint64_t w1 = load_relaxed<S>(word[1]);
+    const std::uint64_t w2 = load_relaxed<S>(word[2]);
+    const std::uint64_t w0 = load_acquire<S>(word[0]);
+    if (std::uint32_t(w0 >> 32) != sequence) return false;
+#else
+    // The host producer stores word 0 last with release: after it, words 1
+    // and 2 are current.
     const std::uint64_t w0 = load_acquire<S>(word[0]);
     if (std::uint32_t(w0 >> 32) != sequence) return false;
     const std::uint64_t w1 = load_relaxed<S>(word[1]);
     const std::uint64_t w2 = load_relaxed<S>(word[2]);
+#endif
     if (std::uint32_t(w1 >> 32) != sequence || std::uint32_t(w2 >> 32) != sequence) return false;
     out = notification{std::uint32_t(w0), std::int32_t(std::uint32_t(w1)),
                        std::int32_t(std::uint32_t(w2))};
@@ -118,7 +129,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& r
       return false;
     }
     if (matches(n, q)) {
-      if (reader.head - reader.released >= ring.capacity / 2) ring_release<S>(ring, reader);
+      if (reader.head - reader.released > reader.mask / 2) ring_release<S>(ring, reader);
       return true;
     }
     pending.items[pending.size++] = n;  // not this one: the general path goes on from here
@@ -132,7 +143,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& r
     pending.items[pending.size++] = n;
     if (matches(n, q)) ++found;
   }
-  if (found < q.count || reader.head - reader.released >= ring.capacity / 2)
+  if (found < q.count || reader.head - reader.released > reader.mask / 2)
     ring_release<S>(ring, reader);
   if (found < q.count) return false;
 
@@ -162,7 +173,7 @@ GRMA_INLINE void purge_notifications(pending_list& pending, notification_ring& r
     if (pending.items[i].window != key) pending.items[kept++] = pending.items[i];
   pending.size = kept;
   notification n;
-  while (ring.slots()[reader.head & ring.mask].template load<S>(
+  while (ring.slots()[reader.head & reader.mask].template load<S>(
       static_cast<std::uint32_t>(reader.head + 1), n)) {
     if (n.window != key) {
       if (pending.size == pending.capacity) break;  // no room: it stays in the ring

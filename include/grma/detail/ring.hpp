@@ -68,10 +68,13 @@ struct ring {
   }
 };
 
-// The consumer's private state: its head, and how much of it it has published.
+// The consumer's private state: its head, how much of it it has published,
+// and the ring's mask (a private copy: on a GPU the ring header misses L1
+// after every acquire, and a poll should cost one load, not two in a row).
 struct ring_reader {
   std::uint64_t head;
   std::uint64_t released;
+  std::uint32_t mask;
 };
 
 // Prepares zeroed memory of ring<Payload>::bytes_for(capacity) bytes. Host only,
@@ -95,16 +98,17 @@ GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
 
 // Producer, step 2: wait until the ticket's slot is free. `known_consumed` is
 // the producer's private credit state for this ring; `wait` is called while
-// the ring is full.
+// the ring is full. `capacity` is the caller's copy of q.capacity (see
+// ring_reader::mask for why not read it here).
 template <scope S, class Payload, class Wait>
-GRMA_INLINE void ring_wait_credit(ring<Payload>& q, std::uint64_t ticket,
+GRMA_INLINE void ring_wait_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                                   std::uint64_t& known_consumed, Wait&& wait) {
   // consumed never passes an unpublished ticket, so ticket >= known_consumed.
-  if (ticket - known_consumed < q.capacity) return;
+  if (ticket - known_consumed < capacity) return;
   // Acquire pairs with the consumer's release of `consumed`: its reads of the
   // slot we are about to overwrite happen before our writes.
   known_consumed = load_acquire<S>(q.consumed);
-  while (ticket - known_consumed >= q.capacity) {
+  while (ticket - known_consumed >= capacity) {
     wait();
     known_consumed = load_acquire<S>(q.consumed);
   }
@@ -114,28 +118,29 @@ template <scope S, class Payload, class Wait>
 GRMA_INLINE std::uint64_t ring_reserve(ring<Payload>& q, std::uint64_t& known_consumed,
                                        Wait&& wait) {
   const std::uint64_t ticket = ring_take_ticket<S>(q);
-  ring_wait_credit<S>(q, ticket, known_consumed, wait);
+  ring_wait_credit<S>(q, q.capacity, ticket, known_consumed, wait);
   return ticket;
 }
 
 // Producer, step 3: fill the slot and publish it (see ring_slot::store for
 // the ordering each slot kind gives).
 template <scope S, class Payload>
-GRMA_INLINE void ring_publish(ring<Payload>& q, std::uint64_t ticket, const Payload& payload) {
-  q.slots()[ticket & q.mask].template store<S>(static_cast<std::uint32_t>(ticket + 1), payload);
+GRMA_INLINE void ring_publish(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
+                              const Payload& payload) {
+  q.slots()[ticket & (capacity - 1)].template store<S>(static_cast<std::uint32_t>(ticket + 1), payload);
 }
 
 template <scope S, class Payload, class Wait>
 GRMA_INLINE void ring_push(ring<Payload>& q, std::uint64_t& known_consumed,
                            const Payload& payload, Wait&& wait) {
-  ring_publish<S>(q, ring_reserve<S>(q, known_consumed, wait), payload);
+  ring_publish<S>(q, q.capacity, ring_reserve<S>(q, known_consumed, wait), payload);
 }
 
 // Consumer: take the entry at the private head if it is published. The slot
 // stays the consumer's until ring_release publishes the head.
 template <scope S, class Payload>
 GRMA_INLINE bool ring_try_pop(ring<Payload>& q, ring_reader& reader, Payload& out) {
-  if (!q.slots()[reader.head & q.mask].template load<S>(
+  if (!q.slots()[reader.head & reader.mask].template load<S>(
           static_cast<std::uint32_t>(reader.head + 1), out))
     return false;
   ++reader.head;
@@ -156,7 +161,7 @@ GRMA_INLINE void ring_release(ring<Payload>& q, ring_reader& reader) {
 template <scope S, class Payload>
 GRMA_INLINE bool ring_try_pop(ring<Payload>& q, Payload& out) {
   const std::uint64_t head = load_relaxed<S>(q.consumed);
-  ring_reader reader{head, head};
+  ring_reader reader{head, head, q.mask};
   if (!ring_try_pop<S>(q, reader, out)) return false;
   ring_release<S>(q, reader);
   return true;

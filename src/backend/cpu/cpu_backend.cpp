@@ -20,7 +20,7 @@ std::exception_ptr run_cpu_ranks(const device_view& view,
   std::vector<notification> pending(std::size_t(view.ranks) * view.match_capacity);
   for (int r = 0; r < view.ranks; ++r)
     rank_local_init(locals[std::size_t(r)], pending.data() + std::size_t(r) * view.match_capacity,
-                    view.match_capacity);
+                    view.match_capacity, view.queue_capacity);
 
   std::vector<std::thread> threads;
   threads.reserve(std::size_t(view.ranks));
