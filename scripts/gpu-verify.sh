@@ -23,8 +23,13 @@ step build cmake --build build/gpu -j"$(nproc)"
 step example-hello ./build/gpu/examples/grma-hello
 step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
 step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
 if [ "$what" = all ] && [ -d build/gpu/tests/gpu ]; then
-  step gpu-tests ctest --test-dir build/gpu -L gpu --output-on-failure --timeout 1200
+  step gpu-tests ctest --test-dir build/gpu -L '^gpu$' --output-on-failure --timeout 1200
+  # One process driving two GPUs (GRMA_DEVICES=2): the suite over peer memory.
+  if [ "$gpus" -ge 2 ]; then
+    step gpu-x2-tests ctest --test-dir build/gpu -L '^gpu-x2$' --output-on-failure --timeout 1200
+  fi
 fi
 # Errors raised on the GPU and the watchdog reach the host; the program exits nonzero.
 expect() {  # expect CASE REGEX
@@ -43,14 +48,21 @@ if [ -x "$conf" ]; then
   step sanitize-memcheck timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*:*ranks3_threads128*'
   step sanitize-racecheck timeout 110 $san --tool racecheck $conf --gtest_filter='*ranks2_threads32*'
   step sanitize-synccheck timeout 70 $san --tool synccheck $conf --gtest_filter='*ranks3_threads128*'
+  if [ "$gpus" -ge 2 ]; then
+    GRMA_DEVICES=2 step sanitize-memcheck-x2 timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
+  fi
   unset GRMA_BACKEND
 fi
 step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
-echo; for f in "$out"/gpu-tests.log "$out"/sanitize-*.log; do
+if [ "$gpus" -ge 2 ]; then
+  step bench-peer-devices ./build/gpu/bench/grma-bench-peer-devices --json "$out/peer_devices.json"
+fi
+echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
   echo "== $(basename "$f")"
   grep -h -m6 -E "SUMMARY|tests passed|^\[  (PASSED|FAILED)|^========= +(Invalid|Race|Barrier|Error)" "$f"
 done
 echo; tail -n 25 "$out/bench-same-device.log"
+[ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
 echo; cat "$out/summary.txt"
 exit $status

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "grma/config.hpp"
 #include "grma/error.hpp"
@@ -48,9 +49,10 @@ class basic_rank {
   // Seconds from an arbitrary start, for timing inside rank code.
   GRMA_INLINE double wtime() const { return P::now_seconds(); }
 
-  // The host's userdata buffer as this device's copy; the host sees what ranks
-  // wrote once the run returns.
-  GRMA_INLINE void* userdata() const { return v_->heap + v_->userdata_offset; }
+  // The host's userdata buffer, copied to device 0 for the run (ranks of other
+  // devices reach it there); the host sees what ranks wrote once the run
+  // returns.
+  GRMA_INLINE void* userdata() const { return v_->peer_heaps[0] + v_->userdata_offset; }
   template <class T>
   GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
   GRMA_INLINE std::size_t userdata_size() const { return v_->userdata_size; }
@@ -84,21 +86,33 @@ class basic_rank {
   GRMA_INLINE window window_create(comm c, void* base, std::size_t bytes) {
     const comm_layout l = layout(c);
     std::uint64_t offset = 0;
+    std::uint32_t owner = std::uint32_t(v_->device_index);
     if (bytes != 0) {
+      // Memory from alloc (this device's heap) or the job's userdata (device 0's).
       auto* p = static_cast<unsigned char*>(base);
-      if (p < v_->heap || p >= v_->heap + v_->heap_size ||
-          bytes > std::uint64_t(v_->heap + v_->heap_size - p))
+      auto* u = static_cast<unsigned char*>(userdata());
+      if (p >= u && p < u + v_->userdata_size && bytes <= std::uint64_t(u + v_->userdata_size - p))
+        owner = 0;
+      const unsigned char* heap = v_->peer_heaps[owner];
+      if (p < heap || p >= heap + v_->heap_size || bytes > std::uint64_t(heap + v_->heap_size - p))
         fail(errc::window_memory_not_managed, call::window_create,
              std::int64_t(reinterpret_cast<std::uintptr_t>(base)), std::int64_t(bytes));
-      offset = std::uint64_t(p - v_->heap);
+      offset = std::uint64_t(p - heap);
     }
+    // The owning device rides in the offset's top byte (heaps are far smaller).
+    const std::uint64_t placed = offset | (std::uint64_t(owner) << 56);
     const detail::window_table& t = v_->windows;
     const std::uint64_t result = collective(
-        c, l, call::window_create, offset, bytes, [&](detail::collective_state& st) {
+        c, l, call::window_create, placed, bytes, [&](detail::collective_state& st) {
+          lock_window_table();
           const std::uint32_t s = detail::window_table_claim(t, c.id, std::uint32_t(l.size));
+          unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};
-          for (int i = 0; i < l.size; ++i)
-            t.entry(s, i) = {st.arrivals[i].payload[0], st.arrivals[i].payload[1]};
+          for (int i = 0; i < l.size; ++i) {
+            const std::uint64_t at = st.arrivals[i].payload[0];
+            t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), st.arrivals[i].payload[1],
+                             std::uint32_t(at >> 56), 0};
+          }
           return (std::uint64_t(t.slots[s].generation) << 32) | s;
         });
     if (result == ~std::uint64_t{0})
@@ -115,18 +129,22 @@ class basic_rank {
         c, layout(c), call::window_free, key, 0, [&](detail::collective_state& st) {
           for (std::uint32_t i = 0; i < a.comm_size; ++i)
             if (st.arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
+          lock_window_table();
           detail::window_table_release(v_->windows, w.slot);
+          unlock_window_table();
           return std::uint64_t{0};
         });
     if (mismatch != 0)
       fail(errc::collective_mismatch, call::window_free, c.id, std::int64_t(mismatch - 1),
-           std::int64_t(call::window_free), local().epoch[c.id]);
+           std::int64_t(call::window_free), local().epoch[comm_index(c)]);
     // Every put to this window was published before its origin entered the
     // collective, so all its notifications are here now: drop them.
     forget_window(std::uint32_t(key));
     if (leader())
-      detail::purge_notifications<S>(local().pending, v_->queue(device_rank_), local().inbox,
-                                     std::uint32_t(key));
+      at_scope(wide(), [&](auto scope) {
+        detail::purge_notifications<scope.value>(local().pending, inbox(), local().inbox,
+                                                 std::uint32_t(key));
+      });
     w = window_none;
   }
 
@@ -141,7 +159,7 @@ class basic_rank {
     check_tag(tag, call::put_notify);
     // The ticket first: the atomic's round trip overlaps the copy.
     const std::uint64_t ticket = take_ticket(a);
-    unsigned char* destination = v_->heap + a.entry.offset + offset;
+    unsigned char* destination = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
     notify(a, w, tag, ticket, call::put_notify);
   }
@@ -153,7 +171,7 @@ class basic_rank {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
     const std::uint64_t ticket = take_ticket(a);
-    const unsigned char* source = v_->heap + a.entry.offset + offset;
+    const unsigned char* source = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     notify(a, w, tag, ticket, call::get_notify);
   }
@@ -185,16 +203,16 @@ class basic_rank {
     std::uint64_t& word = signal_word(a, target, w, signal_offset, call::put_signal);
     if (op != signal_op::set && op != signal_op::add)
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
-    unsigned char* destination = v_->heap + a.entry.offset + offset;
+    unsigned char* destination = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     P::publish_fence();
-    if (leader()) {
+    if (leader()) at_scope(remote(a), [&](auto scope) {
       // Release: the data above is visible before the new signal value.
       if (op == signal_op::set)
-        detail::store_release<S>(word, value);
+        detail::store_release<scope.value>(word, value);
       else
-        detail::fetch_add_acq_rel<S>(word, value);
-    }
+        detail::fetch_add_acq_rel<scope.value>(word, value);
+    });
     completed();
   }
 
@@ -211,7 +229,10 @@ class basic_rank {
     leader_waits_until(call::wait_signal,
                        {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
                        [&] {
-                         seen = detail::load_acquire<S>(word);
+                         // Signals may come from other devices: acquire at their scope.
+                         seen = at_scope(wide(), [&](auto scope) {
+                           return detail::load_acquire<scope.value>(word);
+                         });
                          return compare(seen, c, value);
                        });
     completed();
@@ -257,7 +278,7 @@ class basic_rank {
     for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
     waiter wait(*this, call::none, {0, 0, 0, 0});
     // The ticket comes from device memory; the slot is written to host memory.
-    const std::uint64_t ticket = detail::fetch_add_relaxed<S>(v_->words->log_tickets, std::uint64_t{1});
+    const std::uint64_t ticket = detail::ring_take_ticket<S>(v_->words->log_tickets);
     const std::uint32_t capacity = v_->log->capacity;  // host memory, but logging is not a fast path
     detail::ring_wait_credit<detail::scope::system>(*v_->log, capacity, ticket, local().log_credit, wait);
     detail::ring_publish<detail::scope::system>(*v_->log, capacity, ticket, record);
@@ -347,6 +368,9 @@ class basic_rank {
       detail::store_relaxed<detail::scope::system>(status().progress, n);
   }
 
+  // A valid communicator's place in per-communicator arrays.
+  GRMA_INLINE static int comm_index(comm c) { return c == world ? 0 : 1; }
+
   GRMA_INLINE comm_layout layout(comm c) const {
     // One device per job on the CPU backend so far: world is this device's ranks.
     if (c == world) return {v_->world_size, world_rank_};
@@ -369,7 +393,7 @@ class basic_rank {
     const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
-    P::fail(v_->words->error_claim, *v_->control, r);
+    P::fail(*v_->error_claim, *v_->control, r);
   }
 
   GRMA_INLINE void check_abort() {
@@ -405,20 +429,29 @@ class basic_rank {
   // Gather at the communicator's leader, run `act` there, release everyone
   // with its result. Also checks that every rank made the same call. The
   // leader rank's threads watch the arrivals in parallel.
+  // The world's collective spans devices when the job does: system scope.
   template <class LeaderAction>
   GRMA_INLINE std::uint64_t collective(comm c, comm_layout l, call what, std::uint64_t p0,
                                        std::uint64_t p1, LeaderAction&& act) {
-    detail::collective_state& st = v_->collectives[c.id];
+    return at_scope(c == world && wide(), [&](auto scope) {
+      return collective_at<scope.value>(c, l, what, p0, p1, act);
+    });
+  }
+
+  template <detail::scope Sc, class LeaderAction>
+  GRMA_INLINE std::uint64_t collective_at(comm c, comm_layout l, call what, std::uint64_t p0,
+                                          std::uint64_t p1, LeaderAction& act) {
+    detail::collective_state& st = *v_->collectives[comm_index(c)];
     std::uint64_t epoch = 0;
     P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
-      epoch = ++local().epoch[c.id];
+      epoch = ++local().epoch[comm_index(c)];
       detail::collective_arrival& mine = st.arrivals[l.rank];
       mine.payload[0] = p0;
       mine.payload[1] = p1;
       // Release: payload and everything this rank wrote before the collective
       // are visible to the leader once it sees the stamp.
-      detail::store_release<S>(mine.stamp, detail::collective_stamp(epoch, what));
+      detail::store_release<Sc>(mine.stamp, detail::collective_stamp(epoch, what));
     }
     epoch = P::broadcast(epoch);
     std::uint64_t result = 0;
@@ -426,7 +459,7 @@ class basic_rank {
       for (int i = P::thread_index(); i < l.size; i += P::thread_count()) {
         std::uint64_t stamp = 0;
         block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
-          stamp = detail::load_acquire<S>(st.arrivals[i].stamp);
+          stamp = detail::load_acquire<Sc>(st.arrivals[i].stamp);
           return (stamp >> 8) >= epoch;
         });
         if (stamp != detail::collective_stamp(epoch, what))
@@ -436,15 +469,15 @@ class basic_rank {
       P::sync();  // every arrival seen (and acquired by some thread) before acting
       if (leader()) {
         result = act(st);
-        detail::store_relaxed<S>(st.result, result);
+        detail::store_relaxed<Sc>(st.result, result);
         // Release: the action's writes (window table) and, transitively, every
         // rank's pre-collective writes reach all ranks that see this epoch.
-        detail::store_release<S>(st.release, epoch);
+        detail::store_release<Sc>(st.release, epoch);
       }
     } else if (leader()) {
       block_until(what, {c.id, -1, std::int64_t(epoch), 0},
-                  [&] { return detail::load_acquire<S>(st.release) >= epoch; });
-      result = detail::load_relaxed<S>(st.result);
+                  [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
+      result = detail::load_relaxed<Sc>(st.result);
     }
     completed();
     return P::broadcast(result);
@@ -508,7 +541,7 @@ class basic_rank {
     const std::uint64_t at = a.entry.offset + signal_offset;
     if (at % sizeof(std::uint64_t) != 0)
       fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
-    return *reinterpret_cast<std::uint64_t*>(v_->heap + at);
+    return *reinterpret_cast<std::uint64_t*>(heap_of(a) + at);
   }
 
   GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
@@ -524,43 +557,86 @@ class basic_rank {
   }
 
   GRMA_INLINE bool match(const detail::match_query& q) {
-    return detail::match_notifications<S>(local().pending, v_->queue(device_rank_), local().inbox, q);
+    return at_scope(wide(), [&](auto scope) {
+      return detail::match_notifications<scope.value>(local().pending, inbox(), local().inbox, q);
+    });
   }
 
-  // The target's rank on this device.
-  GRMA_INLINE int target_device_rank(const access& a) const {
-    const int world_target = a.comm == device.id ? v_->first_rank + a.target : a.target;
-    return world_target - v_->first_rank;
+  // This rank's rings, one per device of the job.
+  GRMA_INLINE detail::inbox_rings inbox() const {
+    return {reinterpret_cast<unsigned char*>(&v_->queue(world_rank_, 0)), v_->queue_stride,
+            v_->devices};
   }
 
+  // Does the job span devices (so that shared words need system scope)?
+  GRMA_INLINE bool wide() const { return v_->devices > 1; }
+
+  // Calls f(scope) with system scope where `system` holds, else the
+  // platform's: other devices' threads take part in what f does.
+  template <class F>
+  GRMA_INLINE static decltype(auto) at_scope(bool system, F&& f) {
+    if (system) return f(std::integral_constant<detail::scope, detail::scope::system>{});
+    return f(std::integral_constant<detail::scope, S>{});
+  }
+
+  // The access's target as a world rank, and whether it is on another device.
+  GRMA_INLINE int world_target(const access& a) const {
+    return a.comm == device.id ? v_->first_rank + a.target : a.target;
+  }
+  // Whether an access involves another device: the target's range or the
+  // target itself (which then reads the data and the notification there).
+  GRMA_INLINE bool remote(const access& a) const {
+    return int(a.entry.device) != v_->device_index ||
+           v_->device_of(world_target(a)) != v_->device_index;
+  }
+  // The heap the target's range is in.
+  GRMA_INLINE unsigned char* heap_of(const access& a) const {
+    return v_->peer_heaps[a.entry.device];
+  }
+
+  // The ticket counter is this device's, shared only by its ranks.
   GRMA_INLINE std::uint64_t take_ticket(const access& a) {
-    return leader() ? detail::ring_take_ticket<S>(v_->queue(target_device_rank(a))) : 0;
+    return leader() ? detail::ring_take_ticket<S>(v_->tickets[world_target(a)]) : 0;
   }
 
   // Publishes the notification of a put or get whose data is in place.
   GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {
-      const int t = target_device_rank(a);
-      detail::notification_ring& q = v_->queue(t);
+      const int t = world_target(a);
+      detail::notification_ring& q = v_->queue(t, v_->device_index);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
-      detail::ring_wait_credit<S>(q, v_->queue_capacity, ticket, credit(t), wait);
-      detail::ring_publish<S>(q, v_->queue_capacity, ticket,
-                              detail::notification{detail::window_key(w.slot, w.generation),
-                                                   layout(comm{a.comm}).rank, tag});
+      const detail::notification n{detail::window_key(w.slot, w.generation),
+                                   layout(comm{a.comm}).rank, tag};
+      // A peer's ring: the release that orders the data must reach that device.
+      at_scope(remote(a), [&](auto scope) {
+        detail::ring_wait_credit<scope.value>(q, v_->queue_capacity, ticket, credit(t), wait);
+        detail::ring_publish<scope.value>(q, v_->queue_capacity, ticket, n);
+      });
     }
     completed();
   }
 
   // The producer credit (known consumed count) for a target's ring.
-  GRMA_INLINE std::uint64_t& credit(int target_device_rank) {
+  GRMA_INLINE std::uint64_t& credit(int world_target) {
     detail::rank_local& l = local();
-    const int i = target_device_rank % detail::credit_cache_size;
-    if (l.credit_target[i] != target_device_rank) {
-      l.credit_target[i] = target_device_rank;
+    const int i = world_target % detail::credit_cache_size;
+    if (l.credit_target[i] != world_target) {
+      l.credit_target[i] = world_target;
       l.credit_known[i] = 0;  // never above the true count: safe, re-read on demand
     }
     return l.credit_known[i];
+  }
+
+  // Window table changes of different devices' collectives exclude each other.
+  GRMA_INLINE void lock_window_table() {
+    waiter wait(*this, call::window_create, {0, 0, 0, 0});
+    at_scope(wide(), [&](auto scope) {
+      while (!detail::compare_exchange_acquire<scope.value>(*v_->windows.lock, 0u, 1u)) wait();
+    });
+  }
+  GRMA_INLINE void unlock_window_table() {
+    at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*v_->windows.lock, 0u); });
   }
 
   GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes) {

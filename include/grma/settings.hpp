@@ -14,6 +14,7 @@ namespace grma {
 struct settings {
   backend_kind backend = backend_kind::automatic;  // GRMA_BACKEND=auto|cpu|cuda
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
+  int devices = 1;                           // GRMA_DEVICES; 0 = every visible GPU (CPU: 1)
   std::uint64_t heap_size = 64ull << 20;     // GRMA_HEAP_SIZE, bytes per device (K/M/G suffixes)
   std::uint32_t queue_capacity = 1024;       // GRMA_QUEUE_CAPACITY, notifications per rank (power of 2)
   std::uint32_t match_capacity = 256;        // GRMA_MATCH_CAPACITY, unmatched notifications held per rank

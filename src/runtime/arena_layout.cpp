@@ -31,7 +31,8 @@ arena_layout layout_arena(const arena_params& p) {
   l.allocator = c.take<heap_allocator>(1);
   l.slots = c.take<window_slot>(p.max_windows);
   l.entries = c.take<window_entry>(std::uint64_t(p.max_windows) * p.world_size);
-  l.queues = c.take_bytes(l.queue_stride * p.ranks);
+  l.queues = c.take_bytes(l.queue_stride * std::uint64_t(p.ranks) * std::uint64_t(p.devices));
+  l.tickets = c.take<std::uint64_t>(std::uint64_t(p.world_size));
   l.collectives = c.take<collective_state>(comm_count);
   l.world_arrivals = c.take<collective_arrival>(p.world_size);
   l.device_arrivals = c.take<collective_arrival>(p.ranks);
@@ -54,22 +55,45 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.userdata_offset = 0;
   v.userdata_size = p.userdata_size;
   v.allocator = reinterpret_cast<heap_allocator*>(control + l.allocator);
+  v.words = reinterpret_cast<device_words*>(control + l.words);
   v.windows = window_table{p.max_windows, std::uint32_t(p.world_size),
                            reinterpret_cast<window_slot*>(control + l.slots),
-                           reinterpret_cast<window_entry*>(control + l.entries)};
+                           reinterpret_cast<window_entry*>(control + l.entries),
+                           &v.words->window_lock};
   v.queues = control + l.queues;
   v.queue_stride = l.queue_stride;
   v.queue_capacity = p.queue_capacity;
   v.match_capacity = p.match_capacity;
-  v.collectives = reinterpret_cast<collective_state*>(control + l.collectives);
+  v.tickets = reinterpret_cast<std::uint64_t*>(control + l.tickets);
+  auto* collectives = reinterpret_cast<collective_state*>(control + l.collectives);
+  for (int c = 0; c < comm_count; ++c) v.collectives[c] = collectives + c;
   v.status = reinterpret_cast<rank_status*>(host + l.status);
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
-  v.words = reinterpret_cast<device_words*>(control + l.words);
+  v.error_claim = &v.words->error_claim;
   v.world_size = p.world_size;
   v.first_rank = p.first_rank;
   v.ranks = p.ranks;
+  v.devices = p.devices;
+  v.device_index = p.device_index;
+  v.peer_heaps[p.device_index] = heap;
+  v.peer_queues[p.device_index] = v.queues;
   return v;
+}
+
+void link_views(device_view* const* views, int devices) {
+  const device_view& first = *views[0];
+  for (int d = 0; d < devices; ++d) {
+    device_view& v = *views[d];
+    for (int e = 0; e < devices; ++e) {
+      v.peer_heaps[e] = views[e]->heap;
+      v.peer_queues[e] = views[e]->queues;
+    }
+    v.windows = first.windows;
+    v.collectives[0] = first.collectives[0];
+    v.control = first.control;
+    v.error_claim = first.error_claim;
+  }
 }
 
 heap_block init_arena(const arena_layout& l, const arena_params& p, const device_view& v,
@@ -77,7 +101,7 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, const device
   // The addresses ranks will use, for the pointers stored inside the block.
   unsigned char* control = reinterpret_cast<unsigned char*>(v.allocator) - l.allocator;
 
-  for (int r = 0; r < p.ranks; ++r)
+  for (int r = 0; r < p.ranks * p.devices; ++r)
     ring_init<notification>(control_image + l.queues + l.queue_stride * std::uint64_t(r),
                             p.queue_capacity);
 

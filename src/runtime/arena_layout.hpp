@@ -11,10 +11,15 @@
 
 namespace grma::detail {
 
+// Log slots per device: lines wait for the host thread when it falls behind.
+inline constexpr std::uint32_t log_capacity = 256;
+
 struct arena_params {
-  int ranks;       // on this device
+  int ranks;       // on this device (every device of a job has as many)
   int world_size;  // in the job
   int first_rank;  // world rank of this device's rank 0
+  int devices;     // in the job
+  int device_index;
   std::uint64_t heap_size;  // allocatable bytes
   std::uint64_t userdata_size;
   std::uint32_t queue_capacity;
@@ -30,17 +35,24 @@ struct arena_layout {
   std::uint64_t host_bytes;
   std::uint64_t queue_stride;
   // offsets in the control block
-  std::uint64_t allocator, slots, entries, queues, collectives, world_arrivals, device_arrivals,
-      words;
+  std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
+      device_arrivals, words;
   // offsets in the host-visible block
   std::uint64_t status, control, log;
 };
 
 arena_layout layout_arena(const arena_params& p);
 
-// The pointers ranks use, for blocks at these addresses.
+// The pointers ranks use, for blocks at these addresses. What the job shares
+// points at this device's own state until link_views.
 device_view make_view(const arena_layout& l, const arena_params& p, unsigned char* heap,
                       unsigned char* control, unsigned char* host);
+
+// Makes the views of a job's devices (views[d] is device d's) reach each
+// other: peers' heaps and queues, and device 0's window table, world
+// collective, abort flag and error claim. `views` must be addresses that
+// device `d` can use (peer mappings on GPUs).
+void link_views(device_view* const* views, int devices);
 
 // Writes the initial state. `control_image` receives the control block's bytes
 // (the block itself when it is host memory, else a zeroed staging copy the

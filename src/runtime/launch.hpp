@@ -8,7 +8,9 @@ namespace grma::detail {
 // No negative counts; userdata given when it has a size. Throws grma::error.
 void check_launch_options(const launch_options& options);
 
-// The layout of a job of one device driven by one process.
-rank_info one_device_job(int ranks, int threads_per_rank, int device_index);
+// The layout of a job of `devices` devices driven by one process, the first
+// being `first_device` on its node.
+rank_info one_process_job(int ranks_per_device, int threads_per_rank, int devices,
+                          int first_device);
 
 }  // namespace grma::detail

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "../backend/cpu/cpu_arena.hpp"
 #include "../backend/cpu/cpu_backend.hpp"
@@ -18,8 +19,6 @@
 namespace grma {
 
 namespace {
-constexpr std::uint32_t log_capacity = 256;
-
 [[noreturn]] void host_error(errc code, const std::string& message) {
   throw error(code, -1, call::runtime, "grma: " + message);
 }
@@ -71,25 +70,42 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   int ranks = options.ranks_per_device;
   if (ranks == 0) ranks = impl_->settings.ranks_per_device;
   if (ranks == 0) ranks = std::max(2, int(std::thread::hardware_concurrency()));
-  return detail::one_device_job(ranks, /*threads_per_rank=*/1, /*device_index=*/0);
+  // GRMA_DEVICES=all means every GPU; CPU devices are only ever asked for.
+  const int devices = std::max(1, impl_->settings.devices);
+  return detail::one_process_job(ranks, /*threads_per_rank=*/1, devices, /*first_device=*/0);
 }
 
 void runtime::run_cpu(const launch_options& options,
                       const std::function<void(cpu_rank&)>& body) {
   const grma::settings& s = impl_->settings;
   const rank_info ri = info_cpu(options);
-  detail::cpu_arena arena(detail::arena_params{
-      ri.ranks_per_device, ri.rank_count, ri.rank_start, s.heap_size,
-      options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
-  const detail::device_view& v = arena.view();
-  if (options.userdata_size != 0)
-    std::memcpy(v.heap + v.userdata_offset, options.userdata, options.userdata_size);
+  const int devices = ri.device_count;
+  std::vector<std::unique_ptr<detail::cpu_arena>> arenas;
+  std::vector<detail::device_view*> linked;
+  for (int d = 0; d < devices; ++d) {
+    arenas.push_back(std::make_unique<detail::cpu_arena>(detail::arena_params{
+        ri.ranks_per_device, ri.rank_count, ri.rank_start + d * ri.ranks_per_device, devices, d,
+        s.heap_size, options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows,
+        detail::log_capacity}));
+    linked.push_back(&arenas.back()->view());
+  }
+  detail::link_views(linked.data(), devices);
+  // Each device gets the userdata; device 0's copy comes back.
+  std::vector<const detail::device_view*> views(linked.begin(), linked.end());
+  for (const detail::device_view* v : views)
+    if (options.userdata_size != 0)
+      std::memcpy(v->heap + v->userdata_offset, options.userdata, options.userdata_size);
 
-  detail::progress_engine progress(v, s.timeout_seconds, stdout);
-  std::exception_ptr failure = detail::run_cpu_ranks(v, body);
-  progress.stop();
+  std::vector<std::unique_ptr<detail::progress_engine>> progress;
+  for (const detail::device_view* v : views)
+    progress.push_back(std::make_unique<detail::progress_engine>(*v, s.timeout_seconds, stdout));
+  std::exception_ptr failure = detail::run_cpu_ranks(views, body);
+  std::string report;
+  for (auto& p : progress) {
+    p->stop();
+    if (report.empty()) report = p->watchdog_report();
+  }
 
-  const std::string report = progress.watchdog_report();
   bool caused_by_abort = false;
   if (failure) {
     try {
@@ -103,12 +119,14 @@ void runtime::run_cpu(const launch_options& options,
   if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
 
   if (options.userdata_size != 0)
-    std::memcpy(options.userdata, v.heap + v.userdata_offset, options.userdata_size);
+    std::memcpy(options.userdata, views[0]->heap + views[0]->userdata_offset,
+                options.userdata_size);
 }
 
 #if GRMA_HAVE_CUDA
 rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
-  return detail::cuda_rank_info(detail::plan_cuda(impl_->settings, options, kernel));
+  return detail::cuda_rank_info(detail::plan_cuda(impl_->settings, options, kernel),
+                                detail::cuda_job_devices(impl_->settings));
 }
 
 void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {

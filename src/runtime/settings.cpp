@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "grma/error.hpp"
+#include "grma/detail/device_state.hpp"
 
 extern char** environ;
 
@@ -59,6 +60,8 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       else bad(name, value, "auto, cpu or cuda");
     } else if (name == "GRMA_RANKS_PER_DEVICE") {
       s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
+    } else if (name == "GRMA_DEVICES") {
+      s.devices = value == "all" ? 0 : int(parse_count(name, value, 1, detail::max_devices));
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
       if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");

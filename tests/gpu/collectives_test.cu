@@ -50,7 +50,7 @@ struct barriers {
         if (r.thread() == writer) row[std::size_t(me) * barrier_cells + std::size_t(c)] = round;
       }
       if (thread_zero_writes) r.sync_threads();
-      r.barrier(world_or_device(round % 3 == 2));
+      r.barrier(world_or_whole_device(r, round % 3 == 2));
       for (int i = r.thread(); i < checked * barrier_cells; i += r.threads()) {
         const int other = (me + 1 + round + (i / barrier_cells) * stride) % n;
         const int seen = row[std::size_t(other) * barrier_cells + std::size_t(i % barrier_cells)];
@@ -118,7 +118,7 @@ struct window_cycles {
     grma::window lasting = r.window_create(grma::world, nullptr, 0);
     for (int it = 0; it < iterations; ++it) {
       const std::size_t mine = window_range_bytes(me, it);
-      const grma::comm c = world_or_device(it % 2 != 0);
+      const grma::comm c = world_or_whole_device(r, it % 2 != 0);
       grma::window w = r.window_create(c, mine == 0 ? nullptr : memory, mine);
       CONF_EXPECT(r, rec, !(w == grma::window_none) && !(w == lasting), it, w.slot, w.generation);
       const std::size_t theirs = window_range_bytes(right, it);
@@ -182,7 +182,7 @@ struct full_window_table {
     for (int pass = 0; pass < 2; ++pass) {
       grma::window windows[table_windows];
       for (std::uint32_t i = 0; i < table_windows; ++i)
-        windows[i] = r.window_create(world_or_device(i % 2 != 0), memory + i * table_part_bytes,
+        windows[i] = r.window_create(world_or_whole_device(r, i % 2 != 0), memory + i * table_part_bytes,
                                      table_part_bytes);
       for (std::uint32_t i = 0; i < table_windows; ++i) {
         fill(r, outbox, table_part_bytes, mix(std::uint64_t(me), std::uint64_t(pass), i));

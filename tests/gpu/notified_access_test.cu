@@ -386,7 +386,7 @@ struct get_notify {
     auto* landing = reinterpret_cast<std::uint8_t*>(reinterpret_cast<unsigned char*>(exposed) +
                                                     round64(exposed_bytes));
     grma::window windows[2] = {r.window_create(grma::world, exposed, exposed_bytes),
-                               r.window_create(grma::device, exposed, exposed_bytes)};
+                               r.window_create(world_or_whole_device(r, true), exposed, exposed_bytes)};
     const std::size_t half = exposed_bytes / 2;
     for (int round = 0; round < rounds; ++round) {
       const grma::window w = windows[round % 2];

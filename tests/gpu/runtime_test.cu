@@ -2,6 +2,7 @@
 // layout, several runs in one runtime, the heap, overlapping windows and
 // no-copy access, and the log (tests/integration/test_runtime.cpp, as rank
 // programs for every backend).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -97,8 +98,10 @@ TEST_P(Runtime, UserdataCopiedInAndBack) {
 
 // info() describes the layout a run has, and every thread of every rank runs
 // the program: count[1] counts the threads.
+// World ranks go device by device (GRMA_DEVICES).
 struct layout_check {
-  int ranks;
+  int ranks;  // in the world
+  int per_device;
   int threads;
 
   template <class Rank>
@@ -106,8 +109,8 @@ struct layout_check {
     rank_record& rec = record_of(r);
     const int me = r.rank(grma::world);
     CONF_EXPECT(r, rec, r.size(grma::world) == ranks, 0, r.size(grma::world), ranks);
-    CONF_EXPECT(r, rec, r.size(grma::device) == ranks, 1, r.size(grma::device), ranks);
-    CONF_EXPECT(r, rec, r.rank(grma::device) == me, 2, r.rank(grma::device), me);
+    CONF_EXPECT(r, rec, r.size(grma::device) == per_device, 1, r.size(grma::device), per_device);
+    CONF_EXPECT(r, rec, r.rank(grma::device) == me % per_device, 2, r.rank(grma::device), me);
     CONF_EXPECT(r, rec, r.threads() == threads, 3, r.threads(), threads);
     if (r.thread() < 0 || r.thread() >= r.threads())
       record_failure(rec, __LINE__, 4, r.thread(), 0);
@@ -122,18 +125,21 @@ TEST_P(Runtime, InfoDescribesTheJob) {
   grma::runtime rt(suite_settings());
   job j(rt, GetParam());
   const int n = j.resolve(layout_check{});
-  const grma::rank_info info =
-      rt.info(layout_check{}, {.threads_per_rank = GetParam().threads, .ranks_per_device = n});
+  const int devices = std::max(1, rt.settings().devices);  // 0 (all) only asked of GPUs
+  const int per_device = rt.settings().devices == 0 ? j.options().ranks_per_device : n / devices;
+  const grma::rank_info info = rt.info(
+      layout_check{}, {.threads_per_rank = GetParam().threads, .ranks_per_device = per_device});
   EXPECT_EQ(info.rank_count, n);
   EXPECT_EQ(info.rank_start, 0);
   EXPECT_EQ(info.rank_responsible, n);
-  EXPECT_EQ(info.ranks_per_device, n);
+  EXPECT_EQ(info.ranks_per_device, per_device);
+  EXPECT_EQ(info.rank_count, info.ranks_per_device * info.device_count);
   EXPECT_EQ(info.threads_per_rank, j.threads());
-  EXPECT_EQ(info.device_count, 1);
+  if (rt.settings().devices != 0) EXPECT_EQ(info.device_count, devices);
   EXPECT_EQ(info.node_count, 1);
   EXPECT_EQ(info.process_count, 1);
   j.prepare();
-  if (j.run(layout_check{n, info.threads_per_rank})) {
+  if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "ranks started");
@@ -320,7 +326,7 @@ struct overlapping_windows {
     if (r.thread() == 0) buffers[me] = reinterpret_cast<std::uintptr_t>(buffer);
     const grma::window whole = r.window_create(grma::world, buffer, overlap_bytes);
     const grma::window upper = r.window_create(grma::world, buffer + overlap_half, overlap_half);
-    const grma::window same = r.window_create(grma::device, buffer, overlap_bytes);
+    const grma::window same = r.window_create(world_or_whole_device(r, true), buffer, overlap_bytes);
     const grma::window windows[3] = {whole, upper, same};
 
     // Through `whole` into the upper half; seen through `upper`.

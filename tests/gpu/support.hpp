@@ -199,6 +199,14 @@ GRMA_HOST_DEVICE inline grma::comm world_or_device(bool device) {
   return c;
 }
 
+// grma::device when `device` and the job has one device, else grma::world:
+// for programs that address ranks of either communicator by world rank or
+// rely on a device barrier ordering every rank (true only on one device).
+template <class Rank>
+GRMA_HOST_DEVICE grma::comm world_or_whole_device(Rank& r, bool device) {
+  return world_or_device(device && r.size(grma::device) == r.size(grma::world));
+}
+
 // Rounds up to the allocator's 64-byte alignment. Programs take their
 // buffers from one allocation where they need several: allocations of a
 // device are serialized and walk the heap's blocks (first fit), so with
@@ -322,15 +330,18 @@ class job {
  public:
   job(grma::runtime& rt, config c) : rt_(rt), config_(c) {}
 
-  // The world size a run of `program` will have.
+  // The world size a run of `program` will have: the matrix point's ranks on
+  // each device of the job (GRMA_DEVICES).
   template <class Program>
   int resolve(const Program& program) {
     if (config_.ranks != 0)
-      ranks_ = config_.ranks;
+      per_device_ = config_.ranks;
     else if (rt_.backend() == grma::backend_kind::cpu)
-      ranks_ = cpu_max_ranks;
-    else
-      ranks_ = rt_.info(program, {.threads_per_rank = config_.threads}).rank_count;
+      per_device_ = cpu_max_ranks;
+    const grma::rank_info info = rt_.info(
+        program, {.threads_per_rank = config_.threads, .ranks_per_device = per_device_});
+    per_device_ = info.ranks_per_device;
+    ranks_ = info.rank_count;
     testing::Test::RecordProperty("ranks", ranks_);  // in --gtest_output=xml reports
     return ranks_;
   }
@@ -382,7 +393,7 @@ class job {
 
   grma::launch_options options() {
     return {.threads_per_rank = config_.threads,
-            .ranks_per_device = ranks_,
+            .ranks_per_device = per_device_,
             .userdata = data_.data(),
             .userdata_size = userdata_bytes_};
   }
@@ -422,7 +433,8 @@ class job {
 
   grma::runtime& rt_;
   config config_;
-  int ranks_ = 0;
+  int ranks_ = 0;  // world
+  int per_device_ = 0;
   std::size_t userdata_bytes_ = 0;
   std::vector<std::uint64_t> data_;
 };

@@ -47,13 +47,13 @@ class rank_inbox {
     ring_push<scope::device>(*ring_, credit_, n, unexpected_wait);
   }
   void purge(std::uint32_t key) {
-    grma::detail::purge_notifications<scope::device>(pending_, *ring_, reader_, key);
+    grma::detail::purge_notifications<scope::device>(pending_, rings(), &reader_, key);
   }
 
   // Hands taken slots back after each match, so ring_peek (which starts at
   // the released head) shows exactly what is still in the ring.
   bool match(const match_query& q) {
-    const bool matched = match_notifications<scope::device>(pending_, *ring_, reader_, q);
+    const bool matched = match_notifications<scope::device>(pending_, rings(), &reader_, q);
     grma::detail::ring_release<scope::device>(*ring_, reader_);
     return matched;
   }
@@ -78,6 +78,10 @@ class rank_inbox {
   }
 
  private:
+  grma::detail::inbox_rings rings() const {
+    return {reinterpret_cast<unsigned char*>(&*ring_), 0, 1};
+  }
+
   std::vector<notification> items_;
   pending_list pending_;
   owned_ring<notification> ring_;

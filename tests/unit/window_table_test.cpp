@@ -22,7 +22,7 @@ class owned_window_table {
   owned_window_table(std::uint32_t capacity, std::uint32_t max_ranks)
       : slots_(capacity),
         entries_(std::size_t(capacity) * max_ranks),
-        table_{capacity, max_ranks, slots_.data(), entries_.data()} {}
+        table_{capacity, max_ranks, slots_.data(), entries_.data(), &lock_} {}
 
   window_table& table() { return table_; }
   const window_slot& slot(std::uint32_t i) const { return slots_.at(i); }
@@ -31,6 +31,7 @@ class owned_window_table {
  private:
   std::vector<window_slot> slots_;
   std::vector<window_entry> entries_;
+  std::uint32_t lock_ = 0;
   window_table table_;
 };
 

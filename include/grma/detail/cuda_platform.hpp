@@ -154,7 +154,8 @@ struct cuda_platform {
   [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
                                             const error_record& record) {
 #if GRMA_DEVICE_CODE
-    if (compare_exchange_acquire<scope::device>(claim, 0u, 1u)) {  // device memory
+    // Device 0's memory, claimed by ranks of every device of the job.
+    if (compare_exchange_acquire<scope::system>(claim, 0u, 1u)) {
       control.error = record;
       __threadfence_system();  // the record reaches host memory before the flag
       store_relaxed<scope::system>(control.error_claimed, 1u);

@@ -3,6 +3,11 @@
 // backend), and passes ranks a device_view of pointers into it. What the host
 // must read while ranks run (status, errors, the abort flag, the log ring)
 // sits in host-visible memory; on the CPU backend that is all the same memory.
+//
+// A job of several devices links their views: every device's heap and queues
+// are reachable from every other (peer memory on GPUs), and what the whole job
+// shares (window table, world collective, abort flag and error record) is
+// device 0's.
 #pragma once
 
 #include <cstddef>
@@ -17,11 +22,14 @@ namespace grma::detail {
 
 // ---- windows ---------------------------------------------------------------
 
-// The range a rank registered with a window: an offset into its device's heap,
-// so a range means the same on every mapping of that heap.
+// The range a rank registered with a window: an offset into a device's heap
+// (its own, or device 0's for the job's userdata), so a range means the same
+// on every mapping of that heap.
 struct window_entry {
   std::uint64_t offset;
   std::uint64_t size;
+  std::uint32_t device;
+  std::uint32_t pad;
 };
 
 struct window_slot {
@@ -31,11 +39,15 @@ struct window_slot {
   std::uint32_t comm_size;
 };
 
+// One table for the job (device 0's): windows of the world communicator span
+// devices, and a device communicator's window gets a job-wide slot too, so a
+// handle names one window everywhere. Claims and releases hold `lock`.
 struct window_table {
   std::uint32_t capacity;   // slots
   std::uint32_t max_ranks;  // entries per slot
   window_slot* slots;
   window_entry* entries;  // capacity x max_ranks
+  std::uint32_t* lock;
 
   GRMA_INLINE window_entry& entry(std::uint32_t slot, int comm_rank) const {
     return entries[std::size_t(slot) * max_ranks + std::size_t(comm_rank)];
@@ -101,6 +113,7 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
 // ---- per rank ----------------------------------------------------------------
 
 inline constexpr int comm_count = 2;         // world, device
+inline constexpr int max_devices = 8;        // devices in one job
 inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
 inline constexpr int window_cache_size = 8;  // window lookups kept per rank
 
@@ -133,14 +146,14 @@ struct rank_local {
   std::int32_t credit_target[credit_cache_size];
   std::uint64_t credit_known[credit_cache_size];
   pending_list pending;
-  ring_reader inbox;  // consumer state of the rank's notification ring
+  ring_reader inbox[max_devices];  // consumer state of the rank's rings, one per device
   window_cache_line windows[window_cache_size];  // direct-mapped: window_cache_index
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
                                  std::uint32_t match_capacity, std::uint32_t queue_capacity) {
   l = rank_local{};
-  l.inbox.mask = queue_capacity - 1;
+  for (ring_reader& r : l.inbox) r.mask = queue_capacity - 1;
   for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
   l.pending = pending_list{0, match_capacity, pending_items};
 }
@@ -175,11 +188,11 @@ struct job_control {
   error_record error;
 };
 
-// Counters the ranks of a device update with atomics; in device memory.
+// Words the ranks update with atomics; in device memory.
 struct device_words {
-  std::uint64_t log_tickets;  // tickets of the log ring (its `reserved` is unused)
-  std::uint32_t error_claim;  // the first failing rank takes it
-  std::uint32_t pad;
+  std::uint64_t log_tickets;  // tickets of this device's log ring (its `reserved` is unused)
+  std::uint32_t error_claim;  // device 0's: the first failing rank of the job takes it
+  std::uint32_t window_lock;  // device 0's: held while the window table changes
 };
 
 // ---- log ----------------------------------------------------------------------
@@ -197,30 +210,47 @@ static_assert(sizeof(ring_slot<log_record>) == 128, "a log slot is 128 bytes");
 // ---- the view ranks get ------------------------------------------------------------
 
 struct device_view {
-  unsigned char* heap;
+  unsigned char* heap;  // this device's
   std::uint64_t heap_size;
-  std::uint64_t userdata_offset;
+  std::uint64_t userdata_offset;  // in device 0's heap: one userdata for the job
   std::uint64_t userdata_size;
   heap_allocator* allocator;
-  window_table windows;
+  window_table windows;  // the job's
 
-  unsigned char* queues;  // one notification ring per rank of this device
+  // Each rank has one notification ring per device of the job, written by
+  // that device's ranks; rank r's rings are queues + stride * (r * devices + d).
+  unsigned char* queues;
   std::uint64_t queue_stride;
   std::uint32_t queue_capacity;
   std::uint32_t match_capacity;
+  // Per world rank: tickets handed to this device's producers for their ring
+  // at that rank. Tickets stay on the producers' device, so taking one is a
+  // local atomic even when the ring is on a peer.
+  std::uint64_t* tickets;
 
-  collective_state* collectives;  // comm_count of them
+  collective_state* collectives[comm_count];  // world (the job's), device
   rank_status* status;            // host-visible, one per rank of this device
-  job_control* control;           // host-visible
+  job_control* control;           // host-visible, the job's
   log_ring* log;                  // host-visible
-  device_words* words;
+  device_words* words;            // this device's
+  std::uint32_t* error_claim;     // the job's
 
   std::int32_t world_size;
   std::int32_t first_rank;  // world rank of this device's rank 0
-  std::int32_t ranks;       // ranks on this device
+  std::int32_t ranks;       // ranks on each device
+  std::int32_t devices;     // in the job
+  std::int32_t device_index;
+  // Every device's heap and queues as this device addresses them.
+  unsigned char* peer_heaps[max_devices];
+  unsigned char* peer_queues[max_devices];
 
-  GRMA_INLINE notification_ring& queue(int device_rank) const {
-    return *reinterpret_cast<notification_ring*>(queues + queue_stride * std::uint64_t(device_rank));
+  GRMA_INLINE int device_of(int world_rank) const { return world_rank / ranks; }
+
+  // The ring of world rank `target` that producers on device `from` write.
+  GRMA_INLINE notification_ring& queue(int target, int from) const {
+    const int d = device_of(target);
+    const std::uint64_t index = std::uint64_t(target - d * ranks) * std::uint64_t(devices) + from;
+    return *reinterpret_cast<notification_ring*>(peer_queues[d] + queue_stride * index);
   }
 };
 

@@ -110,41 +110,72 @@ struct pending_list {
   notification* items;
 };
 
+// A rank's rings, one per device of the job (each written by that device's
+// ranks), consecutive in memory. Arrival order across rings is the order the
+// consumer takes entries from them; within a ring it is ticket order.
+struct inbox_rings {
+  unsigned char* first;
+  std::uint64_t stride;
+  int count;
+  GRMA_INLINE notification_ring& ring(int i) const {
+    return *reinterpret_cast<notification_ring*>(first + stride * std::uint64_t(i));
+  }
+};
+
+// Hands the slots taken so far back to producers: all of them (the rank is
+// about to wait), or only where half a ring is held.
+template <scope S>
+GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers, bool all) {
+  for (int i = 0; i < in.count; ++i)
+    if (all || readers[i].head - readers[i].released > readers[i].mask / 2)
+      ring_release<S>(in.ring(i), readers[i]);
+}
+
 // Tries to match `q`. On success removes the q.count oldest matches and
 // returns true; otherwise leaves the notifications as they were (though some
-// may have moved from the ring into the pending list, in order) and returns
+// may have moved from the rings into the pending list, in order) and returns
 // false.
 //
-// `reader` is the consumer's private head in its ring. Slots are handed back
-// to producers when the match fails (the rank is about to wait) or once half
-// a ring is held; a successful match on the fast path stores nothing shared.
+// `readers` are the consumer's private heads in its rings. Slots are handed
+// back to producers when the match fails (the rank is about to wait) or once
+// half a ring is held; a successful match on the fast path stores nothing
+// shared.
 template <scope S>
-GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& ring,
-                                     ring_reader& reader, const match_query& q) {
+GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& in,
+                                     ring_reader* readers, const match_query& q) {
   // Fast path: nothing held back and the next arrival is the one wanted.
   if (pending.size == 0 && q.count == 1) {
-    notification n;
-    if (!ring_try_pop<S>(ring, reader, n)) {
-      ring_release<S>(ring, reader);
+    for (int i = 0; i < in.count; ++i) {
+      notification n;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+      if (matches(n, q)) {
+        release_rings<S>(in, readers, false);
+        return true;
+      }
+      pending.items[pending.size++] = n;  // not this one: the general path goes on from here
+      break;
+    }
+    if (pending.size == 0) {
+      release_rings<S>(in, readers, true);
       return false;
     }
-    if (matches(n, q)) {
-      if (reader.head - reader.released > reader.mask / 2) ring_release<S>(ring, reader);
-      return true;
-    }
-    pending.items[pending.size++] = n;  // not this one: the general path goes on from here
   }
   std::int32_t found = 0;
   for (std::uint32_t i = 0; i < pending.size && found < q.count; ++i)
     if (matches(pending.items[i], q)) ++found;
-  while (found < q.count && pending.size < pending.capacity) {
-    notification n;
-    if (!ring_try_pop<S>(ring, reader, n)) break;
-    pending.items[pending.size++] = n;
-    if (matches(n, q)) ++found;
+  // Take arrivals round robin over the rings until enough match, the list is
+  // full or the rings are empty.
+  for (bool took = true; took && found < q.count;) {
+    took = false;
+    for (int i = 0; i < in.count && found < q.count && pending.size < pending.capacity; ++i) {
+      notification n;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+      took = true;
+      pending.items[pending.size++] = n;
+      if (matches(n, q)) ++found;
+    }
   }
-  if (found < q.count || reader.head - reader.released > reader.mask / 2)
-    ring_release<S>(ring, reader);
+  release_rings<S>(in, readers, found < q.count);
   if (found < q.count) return false;
 
   // Stable compaction: drop the first q.count matches, keep the rest in order.
@@ -162,26 +193,31 @@ GRMA_INLINE bool match_notifications(pending_list& pending, notification_ring& r
 }
 
 // Drops every notification of window `key` (slot and generation) that the
-// rank holds: from its pending list, and from its ring as far as the list has
-// room for the others' entries on the way. Used when the window is freed, so
-// that notifications nobody can match any more do not fill the pending list.
+// rank holds: from its pending list, and from its rings as far as the list
+// has room for the others' entries on the way. Used when the window is freed,
+// so that notifications nobody can match any more do not fill the pending
+// list.
 template <scope S>
-GRMA_INLINE void purge_notifications(pending_list& pending, notification_ring& ring,
-                                     ring_reader& reader, std::uint32_t key) {
+GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& in,
+                                     ring_reader* readers, std::uint32_t key) {
   std::uint32_t kept = 0;
   for (std::uint32_t i = 0; i < pending.size; ++i)
     if (pending.items[i].window != key) pending.items[kept++] = pending.items[i];
   pending.size = kept;
-  notification n;
-  while (ring.slots()[reader.head & reader.mask].template load<S>(
-      static_cast<std::uint32_t>(reader.head + 1), n)) {
-    if (n.window != key) {
-      if (pending.size == pending.capacity) break;  // no room: it stays in the ring
-      pending.items[pending.size++] = n;
+  for (int r = 0; r < in.count; ++r) {
+    notification_ring& ring = in.ring(r);
+    ring_reader& reader = readers[r];
+    notification n;
+    while (ring.slots()[reader.head & reader.mask].template load<S>(
+        static_cast<std::uint32_t>(reader.head + 1), n)) {
+      if (n.window != key) {
+        if (pending.size == pending.capacity) break;  // no room: it stays in the ring
+        pending.items[pending.size++] = n;
+      }
+      ++reader.head;
     }
-    ++reader.head;
+    ring_release<S>(ring, reader);
   }
-  ring_release<S>(ring, reader);
 }
 
 }  // namespace grma::detail

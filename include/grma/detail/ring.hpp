@@ -53,7 +53,7 @@ struct ring_slot {
 
 template <class Payload>
 struct ring {
-  alignas(64) std::uint64_t reserved;  // tickets handed out to producers
+  alignas(64) std::uint64_t reserved;  // tickets handed out, unless kept elsewhere (ring_take_ticket)
   alignas(64) std::uint64_t consumed;  // entries the consumer has released, in ticket order
   std::uint32_t capacity;              // a power of two
   std::uint32_t mask;
@@ -90,10 +90,17 @@ inline ring<Payload>* ring_init(void* memory, std::uint32_t capacity) {
   return q;
 }
 
-// Producer, step 1: a ticket. Relaxed: the add publishes nothing.
+// Producer, step 1: a ticket, from the ring's counter or from one its owner
+// keeps elsewhere (where the producers take it cheaply: grma's notification
+// rings keep theirs on the producers' device, the log ring in device memory).
+// Relaxed: the add publishes nothing.
+template <scope S>
+GRMA_INLINE std::uint64_t ring_take_ticket(std::uint64_t& tickets) {
+  return fetch_add_relaxed<S>(tickets, std::uint64_t{1});
+}
 template <scope S, class Payload>
 GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
-  return fetch_add_relaxed<S>(q.reserved, std::uint64_t{1});
+  return ring_take_ticket<S>(q.reserved);
 }
 
 // Producer, step 2: wait until the ticket's slot is free. `known_consumed` is

@@ -13,7 +13,7 @@ class cpu_arena {
   cpu_arena(const cpu_arena&) = delete;
   cpu_arena& operator=(const cpu_arena&) = delete;
 
-  const device_view& view() const { return view_; }
+  device_view& view() { return view_; }
 
  private:
   // Zeroed, page-aligned memory; large blocks stay lazily zeroed (calloc).

@@ -1,17 +1,19 @@
-// The CPU backend: every rank of the device is one thread of this process.
+// The CPU backend: every rank of every device is one thread of this process.
 #pragma once
 
 #include <exception>
 #include <functional>
+#include <vector>
 
 #include "grma/runtime.hpp"
 
 namespace grma::detail {
 
-// Runs body on one thread per rank and returns when all have ended. Returns
-// the first failure that was not merely a consequence of another (an abort),
-// or the first abort, or null when every rank finished.
-std::exception_ptr run_cpu_ranks(const device_view& view,
+// Runs body on one thread per rank of each device (views[d] is device d's)
+// and returns when all have ended. Returns the first failure that was not
+// merely a consequence of another (an abort), or the first abort, or null
+// when every rank finished.
+std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
                                  const std::function<void(cpu_rank&)>& body);
 
 }  // namespace grma::detail

@@ -20,6 +20,7 @@ void cuda_check(int status, const char* what) {
 
 cuda_arena::cuda_arena(const arena_params& p) : layout_(layout_arena(p)) {
   try {
+    cuda_check(cudaGetDevice(&device_), "cudaGetDevice");
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&heap_), layout_.heap_bytes),
                ("cudaMalloc of the " + std::to_string(layout_.heap_bytes) + "-byte heap").c_str());
     cuda_check(cudaMalloc(reinterpret_cast<void**>(&control_), layout_.control_bytes),
@@ -51,6 +52,7 @@ cuda_arena::cuda_arena(const arena_params& p) : layout_(layout_arena(p)) {
 cuda_arena::~cuda_arena() { release(); }
 
 void cuda_arena::release() {
+  cudaSetDevice(device_);
   if (heap_ != nullptr) cudaFree(heap_);
   if (control_ != nullptr) cudaFree(control_);
   if (host_ != nullptr) cudaFreeHost(host_);

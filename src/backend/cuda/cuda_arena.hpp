@@ -20,10 +20,10 @@ class cuda_arena {
 
   // Addresses for the ranks (device memory; the host-visible block as the
   // device sees it).
-  const device_view& view() const { return view_; }
+  device_view& view() { return view_; }
   // The same state with the host-visible block at its host addresses, for the
   // progress thread.
-  const device_view& host_view() const { return host_view_; }
+  device_view& host_view() { return host_view_; }
 
   void copy_to_heap(std::uint64_t offset, const void* source, std::size_t bytes, void* stream);
   void copy_from_heap(std::uint64_t offset, void* destination, std::size_t bytes, void* stream);
@@ -31,6 +31,7 @@ class cuda_arena {
  private:
   void release();
 
+  int device_ = 0;  // the GPU it was made on (current at construction)
   arena_layout layout_{};
   unsigned char* heap_ = nullptr;
   unsigned char* control_ = nullptr;

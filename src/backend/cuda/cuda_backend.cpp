@@ -3,7 +3,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "../../runtime/launch.hpp"
 #include "../../runtime/progress.hpp"
@@ -14,7 +18,6 @@ namespace grma::detail {
 namespace {
 
 constexpr int default_threads_per_rank = 256;
-constexpr std::uint32_t log_capacity = 256;
 
 [[noreturn]] void config_error(const std::string& message) {
   throw error(errc::invalid_config, -1, call::runtime, "grma: " + message);
@@ -80,39 +83,132 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   return plan;
 }
 
-rank_info cuda_rank_info(const cuda_plan& plan) {
-  int device = 0;
-  cuda_check(cudaGetDevice(&device), "cudaGetDevice");
-  return one_device_job(plan.ranks, plan.threads, device);  // one GPU per job so far
+int cuda_job_devices(const settings& s) {
+  int visible = 0;
+  cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
+  int first = 0;
+  cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  const int wanted = s.devices == 0 ? visible - first : s.devices;
+  if (wanted > max_devices)
+    config_error("GRMA_DEVICES: " + std::to_string(wanted) + " GPUs, but a job has at most " +
+                 std::to_string(max_devices));
+  if (first + wanted > visible)
+    config_error("GRMA_DEVICES=" + std::to_string(wanted) + " needs GPUs " + std::to_string(first) +
+                 ".." + std::to_string(first + wanted - 1) + ", but " + std::to_string(visible) +
+                 " are visible");
+  return wanted;
 }
 
-void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
-  const cuda_plan plan = plan_cuda(s, o, kernel);  // checks the options too
-  const arena_params params{plan.ranks,      plan.ranks,       0,
-                            s.heap_size,      o.userdata_size,
-                            s.queue_capacity, s.match_capacity, s.max_windows,
-                            log_capacity};
-  cuda_arena arena(params);
-  stream_guard stream;
-  if (o.userdata_size != 0)
-    arena.copy_to_heap(arena.view().userdata_offset, o.userdata, o.userdata_size, stream.get());
+rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
+  int first = 0;
+  cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  return one_process_job(plan.ranks, plan.threads, devices, first);
+}
 
-  progress_engine progress(arena.host_view(), s.timeout_seconds, stdout);
+namespace {
+
+// Every GPU of the job maps every other's memory (NVLink or PCIe peer access).
+void enable_peer_access(int first, int devices) {
+  for (int d = first; d < first + devices; ++d)
+    for (int e = first; e < first + devices; ++e) {
+      if (d == e) continue;
+      int possible = 0;
+      cuda_check(cudaDeviceCanAccessPeer(&possible, d, e), "cudaDeviceCanAccessPeer");
+      if (!possible)
+        config_error("GPU " + std::to_string(d) + " cannot access GPU " + std::to_string(e) +
+                     " peer to peer; run one process per GPU or fewer GRMA_DEVICES");
+      cuda_check(cudaSetDevice(d), "cudaSetDevice");
+      const cudaError_t e2 = cudaDeviceEnablePeerAccess(e, 0);
+      if (e2 == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();  // enabled by an earlier run: fine
+      else
+        cuda_check(e2, "cudaDeviceEnablePeerAccess");
+    }
+}
+
+// One GPU's part of a run.
+struct gpu_part {
+  int device;
+  std::unique_ptr<cuda_arena> arena;
+  std::unique_ptr<stream_guard> stream;
+  std::unique_ptr<progress_engine> progress;
+  int status = 0;
   std::string message;
-  const int status = kernel.launch_and_wait(arena.view(), plan.ranks, plan.threads,
-                                            plan.shared_bytes, stream.get(), message);
-  progress.stop();
+};
 
-  const job_control& control = *arena.host_view().control;
-  if (status != 0) {
+}  // namespace
+
+void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+  const int devices = cuda_job_devices(s);
+  int first = 0;
+  cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  // Every GPU must fit the same number of ranks (world ranks go device by device).
+  const cuda_plan plan = plan_cuda(s, o, kernel);  // checks the options too
+  for (int d = 1; d < devices; ++d) {
+    cuda_check(cudaSetDevice(first + d), "cudaSetDevice");
+    const cuda_plan other = plan_cuda(s, o, kernel);
+    if (other.ranks < plan.ranks)
+      config_error("GPU " + std::to_string(first + d) + " fits " + std::to_string(other.ranks) +
+                   " ranks of this program, GPU " + std::to_string(first) + " " +
+                   std::to_string(plan.ranks) + "; set ranks_per_device");
+  }
+  if (devices > 1) enable_peer_access(first, devices);
+
+  std::vector<gpu_part> parts(static_cast<std::size_t>(devices));
+  std::vector<device_view*> views, host_views;
+  for (int d = 0; d < devices; ++d) {
+    gpu_part& g = parts[std::size_t(d)];
+    g.device = first + d;
+    cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
+    g.arena = std::make_unique<cuda_arena>(arena_params{
+        plan.ranks, plan.ranks * devices, d * plan.ranks, devices, d, s.heap_size,
+        o.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
+    g.stream = std::make_unique<stream_guard>();
+    views.push_back(&g.arena->view());
+    host_views.push_back(&g.arena->host_view());
+  }
+  link_views(views.data(), devices);
+  link_views(host_views.data(), devices);
+
+  // Each GPU gets the userdata; GPU 0's copy comes back.
+  for (gpu_part& g : parts) {
+    cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
+    if (o.userdata_size != 0)
+      g.arena->copy_to_heap(g.arena->view().userdata_offset, o.userdata, o.userdata_size,
+                            g.stream->get());
+    g.progress = std::make_unique<progress_engine>(g.arena->host_view(), s.timeout_seconds, stdout);
+  }
+  job_control& control = *host_views[0]->control;
+  auto launch = [&](gpu_part& g) {
+    cudaSetDevice(g.device);
+    g.status = kernel.launch_and_wait(g.arena->view(), plan.ranks, plan.threads, plan.shared_bytes,
+                                      g.stream->get(), g.message);
+    // A GPU that failed without raising the abort flag itself (a CUDA fault)
+    // still lets the other GPUs' ranks leave their waits.
+    if (g.status != 0) store_release<scope::system>(control.abort, 1u);
+  };
+  std::vector<std::thread> host_threads;
+  for (int d = 1; d < devices; ++d) host_threads.emplace_back(launch, std::ref(parts[std::size_t(d)]));
+  launch(parts[0]);
+  for (std::thread& t : host_threads) t.join();
+
+  std::string report;
+  for (gpu_part& g : parts) {
+    g.progress->stop();
+    if (report.empty()) report = g.progress->watchdog_report();
+  }
+  for (gpu_part& g : parts) {
+    if (g.status == 0) continue;
     // A failing rank wrote its record to mapped host memory before trapping.
     if (control.error_claimed != 0) throw error(control.error);
-    const std::string report = progress.watchdog_report();
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-    throw error(errc::device_error, -1, call::runtime, "grma: the rank kernel failed: " + message);
+    throw error(errc::device_error, -1, call::runtime,
+                "grma: the rank kernel failed on GPU " + std::to_string(g.device) + ": " + g.message);
   }
+  cuda_check(cudaSetDevice(first), "cudaSetDevice");
   if (o.userdata_size != 0)
-    arena.copy_from_heap(arena.view().userdata_offset, o.userdata, o.userdata_size, stream.get());
+    parts[0].arena->copy_from_heap(parts[0].arena->view().userdata_offset, o.userdata,
+                                   o.userdata_size, parts[0].stream->get());
 }
 
 }  // namespace grma::detail

@@ -21,10 +21,15 @@ struct cuda_plan {
 // impossible request is an error that gives the numbers.
 cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel);
 
-rank_info cuda_rank_info(const cuda_plan& plan);
+// GPUs one run uses: GRMA_DEVICES of them from the current one on (all the
+// rest for 0); more than are visible is an error.
+int cuda_job_devices(const settings& s);
 
-// Runs the kernel with userdata, the progress thread and the watchdog; throws
-// grma::error when a rank failed, the watchdog ended the run or CUDA failed.
+rank_info cuda_rank_info(const cuda_plan& plan, int devices);
+
+// Runs the kernel on each GPU of the job (one host thread per GPU) with
+// userdata, progress threads and the watchdog; throws grma::error when a rank
+// failed, the watchdog ended the run or CUDA failed.
 void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel);
 
 }  // namespace grma::detail

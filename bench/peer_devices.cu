@@ -1,0 +1,298 @@
+// Two-GPU benchmark (issue 4), one process driving both GPUs (GRMA_DEVICES=2):
+// round trips of notified put, signal put and notified get between a rank on
+// GPU 0 and one on GPU 1, next to the floor (a raw flag ping-pong between a
+// block on each GPU through peer memory); bandwidth of one rank and of all
+// ranks of GPU 0 putting to GPU 1, next to cudaMemcpyPeer. Prints a table and
+// writes JSON (each figure beside its baseline from the same run).
+//
+//   grma-bench-peer-devices [--json FILE] [--threads N] [--ranks N]
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include <grma/grma.hpp>
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
+void enable_peers() {
+  for (int d = 0; d < 2; ++d) {
+    check(cudaSetDevice(d), "cudaSetDevice");
+    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
+    else check(e, "cudaDeviceEnablePeerAccess");
+  }
+  check(cudaSetDevice(0), "cudaSetDevice");
+}
+
+// ---- the floor: one store into the peer's memory, one poll of our own -------
+
+__global__ void raw_flag_half(volatile unsigned* mine, volatile unsigned* theirs, bool first,
+                              int iterations, long long* ns) {
+  if (threadIdx.x != 0) return;
+  long long start = 0;
+  for (int i = 1; i <= iterations + 100; ++i) {
+    if (i == 101) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    if (first) {
+      *theirs = i;
+      while (*mine != unsigned(i)) {}
+    } else {
+      while (*mine != unsigned(i)) {}
+      *theirs = i;
+    }
+  }
+  long long end;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
+  if (first) *ns = end - start;
+}
+
+double raw_flag_round_trip_us(int iterations) {
+  unsigned* flag[2];
+  long long* ns;
+  cudaStream_t stream[2];
+  for (int d = 0; d < 2; ++d) {
+    check(cudaSetDevice(d), "cudaSetDevice");
+    check(cudaMalloc(&flag[d], 128), "cudaMalloc");
+    check(cudaMemset(flag[d], 0, 128), "cudaMemset");
+    check(cudaStreamCreateWithFlags(&stream[d], cudaStreamNonBlocking), "cudaStreamCreate");
+  }
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaMalloc(&ns, sizeof(long long)), "cudaMalloc");
+  check(cudaDeviceSynchronize(), "sync");
+  check(cudaSetDevice(1), "cudaSetDevice");
+  raw_flag_half<<<1, 32, 0, stream[1]>>>(flag[1], flag[0], false, iterations, nullptr);
+  check(cudaSetDevice(0), "cudaSetDevice");
+  raw_flag_half<<<1, 32, 0, stream[0]>>>(flag[0], flag[1], true, iterations, ns);
+  check(cudaGetLastError(), "raw flag launch");
+  for (int d = 0; d < 2; ++d) check(cudaStreamSynchronize(stream[d]), "raw flag");
+  long long host_ns = 0;
+  check(cudaMemcpy(&host_ns, ns, sizeof host_ns, cudaMemcpyDeviceToHost), "raw flag");
+  for (int d = 0; d < 2; ++d) {
+    cudaFree(flag[d]);
+    cudaStreamDestroy(stream[d]);
+  }
+  cudaFree(ns);
+  return double(host_ns) / iterations * 1e-3;
+}
+
+double memcpy_peer_gbs(std::size_t bytes, int iterations) {
+  void *a, *b;
+  check(cudaSetDevice(1), "cudaSetDevice");
+  check(cudaMalloc(&b, bytes), "cudaMalloc");
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaMalloc(&a, bytes), "cudaMalloc");
+  check(cudaMemset(a, 1, bytes), "cudaMemset");
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  check(cudaMemcpyPeer(b, 1, a, 0, bytes), "warm-up copy");
+  cudaEventRecord(start);
+  for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(b, 1, a, 0, bytes);
+  cudaEventRecord(stop);
+  check(cudaEventSynchronize(stop), "cudaMemcpyPeer");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, start, stop);
+  cudaFree(a);
+  cudaSetDevice(1);
+  cudaFree(b);
+  cudaSetDevice(0);
+  return double(bytes) * iterations / (ms * 1e-3) / 1e9;
+}
+
+// ---- grma programs ------------------------------------------------------------
+
+struct results {
+  double seconds;  // measured by rank 0
+  int mismatches;
+};
+
+enum class mode { notified_put, signal_put, notified_get };
+
+// World rank 0 (GPU 0) and the first rank of GPU 1 ping-pong `bytes`.
+struct ping_pong {
+  std::size_t bytes;
+  int iterations;
+  mode how;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    const int partner_rank = r.size(grma::device);  // GPU 1's first rank
+    const std::size_t area = bytes < 64 ? 64 : bytes;
+    auto* inbox = static_cast<unsigned char*>(r.alloc(area + 64));  // data, then the signal word
+    auto* outbox = static_cast<unsigned char*>(r.alloc(area));
+    for (std::size_t i = r.thread(); i < area + 64; i += r.threads()) inbox[i] = 0;
+    for (std::size_t i = r.thread(); i < area; i += r.threads()) outbox[i] = (unsigned char)(i + me);
+    r.sync_threads();
+    // A get reads the partner's outbox; a put writes its inbox.
+    grma::window in = r.window_create(grma::world, inbox, area + 64);
+    grma::window out = r.window_create(grma::world, outbox, area);
+    if (me == 0 || me == partner_rank) {
+      const int peer = me == 0 ? partner_rank : 0;
+      double start = 0;
+      for (int it = -20; it < iterations; ++it) {
+        if (it == 0) start = r.wtime();
+        const std::uint64_t round = std::uint64_t(it + 21);
+        for (int half = 0; half < 2; ++half) {
+          if ((half == 0) == (me == 0)) {
+            if (how == mode::notified_put)
+              r.put_notify(in, peer, 0, bytes, outbox, 0);
+            else if (how == mode::signal_put)
+              r.put_signal(in, peer, 0, bytes, outbox, area, round, grma::signal_op::set);
+            else
+              r.get_notify(out, peer, 0, bytes, inbox, 0);
+          } else {
+            if (how == mode::signal_put)
+              r.wait_signal(in, area, grma::cmp::ge, round);
+            else
+              r.wait_notifications(how == mode::notified_put ? in : out, peer, 0, 1);
+          }
+        }
+      }
+      if (me == 0) {
+        const double seconds = r.wtime() - start;
+        int bad = 0;
+        for (std::size_t i = r.thread(); i < bytes; i += r.threads())
+          bad += r.read(&inbox[i]) != (unsigned char)(i + peer);
+        if (r.thread() == 0) {
+          auto* o = r.template userdata<results>();
+          o->seconds = seconds;
+          o->mismatches = bad;
+        }
+      }
+    }
+    r.barrier(grma::world);
+    r.window_free(out);
+    r.window_free(in);
+    r.free(outbox);
+    r.free(inbox);
+  }
+};
+
+// `active` ranks of GPU 0 each put `bytes` to their counterpart on GPU 1,
+// `iterations` times, one notification per put; rank 0 times the exchange.
+struct bandwidth {
+  std::size_t bytes;
+  int iterations;
+  int active;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    const int per_device = r.size(grma::device);
+    auto* buffer = static_cast<unsigned char*>(r.alloc(2 * bytes));
+    grma::window w = r.window_create(grma::world, buffer, bytes);
+    const bool sends = me < active;
+    r.barrier(grma::world);
+    const double start = r.wtime();
+    if (sends)
+      for (int it = 0; it < iterations; ++it)
+        r.put_notify(w, me + per_device, 0, bytes, buffer + bytes, 1);
+    r.barrier(grma::world);
+    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    if (me >= per_device && me - per_device < active)
+      r.wait_notifications(w, me - per_device, 1, iterations);
+    r.window_free(w);
+    r.free(buffer);
+  }
+};
+
+template <class Program>
+results run(grma::runtime& rt, const Program& p, int ranks_per_device, int threads) {
+  results out{};
+  rt.run(p, {.threads_per_rank = threads, .ranks_per_device = ranks_per_device, .userdata = &out,
+             .userdata_size = sizeof out});
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  std::string json_path = "peer_devices.json";
+  int threads = 256;
+  int all_ranks = 64;  // per GPU for the all-ranks bandwidth
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
+    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--ranks")) all_ranks = std::atoi(argv[i + 1]);
+  }
+  int gpus = 0;
+  check(cudaGetDeviceCount(&gpus), "cudaGetDeviceCount");
+  if (gpus < 2) {
+    std::fprintf(stderr, "grma-bench-peer-devices needs two GPUs\n");
+    return 1;
+  }
+  grma::settings s = grma::settings::from_environment();
+  s.devices = 2;
+  s.heap_size = std::uint64_t(4) << 30;
+  grma::runtime rt(s);
+  if (rt.backend() != grma::backend_kind::cuda) {
+    std::fprintf(stderr, "grma-bench-peer-devices needs the CUDA backend\n");
+    return 1;
+  }
+  enable_peers();
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+
+  std::FILE* json = std::fopen(json_path.c_str(), "w");
+  std::fprintf(json, "{\n  \"gpu\": \"%s\",\n  \"gpus\": 2,\n  \"threads_per_rank\": %d,\n  \"latency\": [\n",
+               prop.name, threads);
+  const int latency_iterations = 5000;
+  const double raw_us = raw_flag_round_trip_us(latency_iterations);
+  std::printf("GPUs: 2 x %s, %d threads per rank\n\n", prop.name, threads);
+  std::printf("round trip [us]      bytes  notified put  signal put  notified get  raw flag (floor)  put/floor\n");
+  bool first = true;
+  for (std::size_t bytes = 8; bytes <= (std::size_t(64) << 20); bytes *= 8) {
+    const int iterations = bytes <= 4096 ? latency_iterations : bytes <= (1 << 20) ? 500 : 20;
+    const results put = run(rt, ping_pong{bytes, iterations, mode::notified_put}, 1, threads);
+    const results sig = run(rt, ping_pong{bytes, iterations, mode::signal_put}, 1, threads);
+    const results get = run(rt, ping_pong{bytes, iterations, mode::notified_get}, 1, threads);
+    const double put_us = put.seconds / iterations * 1e6, sig_us = sig.seconds / iterations * 1e6,
+                 get_us = get.seconds / iterations * 1e6;
+    const int bad = put.mismatches + sig.mismatches + get.mismatches;
+    std::printf("               %10zu  %12.3f  %10.3f  %12.3f  %16.3f  %9.2f%s\n", bytes, put_us,
+                sig_us, get_us, raw_us, put_us / raw_us, bad ? "  DATA MISMATCH" : "");
+    std::fprintf(json,
+                 "%s    {\"bytes\": %zu, \"notified_put_us\": %.4f, \"signal_put_us\": %.4f, "
+                 "\"notified_get_us\": %.4f, \"raw_flag_us\": %.4f, \"mismatches\": %d}",
+                 first ? "" : ",\n", bytes, put_us, sig_us, get_us, raw_us, bad);
+    first = false;
+  }
+  std::fprintf(json, "\n  ],\n  \"bandwidth\": [\n");
+
+  std::printf("\nbandwidth GPU 0 -> GPU 1 [GB/s]   bytes  one rank  all %d ranks  cudaMemcpyPeer  one/memcpy  all/memcpy\n",
+              all_ranks);
+  first = true;
+  for (std::size_t bytes = std::size_t(64) << 10; bytes <= (std::size_t(64) << 20); bytes *= 4) {
+    const int iterations = 20;
+    const results one = run(rt, bandwidth{bytes, iterations, 1}, 1, threads);
+    const double one_gbs = double(bytes) * iterations / one.seconds / 1e9;
+    // All ranks: the same total per step split over the ranks of GPU 0.
+    const std::size_t share = bytes / std::size_t(all_ranks) < 4096 ? 4096 : bytes / std::size_t(all_ranks);
+    const results all = run(rt, bandwidth{share, iterations, all_ranks}, all_ranks, threads);
+    const double all_gbs = double(share) * iterations * all_ranks / all.seconds / 1e9;
+    const double memcpy_gbs = memcpy_peer_gbs(bytes, 20);
+    std::printf("                              %10zu  %8.1f  %12.1f  %14.1f  %10.2f  %10.2f\n", bytes,
+                one_gbs, all_gbs, memcpy_gbs, one_gbs / memcpy_gbs, all_gbs / memcpy_gbs);
+    std::fprintf(json,
+                 "%s    {\"bytes\": %zu, \"one_rank_gbs\": %.2f, \"all_ranks_gbs\": %.2f, "
+                 "\"ranks\": %d, \"memcpy_peer_gbs\": %.2f}",
+                 first ? "" : ",\n", bytes, one_gbs, all_gbs, all_ranks, memcpy_gbs);
+    first = false;
+  }
+  std::fprintf(json, "\n  ]\n}\n");
+  std::fclose(json);
+  std::printf("\nJSON: %s\n", json_path.c_str());
+  return 0;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}
