@@ -49,7 +49,7 @@ if [ -x "$conf" ]; then
   step sanitize-racecheck timeout 110 $san --tool racecheck $conf --gtest_filter='*ranks2_threads32*'
   step sanitize-synccheck timeout 70 $san --tool synccheck $conf --gtest_filter='*ranks3_threads128*'
   if [ "$gpus" -ge 2 ]; then
-    GRMA_DEVICES=2 step sanitize-memcheck-x2 timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
+    step sanitize-memcheck-x2 env GRMA_DEVICES=2 timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
   fi
   unset GRMA_BACKEND
 fi

@@ -126,6 +126,19 @@ void enable_peer_access(int first, int devices) {
     }
 }
 
+// Puts the caller's current GPU back however the run ends: the next run
+// starts from it (GRMA_DEVICES counts from the current GPU).
+class current_device_guard {
+ public:
+  explicit current_device_guard(int device) : device_(device) {}
+  ~current_device_guard() { cudaSetDevice(device_); }
+  current_device_guard(const current_device_guard&) = delete;
+  current_device_guard& operator=(const current_device_guard&) = delete;
+
+ private:
+  int device_;
+};
+
 // One GPU's part of a run.
 struct gpu_part {
   int device;
@@ -142,6 +155,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   const int devices = cuda_job_devices(s);
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  const current_device_guard restore(first);
   // Every GPU must fit the same number of ranks (world ranks go device by device).
   const cuda_plan plan = plan_cuda(s, o, kernel);  // checks the options too
   for (int d = 1; d < devices; ++d) {
