@@ -31,7 +31,7 @@ namespace detail {
 #endif
 
 template <class Program>
-__global__ void __launch_bounds__(GRMA_MAX_THREADS_PER_RANK)
+__global__ void __launch_bounds__(GRMA_MAX_THREADS_PER_RANK, 1)
     rank_kernel(const Program program, const device_view view) {
   // The rank's private state sits in shared memory: matching and credits are
   // on the fast path. Blocked ranks publish what the watchdog needs.

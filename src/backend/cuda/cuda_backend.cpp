@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <utility>
 #include <string>
 #include <thread>
 #include <vector>
@@ -108,21 +111,27 @@ rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
 namespace {
 
 // Every GPU of the job maps every other's memory (NVLink or PCIe peer access).
+// Access stays enabled for the process, so each pair is enabled once (asking
+// again is an API error, which compute-sanitizer reports).
 void enable_peer_access(int first, int devices) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, int>> enabled;
+  const std::lock_guard<std::mutex> lock(mutex);
   for (int d = first; d < first + devices; ++d)
     for (int e = first; e < first + devices; ++e) {
-      if (d == e) continue;
+      if (d == e || enabled.count({d, e}) != 0) continue;
       int possible = 0;
       cuda_check(cudaDeviceCanAccessPeer(&possible, d, e), "cudaDeviceCanAccessPeer");
       if (!possible)
         config_error("GPU " + std::to_string(d) + " cannot access GPU " + std::to_string(e) +
                      " peer to peer; run one process per GPU or fewer GRMA_DEVICES");
       cuda_check(cudaSetDevice(d), "cudaSetDevice");
-      const cudaError_t e2 = cudaDeviceEnablePeerAccess(e, 0);
-      if (e2 == cudaErrorPeerAccessAlreadyEnabled)
-        (void)cudaGetLastError();  // enabled by an earlier run: fine
+      const cudaError_t status = cudaDeviceEnablePeerAccess(e, 0);
+      if (status == cudaErrorPeerAccessAlreadyEnabled)
+        (void)cudaGetLastError();  // enabled outside grma: fine
       else
-        cuda_check(e2, "cudaDeviceEnablePeerAccess");
+        cuda_check(status, "cudaDeviceEnablePeerAccess");
+      enabled.insert({d, e});
     }
 }
 
