@@ -6,4 +6,5 @@
 #include "grma/rank.hpp"
 #include "grma/runtime.hpp"
 #include "grma/settings.hpp"
+#include "grma/topology.hpp"
 #include "grma/types.hpp"

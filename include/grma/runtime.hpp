@@ -7,6 +7,7 @@
 
 #include "grma/rank.hpp"
 #include "grma/settings.hpp"
+#include "grma/topology.hpp"
 #include "grma/types.hpp"
 #include "grma/detail/cpu_platform.hpp"
 #include "grma/detail/cuda_kernel.hpp"
@@ -36,6 +37,9 @@ class runtime {
   // else cpu. A program compiled without nvcc runs on the CPU (and is an error
   // when GRMA_BACKEND=cuda).
   backend_kind backend() const;
+
+  // The devices a run uses (GRMA_DEVICES) and the path between each pair.
+  grma::topology topology() const;
 
   // The layout a run of `program` with these options would have (papers/000
   // Listing 2.1). On a GPU the rank count depends on the program's kernel.

@@ -65,6 +65,33 @@ void runtime::require_cpu_allowed() const {
                "source with nvcc (a .cu file, or LANGUAGE CUDA in CMake)");
 }
 
+const char* to_string(path_kind p) {
+  switch (p) {
+    case path_kind::same_device: return "same device";
+    case path_kind::process_memory: return "process memory";
+    case path_kind::peer_nvlink: return "peer (NVLink class)";
+    case path_kind::peer_pcie: return "peer (PCIe)";
+    case path_kind::no_peer_access: return "no peer access";
+  }
+  return "?";
+}
+
+grma::topology runtime::topology() const {
+#if GRMA_HAVE_CUDA
+  if (impl_->backend == backend_kind::cuda) return detail::cuda_topology(impl_->settings);
+#endif
+  grma::topology t;
+  t.backend = backend_kind::cpu;
+  const int devices = std::max(1, impl_->settings.devices);
+  for (int d = 0; d < devices; ++d)
+    t.devices.push_back({d, 0, "CPU arena " + std::to_string(d), "", impl_->settings.heap_size,
+                         int(std::thread::hardware_concurrency()), 0});
+  t.paths.assign(std::size_t(devices),
+                 std::vector<path_kind>(std::size_t(devices), path_kind::process_memory));
+  for (int d = 0; d < devices; ++d) t.paths[std::size_t(d)][std::size_t(d)] = path_kind::same_device;
+  return t;
+}
+
 rank_info runtime::info_cpu(const launch_options& options) const {
   detail::check_launch_options(options);
   int ranks = options.ranks_per_device;

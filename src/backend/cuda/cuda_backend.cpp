@@ -108,6 +108,41 @@ rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
   return one_process_job(plan.ranks, plan.threads, devices, first);
 }
 
+topology cuda_topology(const settings& s) {
+  const int devices = cuda_job_devices(s);
+  int first = 0;
+  cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  topology t;
+  t.backend = backend_kind::cuda;
+  for (int d = 0; d < devices; ++d) {
+    cudaDeviceProp prop{};
+    cuda_check(cudaGetDeviceProperties(&prop, first + d), "cudaGetDeviceProperties");
+    char bus[32] = {};
+    cuda_check(cudaDeviceGetPCIBusId(bus, sizeof bus, first + d), "cudaDeviceGetPCIBusId");
+    t.devices.push_back({d, first + d, prop.name, bus, prop.totalGlobalMem,
+                         prop.multiProcessorCount, prop.sharedMemPerBlock});
+  }
+  t.paths.assign(std::size_t(devices), std::vector<path_kind>(std::size_t(devices)));
+  for (int d = 0; d < devices; ++d)
+    for (int e = 0; e < devices; ++e) {
+      path_kind& p = t.paths[std::size_t(d)][std::size_t(e)];
+      if (d == e) {
+        p = path_kind::same_device;
+        continue;
+      }
+      int access = 0, atomics = 0;
+      cuda_check(cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, first + d,
+                                           first + e),
+                 "cudaDeviceGetP2PAttribute");
+      cuda_check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported,
+                                           first + d, first + e),
+                 "cudaDeviceGetP2PAttribute");
+      p = !access ? path_kind::no_peer_access
+                  : atomics ? path_kind::peer_nvlink : path_kind::peer_pcie;
+    }
+  return t;
+}
+
 namespace {
 
 // Every GPU of the job maps every other's memory (NVLink or PCIe peer access).

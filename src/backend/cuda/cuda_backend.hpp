@@ -3,6 +3,7 @@
 #pragma once
 
 #include "grma/settings.hpp"
+#include "grma/topology.hpp"
 #include "grma/types.hpp"
 #include "grma/detail/cuda_kernel.hpp"
 
@@ -26,6 +27,9 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
 int cuda_job_devices(const settings& s);
 
 rank_info cuda_rank_info(const cuda_plan& plan, int devices);
+
+// The job's GPUs and the path between each pair.
+topology cuda_topology(const settings& s);
 
 // Runs the kernel on each GPU of the job (one host thread per GPU) with
 // userdata, progress threads and the watchdog; throws grma::error when a rank
