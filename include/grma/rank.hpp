@@ -103,14 +103,14 @@ class basic_rank {
     const std::uint64_t placed = offset | (std::uint64_t(owner) << 56);
     const detail::window_table& t = v_->windows;
     const std::uint64_t result = collective(
-        c, l, call::window_create, placed, bytes, [&](detail::collective_state& st) {
+        c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
           lock_window_table();
           const std::uint32_t s = detail::window_table_claim(t, c.id, std::uint32_t(l.size));
           unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};
           for (int i = 0; i < l.size; ++i) {
-            const std::uint64_t at = st.arrivals[i].payload[0];
-            t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), st.arrivals[i].payload[1],
+            const std::uint64_t at = arrivals[i].payload[0];
+            t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), arrivals[i].payload[1],
                              std::uint32_t(at >> 56), 0};
           }
           return (std::uint64_t(t.slots[s].generation) << 32) | s;
@@ -126,9 +126,9 @@ class basic_rank {
     const comm c{a.comm};
     const std::uint64_t key = detail::window_key(w.slot, w.generation);
     const std::uint64_t mismatch = collective(
-        c, layout(c), call::window_free, key, 0, [&](detail::collective_state& st) {
+        c, layout(c), call::window_free, key, 0, [&](const detail::collective_arrival* arrivals) {
           for (std::uint32_t i = 0; i < a.comm_size; ++i)
-            if (st.arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
+            if (arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
           lock_window_table();
           detail::window_table_release(v_->windows, w.slot);
           unlock_window_table();
@@ -243,7 +243,7 @@ class basic_rank {
 
   GRMA_INLINE void barrier(comm c) {
     collective(c, layout(c), call::barrier, 0, 0,
-               [](detail::collective_state&) { return std::uint64_t{0}; });
+               [](const detail::collective_arrival*) { return std::uint64_t{0}; });
   }
 
   GRMA_INLINE detail::log_line<basic_rank> log() { return detail::log_line<basic_rank>(*this); }
@@ -442,11 +442,12 @@ class basic_rank {
   GRMA_INLINE std::uint64_t collective_at(comm c, comm_layout l, call what, std::uint64_t p0,
                                           std::uint64_t p1, LeaderAction& act) {
     detail::collective_state& st = *v_->collectives[comm_index(c)];
+    detail::collective_arrival* arrivals = v_->arrivals[comm_index(c)];
     std::uint64_t epoch = 0;
     P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
       epoch = ++local().epoch[comm_index(c)];
-      detail::collective_arrival& mine = st.arrivals[l.rank];
+      detail::collective_arrival& mine = arrivals[l.rank];
       mine.payload[0] = p0;
       mine.payload[1] = p1;
       // Release: payload and everything this rank wrote before the collective
@@ -459,7 +460,7 @@ class basic_rank {
       for (int i = P::thread_index(); i < l.size; i += P::thread_count()) {
         std::uint64_t stamp = 0;
         block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
-          stamp = detail::load_acquire<Sc>(st.arrivals[i].stamp);
+          stamp = detail::load_acquire<Sc>(arrivals[i].stamp);
           return (stamp >> 8) >= epoch;
         });
         if (stamp != detail::collective_stamp(epoch, what))
@@ -468,7 +469,7 @@ class basic_rank {
       }
       P::sync();  // every arrival seen (and acquired by some thread) before acting
       if (leader()) {
-        result = act(st);
+        result = act(arrivals);
         detail::store_relaxed<Sc>(st.result, result);
         // Release: the action's writes (window table) and, transitively, every
         // rank's pre-collective writes reach all ranks that see this epoch.

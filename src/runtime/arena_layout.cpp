@@ -67,6 +67,8 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.tickets = reinterpret_cast<std::uint64_t*>(control + l.tickets);
   auto* collectives = reinterpret_cast<collective_state*>(control + l.collectives);
   for (int c = 0; c < comm_count; ++c) v.collectives[c] = collectives + c;
+  v.arrivals[0] = reinterpret_cast<collective_arrival*>(control + l.world_arrivals);
+  v.arrivals[1] = reinterpret_cast<collective_arrival*>(control + l.device_arrivals);
   v.status = reinterpret_cast<rank_status*>(host + l.status);
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
@@ -91,23 +93,17 @@ void link_views(device_view* const* views, int devices) {
     }
     v.windows = first.windows;
     v.collectives[0] = first.collectives[0];
+    v.arrivals[0] = first.arrivals[0];
     v.control = first.control;
     v.error_claim = first.error_claim;
   }
 }
 
-heap_block init_arena(const arena_layout& l, const arena_params& p, const device_view& v,
-                      unsigned char* control_image, unsigned char* host) {
-  // The addresses ranks will use, for the pointers stored inside the block.
-  unsigned char* control = reinterpret_cast<unsigned char*>(v.allocator) - l.allocator;
-
+heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned char* control_image,
+                      unsigned char* host) {
   for (int r = 0; r < p.ranks * p.devices; ++r)
     ring_init<notification>(control_image + l.queues + l.queue_stride * std::uint64_t(r),
                             p.queue_capacity);
-
-  auto* collectives = reinterpret_cast<collective_state*>(control_image + l.collectives);
-  collectives[0].arrivals = reinterpret_cast<collective_arrival*>(control + l.world_arrivals);
-  collectives[1].arrivals = reinterpret_cast<collective_arrival*>(control + l.device_arrivals);
 
   ring_init<log_record>(host + l.log, p.log_capacity);
 

@@ -54,11 +54,12 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
 // device `d` can use (peer mappings on GPUs).
 void link_views(device_view* const* views, int devices);
 
-// Writes the initial state. `control_image` receives the control block's bytes
-// (the block itself when it is host memory, else a zeroed staging copy the
-// caller then copies to the device); `host` is the zeroed host-visible block.
-// Returns the heap's first block header, to be stored at heap + userdata_area.
-heap_block init_arena(const arena_layout& l, const arena_params& p, const device_view& v,
-                      unsigned char* control_image, unsigned char* host);
+// Writes the initial state, which holds no pointers (so any process may map
+// it anywhere). `control_image` receives the control block's bytes (the block
+// itself when it is host memory, else a zeroed staging copy the caller then
+// copies to the device); `host` is the zeroed host-visible block. Returns the
+// heap's first block header, to be stored at heap + userdata_area.
+heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned char* control_image,
+                      unsigned char* host);
 
 }  // namespace grma::detail

@@ -100,10 +100,12 @@ struct alignas(64) collective_arrival {
 // Centralized gather/release: every rank stamps its arrival, the leader (rank
 // 0 of the communicator) waits for all stamps of this epoch, checks that all
 // ranks made the same call, acts, writes `result` and releases the epoch.
+// The arrivals (one per rank of the communicator) are beside it; the view
+// points at them, since shared memory holds no pointers (processes map it at
+// different addresses).
 struct collective_state {
   alignas(64) std::uint64_t release;  // last epoch the leader released
   std::uint64_t result;               // leader's result of that epoch
-  collective_arrival* arrivals;       // one per rank of the communicator
 };
 
 GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c) {
@@ -229,6 +231,7 @@ struct device_view {
   std::uint64_t* tickets;
 
   collective_state* collectives[comm_count];  // world (the job's), device
+  collective_arrival* arrivals[comm_count];
   rank_status* status;            // host-visible, one per rank of this device
   job_control* control;           // host-visible, the job's
   log_ring* log;                  // host-visible

@@ -19,7 +19,7 @@ cpu_arena::cpu_arena(const arena_params& p)
       control_(layout_.control_bytes),
       host_(layout_.host_bytes),
       view_(make_view(layout_, p, heap_.data, control_.data, host_.data)) {
-  const heap_block first = init_arena(layout_, p, view_, control_.data, host_.data);
+  const heap_block first = init_arena(layout_, p, control_.data, host_.data);
   *heap_block_at(heap_.data, layout_.userdata_area) = first;
 }
 

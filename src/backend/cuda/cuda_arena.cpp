@@ -36,7 +36,7 @@ cuda_arena::cuda_arena(const arena_params& p) : layout_(layout_arena(p)) {
     view_ = make_view(layout_, p, heap_, control_, host_on_device);
     host_view_ = make_view(layout_, p, heap_, control_, host_);
     std::vector<unsigned char> image(layout_.control_bytes, 0);
-    const heap_block first = init_arena(layout_, p, view_, image.data(), host_);
+    const heap_block first = init_arena(layout_, p, image.data(), host_);
     cuda_check(cudaMemcpy(control_, image.data(), image.size(), cudaMemcpyHostToDevice),
                "cudaMemcpy of the control block");
     cuda_check(cudaMemset(heap_, 0, layout_.heap_bytes), "cudaMemset of the heap");
