@@ -57,6 +57,7 @@ enum class errc : std::int32_t {
   invalid_config,               // host side; message built on the host
   backend_unavailable,          // host side
   device_error,                 // host side: a CUDA call failed
+  process_failed,               // host side: another process of the job exited or hung
   count_                        // keep last
 };
 

@@ -49,10 +49,12 @@ class basic_rank {
   // Seconds from an arbitrary start, for timing inside rank code.
   GRMA_INLINE double wtime() const { return P::now_seconds(); }
 
-  // The host's userdata buffer, copied to device 0 for the run (ranks of other
-  // devices reach it there); the host sees what ranks wrote once the run
-  // returns.
-  GRMA_INLINE void* userdata() const { return v_->peer_heaps[0] + v_->userdata_offset; }
+  // The host's userdata buffer, copied to the process's first device for the
+  // run (ranks of its other devices reach it there); the host sees what ranks
+  // wrote once the run returns.
+  GRMA_INLINE void* userdata() const {
+    return v_->peer_heaps[v_->userdata_device] + v_->userdata_offset;
+  }
   template <class T>
   GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
   GRMA_INLINE std::size_t userdata_size() const { return v_->userdata_size; }
@@ -88,11 +90,11 @@ class basic_rank {
     std::uint64_t offset = 0;
     std::uint32_t owner = std::uint32_t(v_->device_index);
     if (bytes != 0) {
-      // Memory from alloc (this device's heap) or the job's userdata (device 0's).
+      // Memory from alloc (this device's heap) or userdata (the process's first device's).
       auto* p = static_cast<unsigned char*>(base);
       auto* u = static_cast<unsigned char*>(userdata());
       if (p >= u && p < u + v_->userdata_size && bytes <= std::uint64_t(u + v_->userdata_size - p))
-        owner = 0;
+        owner = std::uint32_t(v_->userdata_device);
       const unsigned char* heap = v_->peer_heaps[owner];
       if (p < heap || p >= heap + v_->heap_size || bytes > std::uint64_t(heap + v_->heap_size - p))
         fail(errc::window_memory_not_managed, call::window_create,

@@ -78,12 +78,13 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.ranks = p.ranks;
   v.devices = p.devices;
   v.device_index = p.device_index;
+  v.userdata_device = p.device_index;
   v.peer_heaps[p.device_index] = heap;
   v.peer_queues[p.device_index] = v.queues;
   return v;
 }
 
-void link_views(device_view* const* views, int devices) {
+void link_views(device_view* const* views, int devices, int devices_per_process) {
   const device_view& first = *views[0];
   for (int d = 0; d < devices; ++d) {
     device_view& v = *views[d];
@@ -96,6 +97,7 @@ void link_views(device_view* const* views, int devices) {
     v.arrivals[0] = first.arrivals[0];
     v.control = first.control;
     v.error_claim = first.error_claim;
+    v.userdata_device = d - d % devices_per_process;
   }
 }
 

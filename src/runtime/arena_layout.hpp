@@ -51,8 +51,9 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
 // Makes the views of a job's devices (views[d] is device d's) reach each
 // other: peers' heaps and queues, and device 0's window table, world
 // collective, abort flag and error claim. `views` must be addresses that
-// device `d` can use (peer mappings on GPUs).
-void link_views(device_view* const* views, int devices);
+// device `d` can use (peer mappings on GPUs). Each process keeps its userdata
+// on its first device: devices_per_process tells which that is.
+void link_views(device_view* const* views, int devices, int devices_per_process);
 
 // Writes the initial state, which holds no pointers (so any process may map
 // it anywhere). `control_image` receives the control block's bytes (the block

@@ -102,7 +102,8 @@ std::string describe_values(const error_record& r) {
     case errc::timeout: s << "watchdog timeout"; break;
     case errc::invalid_config:
     case errc::backend_unavailable:
-    case errc::device_error: s << r.text; break;
+    case errc::device_error:
+    case errc::process_failed: s << r.text; break;
     case errc::count_: s << "unknown error"; break;
   }
   return s.str();

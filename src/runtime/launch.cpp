@@ -20,20 +20,20 @@ void check_launch_options(const launch_options& o) {
     bad("userdata is null but userdata_size is " + std::to_string(o.userdata_size));
 }
 
-rank_info one_process_job(int ranks_per_device, int threads_per_rank, int devices,
-                          int first_device) {
+rank_info job_layout(int ranks_per_device, int threads_per_rank, int devices, int process,
+                     int processes, int first_device) {
   rank_info info;
-  info.rank_count = ranks_per_device * devices;
-  info.rank_start = 0;
-  info.rank_responsible = info.rank_count;
+  info.rank_responsible = ranks_per_device * devices;
+  info.rank_count = info.rank_responsible * processes;
+  info.rank_start = info.rank_responsible * process;
   info.ranks_per_device = ranks_per_device;
   info.threads_per_rank = threads_per_rank;
   info.device_index = first_device;
-  info.device_count = devices;
+  info.device_count = devices * processes;
   info.node_index = 0;
   info.node_count = 1;
-  info.process_index = 0;
-  info.process_count = 1;
+  info.process_index = process;
+  info.process_count = processes;
   return info;
 }
 

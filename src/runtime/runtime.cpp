@@ -10,6 +10,7 @@
 #include "../backend/cpu/cpu_arena.hpp"
 #include "../backend/cpu/cpu_backend.hpp"
 #include "launch.hpp"
+#include "process_group.hpp"
 #include "progress.hpp"
 
 #if GRMA_HAVE_CUDA
@@ -99,55 +100,14 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   if (ranks == 0) ranks = std::max(2, int(std::thread::hardware_concurrency()));
   // GRMA_DEVICES=all means every GPU; CPU devices are only ever asked for.
   const int devices = std::max(1, impl_->settings.devices);
-  return detail::one_process_job(ranks, /*threads_per_rank=*/1, devices, /*first_device=*/0);
+  const detail::process_group& group = detail::process_group::get();
+  return detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(), group.count(),
+                            /*first_device=*/group.index() * devices);
 }
 
 void runtime::run_cpu(const launch_options& options,
                       const std::function<void(cpu_rank&)>& body) {
-  const grma::settings& s = impl_->settings;
-  const rank_info ri = info_cpu(options);
-  const int devices = ri.device_count;
-  std::vector<std::unique_ptr<detail::cpu_arena>> arenas;
-  std::vector<detail::device_view*> linked;
-  for (int d = 0; d < devices; ++d) {
-    arenas.push_back(std::make_unique<detail::cpu_arena>(detail::arena_params{
-        ri.ranks_per_device, ri.rank_count, ri.rank_start + d * ri.ranks_per_device, devices, d,
-        s.heap_size, options.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows,
-        detail::log_capacity}));
-    linked.push_back(&arenas.back()->view());
-  }
-  detail::link_views(linked.data(), devices);
-  // Each device gets the userdata; device 0's copy comes back.
-  std::vector<const detail::device_view*> views(linked.begin(), linked.end());
-  for (const detail::device_view* v : views)
-    if (options.userdata_size != 0)
-      std::memcpy(v->heap + v->userdata_offset, options.userdata, options.userdata_size);
-
-  std::vector<std::unique_ptr<detail::progress_engine>> progress;
-  for (const detail::device_view* v : views)
-    progress.push_back(std::make_unique<detail::progress_engine>(*v, s.timeout_seconds, stdout));
-  std::exception_ptr failure = detail::run_cpu_ranks(views, body);
-  std::string report;
-  for (auto& p : progress) {
-    p->stop();
-    if (report.empty()) report = p->watchdog_report();
-  }
-
-  bool caused_by_abort = false;
-  if (failure) {
-    try {
-      std::rethrow_exception(failure);
-    } catch (const error& e) {
-      caused_by_abort = e.code() == errc::aborted;
-    } catch (...) {
-    }
-  }
-  if (failure && !(caused_by_abort && !report.empty())) std::rethrow_exception(failure);
-  if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-
-  if (options.userdata_size != 0)
-    std::memcpy(options.userdata, views[0]->heap + views[0]->userdata_offset,
-                options.userdata_size);
+  detail::run_cpu_job(impl_->settings, options, info_cpu(options), body);
 }
 
 #if GRMA_HAVE_CUDA

@@ -32,6 +32,9 @@ constexpr int barrier_checked = 64;  // ranks whose cells a rank reads after eac
 struct barriers {
   int rounds;
   bool thread_zero_writes;
+  // Ranks whose cells this process's userdata holds (all, unless under mpirun).
+  int readable_first;
+  int readable_count;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -41,8 +44,8 @@ struct barriers {
     const std::size_t row_cells = std::size_t(n) * barrier_cells;
     grma::window w = r.window_create(grma::world, cells + std::size_t(me) * barrier_cells,
                                      barrier_cells * sizeof(int));
-    const int checked = min_of(n, barrier_checked);
-    const int stride = max_of(1, n / barrier_checked);
+    const int checked = min_of(readable_count, barrier_checked);
+    const int stride = max_of(1, readable_count / barrier_checked);
     for (int round = 0; round < rounds; ++round) {
       int* row = cells + std::size_t(round % 2) * row_cells;
       for (int c = 0; c < barrier_cells; ++c) {
@@ -52,7 +55,9 @@ struct barriers {
       if (thread_zero_writes) r.sync_threads();
       r.barrier(world_or_whole_device(r, round % 3 == 2));
       for (int i = r.thread(); i < checked * barrier_cells; i += r.threads()) {
-        const int other = (me + 1 + round + (i / barrier_cells) * stride) % n;
+        const int other =
+            readable_first +
+            (me - readable_first + 1 + round + (i / barrier_cells) * stride) % readable_count;
         const int seen = row[std::size_t(other) * barrier_cells + std::size_t(i % barrier_cells)];
         if (seen != round) {
           record_failure(rec, __LINE__, round, other, seen);
@@ -70,7 +75,8 @@ void run_barriers(bool thread_zero_writes) {
   grma::runtime rt(suite_settings());
   job j(rt, testing::TestWithParam<config>::GetParam());
   const int n = j.resolve(barriers{});
-  const barriers program{clamp_to(600000 / n, 500, 3000), thread_zero_writes};
+  const barriers program{clamp_to(600000 / n, 500, 3000), thread_zero_writes, j.first(),
+                        j.responsible()};
   j.prepare(2 * std::size_t(n) * barrier_cells * sizeof(int));
   int* cells = j.extra<int>();
   for (std::size_t i = 0; i < 2 * std::size_t(n) * barrier_cells; ++i) cells[i] = -1;

@@ -85,7 +85,7 @@ TEST_P(Runtime, UserdataCopiedInAndBack) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "notifications");
-    for (int i = 0; i < n; ++i) {
+    for (int i = j.first(); i < j.first() + j.responsible(); ++i) {
       EXPECT_EQ(d.input[i], 1000 + i + run + 1) << "rank " << i;
       EXPECT_EQ(d.output[i], 2 * (1000 + i + run)) << "rank " << i;
       EXPECT_EQ(d.exchanged[i], mix(std::uint64_t((i + n - 1) % n), std::uint64_t(run)))
@@ -125,19 +125,19 @@ TEST_P(Runtime, InfoDescribesTheJob) {
   grma::runtime rt(suite_settings());
   job j(rt, GetParam());
   const int n = j.resolve(layout_check{});
-  const int devices = std::max(1, rt.settings().devices);  // 0 (all) only asked of GPUs
-  const int per_device = rt.settings().devices == 0 ? j.options().ranks_per_device : n / devices;
+  const int per_device = j.options().ranks_per_device;
   const grma::rank_info info = rt.info(
       layout_check{}, {.threads_per_rank = GetParam().threads, .ranks_per_device = per_device});
   EXPECT_EQ(info.rank_count, n);
-  EXPECT_EQ(info.rank_start, 0);
-  EXPECT_EQ(info.rank_responsible, n);
   EXPECT_EQ(info.ranks_per_device, per_device);
   EXPECT_EQ(info.rank_count, info.ranks_per_device * info.device_count);
+  EXPECT_EQ(info.rank_count, info.rank_responsible * info.process_count);
+  EXPECT_EQ(info.rank_start, info.process_index * info.rank_responsible);
   EXPECT_EQ(info.threads_per_rank, j.threads());
-  if (rt.settings().devices != 0) EXPECT_EQ(info.device_count, devices);
+  // GRMA_DEVICES per process (0: every GPU).
+  if (rt.settings().devices != 0)
+    EXPECT_EQ(info.device_count, std::max(1, rt.settings().devices) * info.process_count);
   EXPECT_EQ(info.node_count, 1);
-  EXPECT_EQ(info.process_count, 1);
   j.prepare();
   if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank})) {
     j.expect_no_failures(__FILE__);
@@ -305,6 +305,14 @@ constexpr std::size_t overlap_bytes = 4096, overlap_half = overlap_bytes / 2;
 // learn each other's buffers through userdata (one word per rank).
 struct overlapping_windows {
   buffers mem;
+  // Ranks of this process (all, unless under mpirun): pointers into their
+  // memory mean the same to each other.
+  int local_first;
+  int local_count;
+
+  GRMA_HOST_DEVICE bool local(int rank) const {
+    return rank >= local_first && rank < local_first + local_count;
+  }
 
   template <class Rank>
   GRMA_HOST_DEVICE void no_notification_left(Rank& r, rank_record& rec,
@@ -361,11 +369,11 @@ struct overlapping_windows {
     CONF_CHECK_PATTERN(r, rec, buffer, overlap_bytes, mix(std::uint64_t(me), 4), 0, 4);
 
     // No copy across ranks: the source is the target's own memory, which the
-    // target filled itself.
+    // target filled itself (between ranks of one process: its address).
     r.barrier(grma::world);
     auto* theirs = reinterpret_cast<std::uint8_t*>(std::uintptr_t(buffers[right]));
-    r.put_notify(whole, right, 1000, 1000, theirs + 1000, 7);
-    r.wait_notifications(whole, left, 7, 1);
+    if (local(right)) r.put_notify(whole, right, 1000, 1000, theirs + 1000, 7);
+    if (local(left)) r.wait_notifications(whole, left, 7, 1);
     CONF_CHECK_PATTERN(r, rec, buffer, overlap_bytes, mix(std::uint64_t(me), 4), 0, 7);
     r.barrier(grma::world);
     no_notification_left(r, rec, windows, 11);
@@ -384,7 +392,7 @@ TEST_P(Runtime, OverlappingWindowsAndNoCopyAccess) {
   const int n = j.resolve(overlapping_windows{});
   const buffers mem =
       j.prepare(std::size_t(n) * sizeof(std::uint64_t), round64(overlap_bytes) + 512);
-  if (j.run(overlapping_windows{mem})) {
+  if (j.run(overlapping_windows{mem, j.first(), j.responsible()})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "ranks done");
@@ -504,7 +512,7 @@ TEST_P(Runtime, LogLinesNameTheirRank) {
       ADD_FAILURE() << "unexpected output line: " << line;
     }
   }
-  for (int rank = 0; rank < n; ++rank) {
+  for (int rank = j.first(); rank < j.first() + j.responsible(); ++rank) {  // this process prints these
     const std::size_t k = std::size_t(rank);
     if (next_line[k] == program.lines_per_rank && value_lines[k] == 1 && long_lines[k] == 1)
       continue;

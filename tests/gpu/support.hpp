@@ -342,10 +342,15 @@ class job {
         program, {.threads_per_rank = config_.threads, .ranks_per_device = per_device_});
     per_device_ = info.ranks_per_device;
     ranks_ = info.rank_count;
+    first_ = info.rank_start;
+    responsible_ = info.rank_responsible;
     testing::Test::RecordProperty("ranks", ranks_);  // in --gtest_output=xml reports
     return ranks_;
   }
   int ranks() const { return ranks_; }
+  // The world ranks this process runs (all of them unless under mpirun).
+  int first() const { return first_; }
+  int responsible() const { return responsible_; }
   int threads() const { return rt_.backend() == grma::backend_kind::cpu ? 1 : config_.threads; }
 
   // Whether buffers come from userdata (see `buffers`); also forced with
@@ -398,10 +403,11 @@ class job {
             .userdata_size = userdata_bytes_};
   }
 
-  // A test failure for every rank whose checks failed (the first few shown).
+  // A test failure for every rank of this process whose checks failed (the
+  // first few shown).
   void expect_no_failures(const char* file) {
     int failing = 0;
-    for (int rank = 0; rank < ranks_; ++rank) {
+    for (int rank = first_; rank < first_ + responsible_; ++rank) {
       const rank_record& rec = record(rank);
       if (rec.failures == 0) continue;
       if (++failing <= 8)
@@ -413,12 +419,12 @@ class job {
     if (failing > 8) ADD_FAILURE() << failing << " ranks in all had failed checks";
   }
 
-  // rec.count[i] of each rank against expected(rank); the first few
-  // differences shown.
+  // rec.count[i] of each rank of this process against expected(rank); the
+  // first few differences shown.
   template <class Expected>
   void expect_counts(int i, Expected&& expected, const char* what) {
     int wrong = 0;
-    for (int rank = 0; rank < ranks_; ++rank) {
+    for (int rank = first_; rank < first_ + responsible_; ++rank) {
       const unsigned long long want = expected(rank);
       if (record(rank).count[i] == want) continue;
       if (++wrong <= 8)
@@ -434,6 +440,10 @@ class job {
   grma::runtime& rt_;
   config config_;
   int ranks_ = 0;  // world
+  // This process's ranks (under mpirun each process checks its own; their
+  // records are in its userdata).
+  int first_ = 0;
+  int responsible_ = 0;
   int per_device_ = 0;
   std::size_t userdata_bytes_ = 0;
   std::vector<std::uint64_t> data_;

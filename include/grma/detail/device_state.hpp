@@ -188,6 +188,10 @@ struct job_control {
   std::uint32_t abort;          // nonzero: every rank leaves its wait with errc::aborted
   std::uint32_t error_claimed;  // set by the first failing rank after it wrote `error`
   error_record error;
+  // Per process (its first device's block): that its host is alive, for the
+  // other processes of the job (process_watch).
+  std::int64_t pid;
+  std::uint64_t heartbeat_ns;  // steady clock of the node
 };
 
 // Words the ranks update with atomics; in device memory.
@@ -214,7 +218,7 @@ static_assert(sizeof(ring_slot<log_record>) == 128, "a log slot is 128 bytes");
 struct device_view {
   unsigned char* heap;  // this device's
   std::uint64_t heap_size;
-  std::uint64_t userdata_offset;  // in device 0's heap: one userdata for the job
+  std::uint64_t userdata_offset;  // in the heap of device userdata_device
   std::uint64_t userdata_size;
   heap_allocator* allocator;
   window_table windows;  // the job's
@@ -243,6 +247,9 @@ struct device_view {
   std::int32_t ranks;       // ranks on each device
   std::int32_t devices;     // in the job
   std::int32_t device_index;
+  // Where this process's userdata is: its first device (one copy per process,
+  // which ranks of its other devices reach through peer memory).
+  std::int32_t userdata_device;
   // Every device's heap and queues as this device addresses them.
   unsigned char* peer_heaps[max_devices];
   unsigned char* peer_queues[max_devices];

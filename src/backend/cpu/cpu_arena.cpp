@@ -13,14 +13,17 @@ cpu_arena::block::block(std::uint64_t bytes) : data(nullptr), owner(nullptr, std
          (page - reinterpret_cast<std::uintptr_t>(owner.get()) % page) % page;
 }
 
+device_view build_arena(const arena_layout& l, const arena_params& p, unsigned char* heap,
+                        unsigned char* control, unsigned char* host) {
+  *heap_block_at(heap, l.userdata_area) = init_arena(l, p, control, host);
+  return make_view(l, p, heap, control, host);
+}
+
 cpu_arena::cpu_arena(const arena_params& p)
     : layout_(layout_arena(p)),
       heap_(layout_.heap_bytes),
       control_(layout_.control_bytes),
       host_(layout_.host_bytes),
-      view_(make_view(layout_, p, heap_.data, control_.data, host_.data)) {
-  const heap_block first = init_arena(layout_, p, control_.data, host_.data);
-  *heap_block_at(heap_.data, layout_.userdata_area) = first;
-}
+      view_(build_arena(layout_, p, heap_.data, control_.data, host_.data)) {}
 
 }  // namespace grma::detail

@@ -7,6 +7,10 @@
 
 namespace grma::detail {
 
+// Initializes a device's zeroed blocks at these addresses and returns its view.
+device_view build_arena(const arena_layout& l, const arena_params& p, unsigned char* heap,
+                        unsigned char* control, unsigned char* host);
+
 class cpu_arena {
  public:
   explicit cpu_arena(const arena_params& p);

@@ -1,8 +1,20 @@
 #include "cpu_backend.hpp"
 
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
+
+#include "../../runtime/arena_layout.hpp"
+#include "../../runtime/process_group.hpp"
+#include "../../runtime/process_watch.hpp"
+#include "../../runtime/progress.hpp"
+#include "cpu_arena.hpp"
+#include "shared_segment.hpp"
 
 namespace grma::detail {
 
@@ -55,6 +67,124 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
   }
   for (std::thread& t : threads) t.join();
   return cause ? cause : aborted;
+}
+
+}  // namespace grma::detail
+
+namespace grma::detail {
+namespace {
+
+// The shared-memory name of job device `j` in run `tag`.
+std::string segment_name(unsigned long long tag, int j) {
+  return "/grma-" + std::to_string(tag) + "-" + std::to_string(j);
+}
+
+// Throws the run's error: the rank program's own failure first; when a rank
+// only left because the job was aborted, what aborted it (a lost process, the
+// watchdog, or a rank of another process whose record is in the job's
+// control block).
+void throw_failure(std::exception_ptr failure, const std::string& watchdog,
+                   const std::string& lost, const job_control& job) {
+  bool caused_by_abort = false;
+  if (failure) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const error& e) {
+      caused_by_abort = e.code() == errc::aborted;
+    } catch (...) {
+    }
+  }
+  if (failure && !caused_by_abort) std::rethrow_exception(failure);
+  if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
+  if (!watchdog.empty()) throw error(errc::timeout, -1, call::runtime, watchdog);
+  if (load_acquire<scope::system>(job.error_claimed) != 0) throw error(job.error);
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
+                 const std::function<void(cpu_rank&)>& body) {
+  const process_group& group = process_group::get();
+  const int processes = group.count(), me = group.index();
+  const int per_process = info.rank_responsible / info.ranks_per_device;
+  const int devices = per_process * processes;
+  auto params_of = [&](int j) {
+    return arena_params{info.ranks_per_device, info.rank_count, j * info.ranks_per_device,
+                        devices, j, s.heap_size, o.userdata_size, s.queue_capacity,
+                        s.match_capacity, s.max_windows, log_capacity};
+  };
+  const arena_layout layout = layout_arena(params_of(0));
+
+  // Every device of the job, as this process addresses it.
+  std::vector<device_view> views(static_cast<std::size_t>(devices));
+  std::vector<std::unique_ptr<cpu_arena>> arenas;  // one process: private memory
+  std::vector<shared_segment> segments;            // several: shared memory
+  if (processes == 1) {
+    for (int j = 0; j < devices; ++j) {
+      arenas.push_back(std::make_unique<cpu_arena>(params_of(j)));
+      views[std::size_t(j)] = arenas.back()->view();
+    }
+  } else {
+    static unsigned long long runs = 0;
+    const unsigned long long tag =
+        group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
+    const std::size_t bytes = layout.heap_bytes + layout.control_bytes + layout.host_bytes;
+    std::vector<unsigned char*> base(static_cast<std::size_t>(devices));
+    for (int d = 0; d < per_process; ++d) {
+      const int j = me * per_process + d;
+      segments.push_back(shared_segment::create(segment_name(tag, j), bytes));
+      base[std::size_t(j)] = segments.back().data();
+    }
+    group.barrier();  // every segment exists
+    for (int j = 0; j < devices; ++j)
+      if (j / per_process != me) {
+        segments.push_back(shared_segment::open(segment_name(tag, j), bytes));
+        base[std::size_t(j)] = segments.back().data();
+      }
+    group.barrier();  // every process has mapped every segment: the names can go
+    for (shared_segment& segment : segments) segment.unlink();
+    for (int j = 0; j < devices; ++j) {
+      unsigned char* heap = base[std::size_t(j)];
+      unsigned char* control = heap + layout.heap_bytes;
+      unsigned char* host = control + layout.control_bytes;
+      views[std::size_t(j)] = j / per_process == me
+                                  ? build_arena(layout, params_of(j), heap, control, host)
+                                  : make_view(layout, params_of(j), heap, control, host);
+    }
+    group.barrier();  // every arena is initialized before any rank runs
+  }
+  std::vector<job_control*> beats;  // each process's first device's own block
+  for (int p = 0; p < processes; ++p) beats.push_back(views[std::size_t(p * per_process)].control);
+  std::vector<device_view*> all;
+  for (device_view& v : views) all.push_back(&v);
+  link_views(all.data(), devices, per_process);
+
+  std::vector<const device_view*> mine;
+  for (int d = 0; d < per_process; ++d) mine.push_back(&views[std::size_t(me * per_process + d)]);
+  unsigned char* userdata = mine[0]->heap + mine[0]->userdata_offset;
+  if (o.userdata_size != 0) std::memcpy(userdata, o.userdata, o.userdata_size);
+
+  std::vector<std::unique_ptr<progress_engine>> progress;
+  for (const device_view* v : mine)
+    progress.push_back(std::make_unique<progress_engine>(*v, s.timeout_seconds, stdout));
+  std::unique_ptr<process_watch> watch;
+  if (processes > 1)
+    watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
+                                            /*silence_seconds=*/5.0);
+
+  const std::exception_ptr failure = run_cpu_ranks(mine, body);
+  std::string report;
+  for (auto& p : progress) {
+    p->stop();
+    if (report.empty()) report = p->watchdog_report();
+  }
+  const std::string lost = watch ? watch->failure() : std::string();
+  if (failure || !report.empty() || !lost.empty())
+    throw_failure(failure, report, lost, *mine[0]->control);
+  // No process unmaps its memory while ranks of others may still use it.
+  group.barrier();
+  if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
 }
 
 }  // namespace grma::detail

@@ -16,4 +16,12 @@ namespace grma::detail {
 std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
                                  const std::function<void(cpu_rank&)>& body);
 
+// A whole run on the CPU backend: this process's devices (GRMA_DEVICES) of
+// `info.ranks_per_device` rank threads each, with userdata, progress threads
+// and the watchdog. In a job of several processes (process_group) the arenas
+// are shared-memory segments that every process maps, and a watch ends the
+// run when another process exits or hangs. Throws grma::error on failure.
+void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
+                 const std::function<void(cpu_rank&)>& body);
+
 }  // namespace grma::detail

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../../runtime/launch.hpp"
+#include "../../runtime/process_group.hpp"
 #include "../../runtime/progress.hpp"
 #include "cuda_arena.hpp"
 #include "grma/error.hpp"
@@ -87,6 +88,9 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
 }
 
 int cuda_job_devices(const settings& s) {
+  if (process_group::get().count() > 1)
+    config_error("jobs of several processes run on the CPU backend so far; on GPUs one process "
+                 "drives all of a node's GPUs (GRMA_DEVICES=all)");
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
   int first = 0;
@@ -105,7 +109,7 @@ int cuda_job_devices(const settings& s) {
 rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
-  return one_process_job(plan.ranks, plan.threads, devices, first);
+  return job_layout(plan.ranks, plan.threads, devices, 0, 1, first);
 }
 
 topology cuda_topology(const settings& s) {
@@ -225,8 +229,8 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     views.push_back(&g.arena->view());
     host_views.push_back(&g.arena->host_view());
   }
-  link_views(views.data(), devices);
-  link_views(host_views.data(), devices);
+  link_views(views.data(), devices, devices);
+  link_views(host_views.data(), devices, devices);
 
   // Each GPU gets the userdata; GPU 0's copy comes back.
   for (gpu_part& g : parts) {

@@ -1,0 +1,88 @@
+#include "process_group.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "grma/error.hpp"
+
+#if GRMA_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace grma::detail {
+namespace {
+
+#if GRMA_HAVE_MPI
+// Whether a launcher started this process as part of a larger job.
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+void check_mpi(int status, const char* what) {
+  if (status == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int length = 0;
+  MPI_Error_string(status, text, &length);
+  throw error(errc::invalid_config, -1, call::runtime,
+              std::string("grma: ") + what + " failed: " + std::string(text, std::size_t(length)));
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+#endif
+
+}  // namespace
+
+process_group& process_group::get() {
+  static process_group group;
+  return group;
+}
+
+process_group::process_group() {
+#if GRMA_HAVE_MPI
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    if (!launched_by_mpi()) return;
+    // grma's MPI calls come from one thread at a time (the one in run()).
+    int provided = 0;
+    check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
+              "MPI_Init_thread");
+    std::atexit(finalize_mpi);
+  }
+  MPI_Comm_rank(MPI_COMM_WORLD, &index_);
+  MPI_Comm_size(MPI_COMM_WORLD, &count_);
+#endif
+}
+
+void process_group::all_gather(const void* mine, std::size_t bytes, void* all) const {
+#if GRMA_HAVE_MPI
+  if (count_ > 1) {
+    check_mpi(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, MPI_COMM_WORLD),
+              "MPI_Allgather");
+    return;
+  }
+#endif
+  std::memcpy(all, mine, bytes);
+}
+
+void process_group::barrier() const {
+#if GRMA_HAVE_MPI
+  if (count_ > 1) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+#endif
+}
+
+unsigned long long process_group::broadcast(unsigned long long value) const {
+#if GRMA_HAVE_MPI
+  if (count_ > 1)
+    check_mpi(MPI_Bcast(&value, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
+#endif
+  return value;
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,31 @@
+// The processes of a job. One process unless the program was started by an MPI
+// launcher (mpirun, srun) and grma has MPI; then MPI_COMM_WORLD's processes,
+// with MPI initialized by grma if the program has not done it (and finalized
+// at exit). Only the thread that calls runtime::run uses it.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace grma::detail {
+
+class process_group {
+ public:
+  static process_group& get();
+
+  int index() const { return index_; }
+  int count() const { return count_; }
+
+  // Every process's `bytes` from `mine`, in process order, into `all`.
+  void all_gather(const void* mine, std::size_t bytes, void* all) const;
+  void barrier() const;
+  // Process 0's value, to all.
+  unsigned long long broadcast(unsigned long long value) const;
+
+ private:
+  process_group();
+  int index_ = 0;
+  int count_ = 1;
+};
+
+}  // namespace grma::detail

@@ -1,0 +1,46 @@
+// Liveness of the other processes of a job (one node). Each process's host
+// beats in its first device's job_control; a thread here checks the others'.
+// A process that exited (its pid is gone) or stopped beating for
+// `silence_seconds` ends the run: the watch raises the job's abort flag, so
+// every rank leaves its wait, and keeps a message naming the process.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+class process_watch {
+ public:
+  // `beats[p]` is process p's first device's own job_control (as mapped
+  // here); `job` the job's (device 0's); `ranks_of` the world ranks per process.
+  process_watch(std::vector<job_control*> beats, int me, job_control* job, int ranks_of,
+                double silence_seconds);
+  ~process_watch();
+  process_watch(const process_watch&) = delete;
+  process_watch& operator=(const process_watch&) = delete;
+
+  void stop();
+  // Why the watch ended the run, else empty.
+  std::string failure() const;
+
+ private:
+  void loop();
+
+  std::vector<job_control*> beats_;
+  int me_;
+  job_control* job_;
+  int ranks_of_;
+  double silence_seconds_;
+  std::atomic<bool> stopping_{false};
+  mutable std::mutex mutex_;
+  std::string failure_;
+  std::thread thread_;
+};
+
+}  // namespace grma::detail
