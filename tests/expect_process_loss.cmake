@@ -1,0 +1,26 @@
+# Runs COMMAND (a list, e.g. mpirun ... program) and passes when it exits
+# nonzero within SECONDS, its output matches EXPECT, and no grma segment it
+# made is left in /dev/shm.
+file(GLOB before /dev/shm/grma-*)
+string(TIMESTAMP start "%s" UTC)
+execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
+  TIMEOUT 60)
+string(TIMESTAMP end "%s" UTC)
+math(EXPR elapsed "${end} - ${start}")
+if(status EQUAL 0)
+  message(FATAL_ERROR "exited 0; expected a failure\n${out}\n${err}")
+endif()
+if(elapsed GREATER ${SECONDS})
+  message(FATAL_ERROR "took ${elapsed} s; expected at most ${SECONDS}\n${out}\n${err}")
+endif()
+if(NOT "${out}${err}" MATCHES "${EXPECT}")
+  message(FATAL_ERROR "output does not match '${EXPECT}':\n${out}\n${err}")
+endif()
+file(GLOB after /dev/shm/grma-*)
+if(before)
+  list(REMOVE_ITEM after ${before})
+endif()
+if(after)
+  message(FATAL_ERROR "left in /dev/shm: ${after}")
+endif()
+message(STATUS "status ${status} after ${elapsed} s; output matched '${EXPECT}'")
