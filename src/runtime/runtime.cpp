@@ -79,7 +79,10 @@ const char* to_string(path_kind p) {
 
 grma::topology runtime::topology() const {
 #if GRMA_HAVE_CUDA
-  if (impl_->backend == backend_kind::cuda) return detail::cuda_topology(impl_->settings);
+  if (impl_->backend == backend_kind::cuda) {
+    detail::cuda_select_device();
+    return detail::cuda_topology(impl_->settings);
+  }
 #endif
   grma::topology t;
   t.backend = backend_kind::cpu;
@@ -112,11 +115,13 @@ void runtime::run_cpu(const launch_options& options,
 
 #if GRMA_HAVE_CUDA
 rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
+  detail::cuda_select_device();
   return detail::cuda_rank_info(detail::plan_cuda(impl_->settings, options, kernel),
                                 detail::cuda_job_devices(impl_->settings));
 }
 
 void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {
+  detail::cuda_select_device();
   detail::run_cuda_ranks(impl_->settings, options, kernel);
 }
 #else

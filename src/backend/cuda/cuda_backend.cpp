@@ -1,6 +1,7 @@
 #include "cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,8 @@
 #include "../../runtime/launch.hpp"
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/progress.hpp"
+#include "../cpu/shared_segment.hpp"
+#include "../../runtime/process_watch.hpp"
 #include "cuda_arena.hpp"
 #include "grma/error.hpp"
 
@@ -87,10 +90,25 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   return plan;
 }
 
+void cuda_select_device() {
+  const process_group& group = process_group::get();
+  if (group.count() == 1) return;
+  int visible = 0;
+  cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
+  if (group.index() >= visible)
+    config_error("process " + std::to_string(group.index()) + " of " +
+                 std::to_string(group.count()) + " has no GPU of its own: " +
+                 std::to_string(visible) + " are visible (one process per GPU)");
+  cuda_check(cudaSetDevice(group.index()), "cudaSetDevice");
+}
+
 int cuda_job_devices(const settings& s) {
-  if (process_group::get().count() > 1)
-    config_error("jobs of several processes run on the CPU backend so far; on GPUs one process "
-                 "drives all of a node's GPUs (GRMA_DEVICES=all)");
+  if (process_group::get().count() > 1) {
+    if (s.devices != 1)
+      config_error("GRMA_DEVICES=" + std::to_string(s.devices) +
+                   ": under mpirun each process drives one GPU");
+    return 1;
+  }
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
   int first = 0;
@@ -109,7 +127,8 @@ int cuda_job_devices(const settings& s) {
 rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
-  return job_layout(plan.ranks, plan.threads, devices, 0, 1, first);
+  const process_group& group = process_group::get();
+  return job_layout(plan.ranks, plan.threads, devices, group.index(), group.count(), first);
 }
 
 topology cuda_topology(const settings& s) {
@@ -199,7 +218,111 @@ struct gpu_part {
 
 }  // namespace
 
+namespace {
+
+// The shared-memory name of process p's host-visible block in run `tag`.
+std::string host_block_name(unsigned long long tag, int p) {
+  return "/grma-" + std::to_string(tag) + "-host-" + std::to_string(p);
+}
+
+// One process per GPU (mpirun): each process's arena on its GPU, exported to
+// the others with CUDA IPC handles; host-visible blocks in shared memory that
+// every process registers with CUDA, so every GPU reaches the job's abort
+// flag and error record (process 0's).
+void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+  const process_group& group = process_group::get();
+  const int processes = group.count(), me = group.index();
+  int gpu = 0;
+  cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
+  const cuda_plan plan = plan_cuda(s, o, kernel);
+  std::vector<int> ranks(static_cast<std::size_t>(processes));
+  group.all_gather(&plan.ranks, sizeof(int), ranks.data());
+  for (int p = 0; p < processes; ++p)
+    if (ranks[std::size_t(p)] != plan.ranks)
+      config_error("process " + std::to_string(p) + " fits " +
+                   std::to_string(ranks[std::size_t(p)]) + " ranks of this program, process " +
+                   std::to_string(me) + " " + std::to_string(plan.ranks) +
+                   "; set ranks_per_device");
+  auto params_of = [&](int j) {
+    return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
+                        s.heap_size, o.userdata_size, s.queue_capacity, s.match_capacity,
+                        s.max_windows, log_capacity};
+  };
+  const arena_layout layout = layout_arena(params_of(0));
+  static unsigned long long runs = 0;
+  const unsigned long long tag =
+      group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
+
+  std::vector<shared_segment> hosts;  // mine first; unmapped after everything registered in them
+  hosts.push_back(shared_segment::create(host_block_name(tag, me), layout.host_bytes));
+  cuda_arena arena(params_of(me), hosts[0].data());
+  stream_guard stream;
+  const cuda_peer_arena::handles mine = cuda_peer_arena::export_handles(arena);
+  std::vector<cuda_peer_arena::handles> handles(static_cast<std::size_t>(processes));
+  group.all_gather(&mine, sizeof mine, handles.data());
+  group.barrier();  // every host block exists
+
+  std::vector<device_view> views(static_cast<std::size_t>(processes));
+  std::vector<device_view> host_views(static_cast<std::size_t>(processes));
+  std::vector<std::unique_ptr<cuda_peer_arena>> peers;
+  views[std::size_t(me)] = arena.view();
+  host_views[std::size_t(me)] = arena.host_view();
+  for (int p = 0; p < processes; ++p) {
+    if (p == me) continue;
+    hosts.push_back(shared_segment::open(host_block_name(tag, p), layout.host_bytes));
+    unsigned char* host = hosts.back().data();
+    peers.push_back(
+        std::make_unique<cuda_peer_arena>(handles[std::size_t(p)], host, layout.host_bytes));
+    const cuda_peer_arena& peer = *peers.back();
+    views[std::size_t(p)] =
+        make_view(layout, params_of(p), peer.heap(), peer.control(), peer.host_on_device());
+    host_views[std::size_t(p)] = make_view(layout, params_of(p), peer.heap(), peer.control(), host);
+  }
+  group.barrier();  // every process has mapped every block: the names can go
+  hosts[0].unlink();
+
+  std::vector<job_control*> beats;  // each process's own host block
+  for (const device_view& v : host_views) beats.push_back(v.control);
+  std::vector<device_view*> linked, host_linked;
+  for (int p = 0; p < processes; ++p) {
+    linked.push_back(&views[std::size_t(p)]);
+    host_linked.push_back(&host_views[std::size_t(p)]);
+  }
+  link_views(linked.data(), processes, 1);
+  link_views(host_linked.data(), processes, 1);
+  const device_view& view = views[std::size_t(me)];
+  const device_view& host_view = host_views[std::size_t(me)];
+
+  if (o.userdata_size != 0)
+    arena.copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream.get());
+  progress_engine progress(host_view, s.timeout_seconds, stdout);
+  process_watch watch(beats, me, host_view.control, plan.ranks, /*silence_seconds=*/5.0);
+  job_control& control = *host_view.control;
+  std::string message;
+  const int status = kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes,
+                                            stream.get(), message);
+  if (status != 0) store_release<scope::system>(control.abort, 1u);
+  progress.stop();
+  const std::string report = progress.watchdog_report();
+  const std::string lost = watch.failure();
+  if (status != 0) {
+    if (control.error_claimed != 0) throw error(control.error);
+    if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
+    if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
+    throw error(errc::device_error, -1, call::runtime,
+                "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + message);
+  }
+  // No process unmaps its memory while ranks of others may still use it.
+  group.barrier();
+  watch.stop();
+  if (o.userdata_size != 0)
+    arena.copy_from_heap(view.userdata_offset, o.userdata, o.userdata_size, stream.get());
+}
+
+}  // namespace
+
 void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+  if (process_group::get().count() > 1) return run_cuda_processes(s, o, kernel);
   const int devices = cuda_job_devices(s);
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
@@ -232,12 +355,14 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   link_views(views.data(), devices, devices);
   link_views(host_views.data(), devices, devices);
 
-  // Each GPU gets the userdata; GPU 0's copy comes back.
+  // One userdata for the process, on its first GPU.
+  if (o.userdata_size != 0) {
+    cuda_check(cudaSetDevice(parts[0].device), "cudaSetDevice");
+    parts[0].arena->copy_to_heap(parts[0].arena->view().userdata_offset, o.userdata,
+                                 o.userdata_size, parts[0].stream->get());
+  }
   for (gpu_part& g : parts) {
     cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
-    if (o.userdata_size != 0)
-      g.arena->copy_to_heap(g.arena->view().userdata_offset, o.userdata, o.userdata_size,
-                            g.stream->get());
     g.progress = std::make_unique<progress_engine>(g.arena->host_view(), s.timeout_seconds, stdout);
   }
   job_control& control = *host_views[0]->control;

@@ -22,6 +22,10 @@ struct cuda_plan {
 // impossible request is an error that gives the numbers.
 cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel);
 
+// Under mpirun (several processes), makes process p's GPU the current one:
+// one process per GPU.
+void cuda_select_device();
+
 // GPUs one run uses: GRMA_DEVICES of them from the current one on (all the
 // rest for 0); more than are visible is an error.
 int cuda_job_devices(const settings& s);
