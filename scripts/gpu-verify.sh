@@ -17,8 +17,10 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, records the resul
   printf '%-34s %-10s %4ds\n' "$name" "$r" $((SECONDS - start)) | tee -a "$out/summary.txt"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+# NVSHMEM from the Python environment, when there, for the comparison benchmark.
+nvshmem=$(python3 -c "import nvidia.nvshmem; print(list(nvidia.nvshmem.__path__)[0])" 2>/dev/null || true)
 step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON \
-  -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON
+  -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON -DGRMA_NVSHMEM_HOME="$nvshmem"
 step build cmake --build build/gpu -j"$(nproc)"
 step example-hello ./build/gpu/examples/grma-hello
 step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
@@ -56,6 +58,12 @@ fi
 step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
 if [ "$gpus" -ge 2 ]; then
   step bench-peer-devices ./build/gpu/bench/grma-bench-peer-devices --json "$out/peer_devices.json"
+  if [ -x build/gpu/bench/grma-bench-nvshmem ]; then
+    step bench-nvshmem env LD_LIBRARY_PATH="$nvshmem/lib:${LD_LIBRARY_PATH:-}" \
+      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NVSHMEM_REMOTE_TRANSPORT=none \
+      mpirun -np 2 -x LD_LIBRARY_PATH -x NVSHMEM_DISABLE_NVLS -x NVSHMEM_REMOTE_TRANSPORT \
+      ./build/gpu/bench/grma-bench-nvshmem --json "$out/nvshmem_peer.json"
+  fi
 fi
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
@@ -64,5 +72,6 @@ echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.lo
 done
 echo; tail -n 25 "$out/bench-same-device.log"
 [ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
+[ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
 echo; cat "$out/summary.txt"
 exit $status
