@@ -20,6 +20,7 @@ struct settings {
   std::uint32_t match_capacity = 256;        // GRMA_MATCH_CAPACITY, unmatched notifications held per rank
   std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device
   double timeout_seconds = 60;               // GRMA_TIMEOUT, watchdog; 0 disables it
+  std::string node_id;                       // GRMA_NODE_ID; empty = the host name
 
   // Settings from name/value pairs named like the environment variables
   // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors.

@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include "grma/error.hpp"
 
@@ -83,6 +87,38 @@ unsigned long long process_group::broadcast(unsigned long long value) const {
     check_mpi(MPI_Bcast(&value, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
 #endif
   return value;
+}
+
+std::vector<int> process_group::nodes(const std::string& node_id) const {
+  constexpr std::size_t width = 64;
+  char mine[width] = {};
+  if (!node_id.empty())
+    std::strncpy(mine, node_id.c_str(), width - 1);
+  else
+    gethostname(mine, width - 1);
+  std::vector<char> all(width * std::size_t(count_));
+  all_gather(mine, width, all.data());
+  std::vector<std::string> names;
+  std::vector<int> node(static_cast<std::size_t>(count_));
+  for (int p = 0; p < count_; ++p) {
+    const std::string name(&all[width * std::size_t(p)]);
+    std::size_t i = 0;
+    while (i < names.size() && names[i] != name) ++i;
+    if (i == names.size()) names.push_back(name);
+    node[std::size_t(p)] = int(i);
+  }
+  return node;
+}
+
+void process_group::require_one_node(const std::string& node_id) const {
+  if (count_ == 1) return;
+  const std::vector<int> node = nodes(node_id);
+  for (int p = 1; p < count_; ++p)
+    if (node[std::size_t(p)] != node[0])
+      throw error(errc::invalid_config, -1, call::runtime,
+                  "grma: processes 0 and " + std::to_string(p) +
+                      " are on different nodes (GRMA_NODE_ID or the host names differ); a job "
+                      "across nodes needs the inter-node path, which is not implemented yet");
 }
 
 }  // namespace grma::detail

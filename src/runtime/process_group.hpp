@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace grma::detail {
 
@@ -21,6 +22,15 @@ class process_group {
   void barrier() const;
   // Process 0's value, to all.
   unsigned long long broadcast(unsigned long long value) const;
+
+  // Which node each process is on: `node_id` (GRMA_NODE_ID), else the host
+  // name. Collective. Returns the node of each process, numbered in order of
+  // first appearance.
+  std::vector<int> nodes(const std::string& node_id) const;
+
+  // Collective: throws grma::error unless every process is on this node
+  // (shared memory and peer GPUs are the only paths so far).
+  void require_one_node(const std::string& node_id) const;
 
  private:
   process_group();

@@ -62,6 +62,9 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
     } else if (name == "GRMA_DEVICES") {
       s.devices = value == "all" ? 0 : int(parse_count(name, value, 1, detail::max_devices));
+    } else if (name == "GRMA_NODE_ID") {
+      if (value.empty() || value.size() > 63) bad(name, value, "1 to 63 characters");
+      s.node_id = value;
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
       if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");

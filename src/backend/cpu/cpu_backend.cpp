@@ -106,6 +106,7 @@ void throw_failure(std::exception_ptr failure, const std::string& watchdog,
 void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
                  const std::function<void(cpu_rank&)>& body) {
   const process_group& group = process_group::get();
+  group.require_one_node(s.node_id);
   const int processes = group.count(), me = group.index();
   const int per_process = info.rank_responsible / info.ranks_per_device;
   const int devices = per_process * processes;

@@ -231,6 +231,7 @@ std::string host_block_name(unsigned long long tag, int p) {
 // flag and error record (process 0's).
 void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
   const process_group& group = process_group::get();
+  group.require_one_node(s.node_id);
   const int processes = group.count(), me = group.index();
   int gpu = 0;
   cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");

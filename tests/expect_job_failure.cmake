@@ -1,6 +1,6 @@
-# Runs COMMAND (a list, e.g. mpirun ... program) and passes when it exits
-# nonzero within SECONDS, its output matches EXPECT, and no grma segment it
-# made is left in /dev/shm.
+# Runs COMMAND (a list, e.g. mpirun ... program) for a job that must fail:
+# passes when it exits nonzero within SECONDS, its output matches EXPECT, and
+# no grma segment it made is left in /dev/shm.
 file(GLOB before /dev/shm/grma-*)
 string(TIMESTAMP start "%s" UTC)
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
