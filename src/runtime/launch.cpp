@@ -1,6 +1,8 @@
 #include "launch.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "grma/error.hpp"
 
@@ -35,6 +37,31 @@ rank_info job_layout(int ranks_per_device, int threads_per_rank, int devices, in
   info.process_index = process;
   info.process_count = processes;
   return info;
+}
+
+std::uint64_t agree_on_shape(const process_group& group, const settings& s,
+                             int ranks_per_device, int devices_per_process,
+                             std::uint64_t userdata_size) {
+  constexpr int fields = 7;
+  const char* names[fields] = {"ranks per device", "devices per process (GRMA_DEVICES)",
+                               "GRMA_HEAP_SIZE", "GRMA_QUEUE_CAPACITY", "GRMA_MATCH_CAPACITY",
+                               "GRMA_MAX_WINDOWS", "userdata size"};
+  const std::uint64_t mine[fields] = {std::uint64_t(ranks_per_device),
+                                      std::uint64_t(devices_per_process), s.heap_size,
+                                      s.queue_capacity, s.match_capacity, s.max_windows,
+                                      userdata_size};
+  std::vector<std::uint64_t> all(std::size_t(fields) * std::size_t(group.count()));
+  group.all_gather(mine, sizeof mine, all.data());
+  std::uint64_t most_userdata = 0;
+  for (int p = 0; p < group.count(); ++p) {
+    const std::uint64_t* theirs = &all[std::size_t(fields) * std::size_t(p)];
+    most_userdata = std::max(most_userdata, theirs[fields - 1]);
+    for (int f = 0; f < fields - 1; ++f)
+      if (theirs[f] != all[std::size_t(f)])
+        bad("processes 0 and " + std::to_string(p) + " differ in " + names[f] + ": " +
+            std::to_string(all[std::size_t(f)]) + " and " + std::to_string(theirs[f]));
+  }
+  return most_userdata;
 }
 
 }  // namespace grma::detail

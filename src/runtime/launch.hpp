@@ -1,7 +1,11 @@
 // What every backend checks and reports the same way about a launch.
 #pragma once
 
+#include <cstdint>
+
+#include "grma/settings.hpp"
 #include "grma/types.hpp"
+#include "process_group.hpp"
 
 namespace grma::detail {
 
@@ -13,5 +17,13 @@ void check_launch_options(const launch_options& options);
 // `first_device` on the node.
 rank_info job_layout(int ranks_per_device, int threads_per_rank, int devices, int process,
                      int processes, int first_device);
+
+// Collective: the processes of a job lay out their arenas alike, so the
+// settings that shape them must agree (an error names the first that does
+// not). Returns the userdata room every process reserves: the largest any
+// asked for (userdata itself is per process).
+std::uint64_t agree_on_shape(const process_group& group, const settings& s,
+                             int ranks_per_device, int devices_per_process,
+                             std::uint64_t userdata_size);
 
 }  // namespace grma::detail

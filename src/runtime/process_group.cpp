@@ -58,6 +58,10 @@ process_group::process_group() {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
               "MPI_Init_thread");
     std::atexit(finalize_mpi);
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw error(errc::invalid_config, -1, call::runtime,
+                  "grma: MPI provides thread level " + std::to_string(provided) +
+                      ", grma needs MPI_THREAD_SERIALIZED");
   }
   MPI_Comm_rank(MPI_COMM_WORLD, &index_);
   MPI_Comm_size(MPI_COMM_WORLD, &count_);
@@ -79,6 +83,24 @@ void process_group::barrier() const {
 #if GRMA_HAVE_MPI
   if (count_ > 1) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 #endif
+}
+
+bool process_group::any(bool failed) const {
+#if GRMA_HAVE_MPI
+  if (count_ > 1) {
+    int mine = failed ? 1 : 0, all = 0;
+    check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
+    return all != 0;
+  }
+#endif
+  return failed;
+}
+
+void process_group::checkpoint(std::exception_ptr mine, const char* step) const {
+  if (!any(mine != nullptr)) return;
+  if (mine) std::rethrow_exception(mine);
+  throw error(errc::process_failed, -1, call::runtime,
+              std::string("grma: another process of the job failed ") + step);
 }
 
 unsigned long long process_group::broadcast(unsigned long long value) const {

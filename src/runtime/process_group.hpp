@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,14 @@ class process_group {
   // Every process's `bytes` from `mine`, in process order, into `all`.
   void all_gather(const void* mine, std::size_t bytes, void* all) const;
   void barrier() const;
+  // Collective: whether `failed` holds on any process. A step every process
+  // reaches whether or not it failed, so one process's failure cannot leave
+  // the others waiting in a barrier it skipped.
+  bool any(bool failed) const;
+  // Collective checkpoint: returns when no process failed since the last
+  // one; else rethrows this process's failure, or throws an error saying
+  // another process failed.
+  void checkpoint(std::exception_ptr mine, const char* step) const;
   // Process 0's value, to all.
   unsigned long long broadcast(unsigned long long value) const;
 
@@ -37,5 +46,18 @@ class process_group {
   int index_ = 0;
   int count_ = 1;
 };
+
+// Runs `step` on this process, then checks at a checkpoint that it worked on
+// every process (`what` says where, for the others' message).
+template <class Step>
+void on_all_processes(const process_group& group, const char* what, Step&& step) {
+  std::exception_ptr failed;
+  try {
+    step();
+  } catch (...) {
+    failed = std::current_exception();
+  }
+  group.checkpoint(failed, what);
+}
 
 }  // namespace grma::detail

@@ -1,14 +1,15 @@
 #include "progress.hpp"
 
 #include <chrono>
+#include <utility>
 
 #include "watchdog.hpp"
 
 namespace grma::detail {
 
-progress_engine::progress_engine(const device_view& view, double timeout_seconds,
-                                 std::FILE* log_out)
-    : view_(view), timeout_seconds_(timeout_seconds), log_out_(log_out) {
+progress_engine::progress_engine(const device_view& view, std::vector<const device_view*> job,
+                                 double timeout_seconds, std::FILE* log_out)
+    : view_(view), job_(std::move(job)), timeout_seconds_(timeout_seconds), log_out_(log_out) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -39,7 +40,7 @@ bool progress_engine::drain_log() {
 
 void progress_engine::loop() {
   using clock = std::chrono::steady_clock;
-  std::uint64_t last_signature = progress_signature(view_);
+  std::uint64_t last_signature = progress_signature(job_);
   clock::time_point last_move = clock::now();
   clock::time_point next_check = last_move;
   bool fired = false;
@@ -48,14 +49,14 @@ void progress_engine::loop() {
     const clock::time_point now = clock::now();
     if (timeout_seconds_ > 0 && !fired && now >= next_check) {
       next_check = now + std::chrono::milliseconds(10);
-      const std::uint64_t signature = progress_signature(view_);
-      if (signature != last_signature || !any_rank_blocked(view_)) {
+      const std::uint64_t signature = progress_signature(job_);
+      if (signature != last_signature || !any_rank_blocked(job_)) {
         last_signature = signature;
         last_move = now;
       } else if (std::chrono::duration<double>(now - last_move).count() >= timeout_seconds_) {
         fired = true;
         std::string report =
-            blocked_ranks_report(view_, std::chrono::duration<double>(now - last_move).count());
+            blocked_ranks_report(job_, std::chrono::duration<double>(now - last_move).count());
         std::fprintf(stderr, "%s\n", report.c_str());
         std::fflush(stderr);
         {

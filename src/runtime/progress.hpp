@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "grma/detail/device_state.hpp"
 
@@ -14,8 +15,11 @@ namespace grma::detail {
 
 class progress_engine {
  public:
-  // timeout_seconds == 0 disables the watchdog.
-  progress_engine(const device_view& view, double timeout_seconds, std::FILE* log_out);
+  // Prints `view`'s log and watches the whole job (`job`: host-addressed
+  // views of all its devices, `view`'s among them): it ends the run only
+  // when no rank of any device moved. timeout_seconds == 0 disables it.
+  progress_engine(const device_view& view, std::vector<const device_view*> job,
+                  double timeout_seconds, std::FILE* log_out);
   ~progress_engine();
   progress_engine(const progress_engine&) = delete;
   progress_engine& operator=(const progress_engine&) = delete;
@@ -31,6 +35,7 @@ class progress_engine {
   bool drain_log();
 
   device_view view_;
+  std::vector<const device_view*> job_;
   double timeout_seconds_;
   std::FILE* log_out_;
   std::atomic<bool> stopping_{false};

@@ -55,28 +55,34 @@ void describe_notification(std::ostringstream& s, const notification& n) {
 
 }  // namespace
 
-std::uint64_t progress_signature(const device_view& v) {
-  std::uint64_t sum = load_acquire<scope::system>(v.log->consumed);  // lines the host printed
-  for (int r = 0; r < v.ranks; ++r) {
-    sum += load_relaxed<scope::system>(v.status[r].progress);
-    sum += std::uint64_t(load_relaxed<scope::system>(v.status[r].state)) << 48;
+std::uint64_t progress_signature(const std::vector<const device_view*>& job) {
+  std::uint64_t sum = 0;
+  for (const device_view* v : job) {
+    sum += load_acquire<scope::system>(v->log->consumed);  // lines the host printed
+    for (int r = 0; r < v->ranks; ++r) {
+      sum += load_relaxed<scope::system>(v->status[r].progress);
+      sum += std::uint64_t(load_relaxed<scope::system>(v->status[r].state)) << 48;
+    }
   }
   return sum;
 }
 
-bool any_rank_blocked(const device_view& v) {
-  for (int r = 0; r < v.ranks; ++r)
-    if (load_relaxed<scope::system>(v.status[r].state) == std::int32_t(rank_state::blocked))
-      return true;
+bool any_rank_blocked(const std::vector<const device_view*>& job) {
+  for (const device_view* v : job)
+    for (int r = 0; r < v->ranks; ++r)
+      if (load_relaxed<scope::system>(v->status[r].state) == std::int32_t(rank_state::blocked))
+        return true;
   return false;
 }
 
-std::string blocked_ranks_report(const device_view& v, double idle_seconds) {
+std::string blocked_ranks_report(const std::vector<const device_view*>& job, double idle_seconds) {
   std::ostringstream s;
   s.precision(3);
   s << "grma: watchdog: no progress for " << idle_seconds
     << " s (GRMA_TIMEOUT); blocked ranks:";
-  for (int r = 0; r < v.ranks; ++r) {
+  for (const device_view* d : job) {
+    const device_view& v = *d;
+    for (int r = 0; r < v.ranks; ++r) {
     rank_status& st = v.status[r];
     if (load_relaxed<scope::system>(st.state) !=
         std::int32_t(rank_state::blocked))
@@ -94,6 +100,7 @@ std::string blocked_ranks_report(const device_view& v, double idle_seconds) {
     if (total > unmatched_shown) s << " ...";
     if (std::uint32_t(total) >= v.match_capacity)
       s << " (GRMA_MATCH_CAPACITY is full: more may wait in its queue)";
+    }
   }
   return s.str();
 }

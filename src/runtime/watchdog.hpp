@@ -3,20 +3,22 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "grma/detail/device_state.hpp"
 
 namespace grma::detail {
 
-// A number that changes whenever a rank of the device publishes progress
-// (calls completed, waits ended, its state) or a log line is printed. Reads only the
-// host-visible block, so it works for GPU ranks too.
-std::uint64_t progress_signature(const device_view& v);
+// A number that changes whenever a rank of any of the job's devices (`job`,
+// host-addressed views) publishes progress (calls completed, waits ended, its
+// state) or a log line is printed. Reads only host-visible blocks, so it works
+// for GPU ranks and for other processes' devices too.
+std::uint64_t progress_signature(const std::vector<const device_view*>& job);
 
-bool any_rank_blocked(const device_view& v);
+bool any_rank_blocked(const std::vector<const device_view*>& job);
 
-// Every blocked rank: the call it is in with its arguments, and the
-// notifications it holds unmatched, as the rank published them.
-std::string blocked_ranks_report(const device_view& v, double idle_seconds);
+// Every blocked rank of the job: the call it is in with its arguments, and
+// the notifications it holds unmatched, as the rank published them.
+std::string blocked_ranks_report(const std::vector<const device_view*>& job, double idle_seconds);
 
 }  // namespace grma::detail

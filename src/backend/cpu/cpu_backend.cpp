@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../../runtime/arena_layout.hpp"
+#include "../../runtime/launch.hpp"
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "../../runtime/progress.hpp"
@@ -80,9 +81,9 @@ std::string segment_name(unsigned long long tag, int j) {
 }
 
 // Throws the run's error: the rank program's own failure first; when a rank
-// only left because the job was aborted, what aborted it (a lost process, the
-// watchdog, or a rank of another process whose record is in the job's
-// control block).
+// only left because the job was aborted, what aborted it (a rank of another
+// device or process whose record is in the job's control block, a lost
+// process, or the watchdog).
 void throw_failure(std::exception_ptr failure, const std::string& watchdog,
                    const std::string& lost, const job_control& job) {
   bool caused_by_abort = false;
@@ -95,10 +96,12 @@ void throw_failure(std::exception_ptr failure, const std::string& watchdog,
     }
   }
   if (failure && !caused_by_abort) std::rethrow_exception(failure);
+  if (load_acquire<scope::system>(job.error_claimed) != 0) throw error(job.error);
   if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
   if (!watchdog.empty()) throw error(errc::timeout, -1, call::runtime, watchdog);
-  if (load_acquire<scope::system>(job.error_claimed) != 0) throw error(job.error);
   if (failure) std::rethrow_exception(failure);
+  throw error(errc::process_failed, -1, call::runtime,
+              "grma: another process of the job failed during the run");
 }
 
 }  // namespace
@@ -110,9 +113,16 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   const int processes = group.count(), me = group.index();
   const int per_process = info.rank_responsible / info.ranks_per_device;
   const int devices = per_process * processes;
+  const std::uint64_t userdata_bytes =
+      agree_on_shape(group, s, info.ranks_per_device, per_process, o.userdata_size);
+  if (devices > max_devices)
+    throw error(errc::invalid_config, -1, call::runtime,
+                "grma: a job has at most " + std::to_string(max_devices) + " devices; " +
+                    std::to_string(processes) + " processes x " + std::to_string(per_process) +
+                    " (GRMA_DEVICES) make " + std::to_string(devices));
   auto params_of = [&](int j) {
     return arena_params{info.ranks_per_device, info.rank_count, j * info.ranks_per_device,
-                        devices, j, s.heap_size, o.userdata_size, s.queue_capacity,
+                        devices, j, s.heap_size, userdata_bytes, s.queue_capacity,
                         s.match_capacity, s.max_windows, log_capacity};
   };
   const arena_layout layout = layout_arena(params_of(0));
@@ -132,34 +142,39 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
         group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
     const std::size_t bytes = layout.heap_bytes + layout.control_bytes + layout.host_bytes;
     std::vector<unsigned char*> base(static_cast<std::size_t>(devices));
-    for (int d = 0; d < per_process; ++d) {
-      const int j = me * per_process + d;
-      segments.push_back(shared_segment::create(segment_name(tag, j), bytes));
-      base[std::size_t(j)] = segments.back().data();
-    }
-    group.barrier();  // every segment exists
-    for (int j = 0; j < devices; ++j)
-      if (j / per_process != me) {
-        segments.push_back(shared_segment::open(segment_name(tag, j), bytes));
+    on_all_processes(group, "while creating its shared memory", [&] {
+      for (int d = 0; d < per_process; ++d) {
+        const int j = me * per_process + d;
+        segments.push_back(shared_segment::create(segment_name(tag, j), bytes));
         base[std::size_t(j)] = segments.back().data();
       }
-    group.barrier();  // every process has mapped every segment: the names can go
+    });
+    on_all_processes(group, "while mapping the others' shared memory", [&] {
+      for (int j = 0; j < devices; ++j)
+        if (j / per_process != me) {
+          segments.push_back(shared_segment::open(segment_name(tag, j), bytes));
+          base[std::size_t(j)] = segments.back().data();
+        }
+    });
+    // Every process has mapped every segment: the names can go.
     for (shared_segment& segment : segments) segment.unlink();
-    for (int j = 0; j < devices; ++j) {
-      unsigned char* heap = base[std::size_t(j)];
-      unsigned char* control = heap + layout.heap_bytes;
-      unsigned char* host = control + layout.control_bytes;
-      views[std::size_t(j)] = j / per_process == me
-                                  ? build_arena(layout, params_of(j), heap, control, host)
-                                  : make_view(layout, params_of(j), heap, control, host);
-    }
-    group.barrier();  // every arena is initialized before any rank runs
+    on_all_processes(group, "while initializing its devices", [&] {
+      for (int j = 0; j < devices; ++j) {
+        unsigned char* heap = base[std::size_t(j)];
+        unsigned char* control = heap + layout.heap_bytes;
+        unsigned char* host = control + layout.control_bytes;
+        views[std::size_t(j)] = j / per_process == me
+                                    ? build_arena(layout, params_of(j), heap, control, host)
+                                    : make_view(layout, params_of(j), heap, control, host);
+      }
+    });
   }
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p) beats.push_back(views[std::size_t(p * per_process)].control);
   std::vector<device_view*> all;
   for (device_view& v : views) all.push_back(&v);
   link_views(all.data(), devices, per_process);
+  const std::vector<const device_view*> job(all.begin(), all.end());
 
   std::vector<const device_view*> mine;
   for (int d = 0; d < per_process; ++d) mine.push_back(&views[std::size_t(me * per_process + d)]);
@@ -168,7 +183,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
 
   std::vector<std::unique_ptr<progress_engine>> progress;
   for (const device_view* v : mine)
-    progress.push_back(std::make_unique<progress_engine>(*v, s.timeout_seconds, stdout));
+    progress.push_back(std::make_unique<progress_engine>(*v, job, s.timeout_seconds, stdout));
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
@@ -181,10 +196,13 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     if (report.empty()) report = p->watchdog_report();
   }
   const std::string lost = watch ? watch->failure() : std::string();
-  if (failure || !report.empty() || !lost.empty())
-    throw_failure(failure, report, lost, *mine[0]->control);
-  // No process unmaps its memory while ranks of others may still use it.
-  group.barrier();
+  const job_control& control = *mine[0]->control;
+  // A lost process cannot take part in the agreement below.
+  if (!lost.empty()) throw_failure(failure, report, lost, control);
+  // Every process, failed or not, reaches this step before any unmaps its
+  // memory (others' ranks may still use it).
+  const bool failed_here = failure || !report.empty();
+  if (group.any(failed_here)) throw_failure(failure, report, lost, control);
   if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
 }
 

@@ -31,10 +31,14 @@ unsigned char* map(int fd, std::size_t bytes, const std::string& name) {
 shared_segment shared_segment::create(const std::string& name, std::size_t bytes) {
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("shm_open", name);
-  if (ftruncate(fd, off_t(bytes)) != 0) {
+  // Reserve the pages now: a full /dev/shm is an error here, not a SIGBUS in
+  // a rank later.
+  const int reserved = ftruncate(fd, off_t(bytes)) == 0 ? posix_fallocate(fd, 0, off_t(bytes)) : errno;
+  if (reserved != 0) {
     close(fd);
     shm_unlink(name.c_str());
-    fail("ftruncate", name);
+    errno = reserved;
+    fail("reserving " + std::to_string(bytes) + " bytes (posix_fallocate)", name);
   }
   try {
     return shared_segment(name, map(fd, bytes, name), bytes, true);  // new pages are zero

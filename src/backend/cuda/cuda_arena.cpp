@@ -52,6 +52,9 @@ cuda_arena::cuda_arena(const arena_params& p, unsigned char* shared_host)
     cuda_check(cudaMemcpy(heap_ + layout_.userdata_area, &first, sizeof first,
                           cudaMemcpyHostToDevice),
                "cudaMemcpy of the heap header");
+    // Other GPUs and processes start using these blocks after host-side
+    // ordering only: the copies must have landed.
+    cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize after setting up the arena");
   } catch (...) {
     release();
     throw;

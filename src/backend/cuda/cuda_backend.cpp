@@ -95,6 +95,7 @@ void cuda_select_device() {
   if (group.count() == 1) return;
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
+  if (visible == 1) return;  // the launcher gave each process its GPU
   if (group.index() >= visible)
     config_error("process " + std::to_string(group.index()) + " of " +
                  std::to_string(group.count()) + " has no GPU of its own: " +
@@ -178,11 +179,16 @@ void enable_peer_access(int first, int devices) {
   for (int d = first; d < first + devices; ++d)
     for (int e = first; e < first + devices; ++e) {
       if (d == e || enabled.count({d, e}) != 0) continue;
-      int possible = 0;
+      int possible = 0, atomics = 0;
       cuda_check(cudaDeviceCanAccessPeer(&possible, d, e), "cudaDeviceCanAccessPeer");
-      if (!possible)
-        config_error("GPU " + std::to_string(d) + " cannot access GPU " + std::to_string(e) +
-                     " peer to peer; run one process per GPU or fewer GRMA_DEVICES");
+      cuda_check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, d, e),
+                 "cudaDeviceGetP2PAttribute");
+      // Ranks take locks and claims in device 0's memory and add to peers'
+      // signal words: peer atomics are needed, not only loads and stores.
+      if (!possible || !atomics)
+        config_error("GPU " + std::to_string(d) + " cannot " +
+                     (possible ? "use atomics on" : "access") + " GPU " + std::to_string(e) +
+                     "'s memory peer to peer (grma-info shows the paths); use fewer GRMA_DEVICES");
       cuda_check(cudaSetDevice(d), "cudaSetDevice");
       const cudaError_t status = cudaDeviceEnablePeerAccess(e, 0);
       if (status == cudaErrorPeerAccessAlreadyEnabled)
@@ -233,20 +239,16 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   const process_group& group = process_group::get();
   group.require_one_node(s.node_id);
   const int processes = group.count(), me = group.index();
+  if (processes > max_devices)
+    config_error("a job has at most " + std::to_string(max_devices) + " GPUs; " +
+                 std::to_string(processes) + " processes of one GPU each");
   int gpu = 0;
   cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
   const cuda_plan plan = plan_cuda(s, o, kernel);
-  std::vector<int> ranks(static_cast<std::size_t>(processes));
-  group.all_gather(&plan.ranks, sizeof(int), ranks.data());
-  for (int p = 0; p < processes; ++p)
-    if (ranks[std::size_t(p)] != plan.ranks)
-      config_error("process " + std::to_string(p) + " fits " +
-                   std::to_string(ranks[std::size_t(p)]) + " ranks of this program, process " +
-                   std::to_string(me) + " " + std::to_string(plan.ranks) +
-                   "; set ranks_per_device");
+  const std::uint64_t userdata_bytes = agree_on_shape(group, s, plan.ranks, 1, o.userdata_size);
   auto params_of = [&](int j) {
     return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
-                        s.heap_size, o.userdata_size, s.queue_capacity, s.match_capacity,
+                        s.heap_size, userdata_bytes, s.queue_capacity, s.match_capacity,
                         s.max_windows, log_capacity};
   };
   const arena_layout layout = layout_arena(params_of(0));
@@ -254,33 +256,39 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   const unsigned long long tag =
       group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
 
-  std::vector<shared_segment> hosts;  // mine first; unmapped after everything registered in them
-  hosts.push_back(shared_segment::create(host_block_name(tag, me), layout.host_bytes));
-  cuda_arena arena(params_of(me), hosts[0].data());
-  stream_guard stream;
-  const cuda_peer_arena::handles mine = cuda_peer_arena::export_handles(arena);
+  // Declared in the order they may be torn down in reverse: host blocks stay
+  // mapped until everything registered in them is gone.
+  std::vector<shared_segment> hosts;  // mine first
+  std::unique_ptr<cuda_arena> arena;
+  std::unique_ptr<stream_guard> stream;
+  std::vector<std::unique_ptr<cuda_peer_arena>> peers;
   std::vector<cuda_peer_arena::handles> handles(static_cast<std::size_t>(processes));
-  group.all_gather(&mine, sizeof mine, handles.data());
-  group.barrier();  // every host block exists
-
   std::vector<device_view> views(static_cast<std::size_t>(processes));
   std::vector<device_view> host_views(static_cast<std::size_t>(processes));
-  std::vector<std::unique_ptr<cuda_peer_arena>> peers;
-  views[std::size_t(me)] = arena.view();
-  host_views[std::size_t(me)] = arena.host_view();
-  for (int p = 0; p < processes; ++p) {
-    if (p == me) continue;
-    hosts.push_back(shared_segment::open(host_block_name(tag, p), layout.host_bytes));
-    unsigned char* host = hosts.back().data();
-    peers.push_back(
-        std::make_unique<cuda_peer_arena>(handles[std::size_t(p)], host, layout.host_bytes));
-    const cuda_peer_arena& peer = *peers.back();
-    views[std::size_t(p)] =
-        make_view(layout, params_of(p), peer.heap(), peer.control(), peer.host_on_device());
-    host_views[std::size_t(p)] = make_view(layout, params_of(p), peer.heap(), peer.control(), host);
-  }
-  group.barrier();  // every process has mapped every block: the names can go
-  hosts[0].unlink();
+  on_all_processes(group, "while setting up its GPU", [&] {
+    hosts.push_back(shared_segment::create(host_block_name(tag, me), layout.host_bytes));
+    arena = std::make_unique<cuda_arena>(params_of(me), hosts[0].data());
+    stream = std::make_unique<stream_guard>();
+  });
+  const cuda_peer_arena::handles mine = cuda_peer_arena::export_handles(*arena);
+  group.all_gather(&mine, sizeof mine, handles.data());
+  views[std::size_t(me)] = arena->view();
+  host_views[std::size_t(me)] = arena->host_view();
+  on_all_processes(group, "while mapping the others' GPU memory", [&] {
+    for (int p = 0; p < processes; ++p) {
+      if (p == me) continue;
+      hosts.push_back(shared_segment::open(host_block_name(tag, p), layout.host_bytes));
+      unsigned char* host = hosts.back().data();
+      peers.push_back(
+          std::make_unique<cuda_peer_arena>(handles[std::size_t(p)], host, layout.host_bytes));
+      const cuda_peer_arena& peer = *peers.back();
+      views[std::size_t(p)] =
+          make_view(layout, params_of(p), peer.heap(), peer.control(), peer.host_on_device());
+      host_views[std::size_t(p)] =
+          make_view(layout, params_of(p), peer.heap(), peer.control(), host);
+    }
+  });
+  hosts[0].unlink();  // every process has mapped every block
 
   std::vector<job_control*> beats;  // each process's own host block
   for (const device_view& v : host_views) beats.push_back(v.control);
@@ -293,31 +301,38 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   link_views(host_linked.data(), processes, 1);
   const device_view& view = views[std::size_t(me)];
   const device_view& host_view = host_views[std::size_t(me)];
+  const std::vector<const device_view*> job(host_linked.begin(), host_linked.end());
 
   if (o.userdata_size != 0)
-    arena.copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream.get());
-  progress_engine progress(host_view, s.timeout_seconds, stdout);
+    arena->copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
+  progress_engine progress(host_view, job, s.timeout_seconds, stdout);
   process_watch watch(beats, me, host_view.control, plan.ranks, /*silence_seconds=*/5.0);
   job_control& control = *host_view.control;
   std::string message;
   const int status = kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes,
-                                            stream.get(), message);
+                                            stream->get(), message);
   if (status != 0) store_release<scope::system>(control.abort, 1u);
   progress.stop();
   const std::string report = progress.watchdog_report();
   const std::string lost = watch.failure();
-  if (status != 0) {
+  auto fail = [&] {
     if (control.error_claimed != 0) throw error(control.error);
     if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-    throw error(errc::device_error, -1, call::runtime,
-                "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + message);
-  }
-  // No process unmaps its memory while ranks of others may still use it.
-  group.barrier();
+    if (status != 0)
+      throw error(errc::device_error, -1, call::runtime,
+                  "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + message);
+    throw error(errc::process_failed, -1, call::runtime,
+                "grma: another process of the job failed during the run");
+  };
+  // A lost process cannot take part in the agreement below.
+  if (!lost.empty()) fail();
+  // Every process, failed or not, reaches this step before any frees memory
+  // the others' kernels may still use.
+  if (group.any(status != 0 || !report.empty())) fail();
   watch.stop();
   if (o.userdata_size != 0)
-    arena.copy_from_heap(view.userdata_offset, o.userdata, o.userdata_size, stream.get());
+    arena->copy_from_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
 }
 
 }  // namespace
@@ -364,7 +379,9 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   }
   for (gpu_part& g : parts) {
     cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
-    g.progress = std::make_unique<progress_engine>(g.arena->host_view(), s.timeout_seconds, stdout);
+    g.progress = std::make_unique<progress_engine>(
+        g.arena->host_view(), std::vector<const device_view*>(host_views.begin(), host_views.end()),
+        s.timeout_seconds, stdout);
   }
   job_control& control = *host_views[0]->control;
   auto launch = [&](gpu_part& g) {
