@@ -85,6 +85,11 @@ void process_group::barrier() const {
 #endif
 }
 
+unsigned long long process_group::run_tag() const {
+  static unsigned long long runs = 0;
+  return broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
+}
+
 bool process_group::any(bool failed) const {
 #if GRMA_HAVE_MPI
   if (count_ > 1) {

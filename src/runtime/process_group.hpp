@@ -31,6 +31,9 @@ class process_group {
   void checkpoint(std::exception_ptr mine, const char* step) const;
   // Process 0's value, to all.
   unsigned long long broadcast(unsigned long long value) const;
+  // Collective: a number no other run on this node uses (process 0's pid and
+  // its run count), for naming the run's shared-memory segments.
+  unsigned long long run_tag() const;
 
   // Which node each process is on: `node_id` (GRMA_NODE_ID), else the host
   // name. Collective. Returns the node of each process, numbered in order of

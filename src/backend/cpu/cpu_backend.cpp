@@ -1,7 +1,5 @@
 #include "cpu_backend.hpp"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -137,9 +135,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       views[std::size_t(j)] = arenas.back()->view();
     }
   } else {
-    static unsigned long long runs = 0;
-    const unsigned long long tag =
-        group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
+    const unsigned long long tag = group.run_tag();
     const std::size_t bytes = layout.heap_bytes + layout.control_bytes + layout.host_bytes;
     std::vector<unsigned char*> base(static_cast<std::size_t>(devices));
     on_all_processes(group, "while creating its shared memory", [&] {

@@ -1,7 +1,6 @@
 #include "cuda_backend.hpp"
 
 #include <cuda_runtime_api.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <functional>
@@ -252,9 +251,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
                         s.max_windows, log_capacity};
   };
   const arena_layout layout = layout_arena(params_of(0));
-  static unsigned long long runs = 0;
-  const unsigned long long tag =
-      group.broadcast((static_cast<unsigned long long>(getpid()) << 20) | (++runs & 0xfffff));
+  const unsigned long long tag = group.run_tag();
 
   // Declared in the order they may be torn down in reverse: host blocks stay
   // mapped until everything registered in them is gone.
