@@ -123,16 +123,21 @@ struct window_cycles {
                                                    round64(window_max_bytes));
     grma::window lasting = r.window_create(grma::world, nullptr, 0);
     for (int it = 0; it < iterations; ++it) {
-      const std::size_t mine = window_range_bytes(me, it);
-      const grma::comm c = world_or_whole_device(r, it % 2 != 0);
+      // Odd iterations use the device communicator and its ranks: on a job of
+      // several devices each device's ranks create their windows at once (the
+      // one window table is claimed concurrently), addressed by device rank.
+      const grma::comm c = world_or_device(it % 2 != 0);
+      const int cm = r.rank(c), cn = r.size(c);
+      const int c_right = (cm + 1) % cn, c_left = (cm + cn - 1) % cn;
+      const std::size_t mine = window_range_bytes(cm, it);
       grma::window w = r.window_create(c, mine == 0 ? nullptr : memory, mine);
       CONF_EXPECT(r, rec, !(w == grma::window_none) && !(w == lasting), it, w.slot, w.generation);
-      const std::size_t theirs = window_range_bytes(right, it);
-      fill(r, outbox, theirs, mix(std::uint64_t(me), std::uint64_t(it)));
-      r.put_notify(w, right, 0, theirs, theirs == 0 ? nullptr : outbox, it % 7);
+      const std::size_t theirs = window_range_bytes(c_right, it);
+      fill(r, outbox, theirs, mix(std::uint64_t(cm), std::uint64_t(it)));
+      r.put_notify(w, c_right, 0, theirs, theirs == 0 ? nullptr : outbox, it % 7);
       if (it % 10 == 0) r.put_notify(lasting, right, 0, 0, nullptr, it);
-      r.wait_notifications(w, left, it % 7, 1);
-      CONF_CHECK_PATTERN(r, rec, memory, mine, mix(std::uint64_t(left), std::uint64_t(it)), 0, it);
+      r.wait_notifications(w, c_left, it % 7, 1);
+      CONF_CHECK_PATTERN(r, rec, memory, mine, mix(std::uint64_t(c_left), std::uint64_t(it)), 0, it);
       r.window_free(w);
       CONF_EXPECT(r, rec, w == grma::window_none, it, w.slot, w.generation);
       tally(r, rec, 0);
