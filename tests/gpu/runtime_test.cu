@@ -135,8 +135,9 @@ TEST_P(Runtime, InfoDescribesTheJob) {
   EXPECT_EQ(info.rank_start, info.process_index * info.rank_responsible);
   EXPECT_EQ(info.threads_per_rank, j.threads());
   // GRMA_DEVICES per process (0: every GPU).
-  if (rt.settings().devices != 0)
+  if (rt.settings().devices != 0) {
     EXPECT_EQ(info.device_count, std::max(1, rt.settings().devices) * info.process_count);
+  }
   EXPECT_EQ(info.node_count, 1);
   j.prepare();
   if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank})) {
