@@ -15,13 +15,11 @@
 
 #include <grma/grma.hpp>
 
+#include "bench_programs.hpp"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
+using bench::check;
 
 void enable_peers() {
   for (int d = 0; d < 2; ++d) {
@@ -107,113 +105,13 @@ double memcpy_peer_gbs(std::size_t bytes, int iterations) {
   return double(bytes) * iterations / (ms * 1e-3) / 1e9;
 }
 
-// ---- grma programs ------------------------------------------------------------
-
-struct results {
-  double seconds;  // measured by rank 0
-  int mismatches;
-};
-
-enum class mode { notified_put, signal_put, notified_get };
-
-// World rank 0 (GPU 0) and the first rank of GPU 1 ping-pong `bytes`.
-struct ping_pong {
-  std::size_t bytes;
-  int iterations;
-  mode how;
-
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    const int me = r.rank(grma::world);
-    const int partner_rank = r.size(grma::device);  // GPU 1's first rank
-    const std::size_t area = bytes < 64 ? 64 : bytes;
-    auto* inbox = static_cast<unsigned char*>(r.alloc(area + 64));  // data, then the signal word
-    auto* outbox = static_cast<unsigned char*>(r.alloc(area));
-    for (std::size_t i = r.thread(); i < area + 64; i += r.threads()) inbox[i] = 0;
-    for (std::size_t i = r.thread(); i < area; i += r.threads()) outbox[i] = (unsigned char)(i + me);
-    r.sync_threads();
-    // A get reads the partner's outbox; a put writes its inbox.
-    grma::window in = r.window_create(grma::world, inbox, area + 64);
-    grma::window out = r.window_create(grma::world, outbox, area);
-    if (me == 0 || me == partner_rank) {
-      const int peer = me == 0 ? partner_rank : 0;
-      double start = 0;
-      for (int it = -20; it < iterations; ++it) {
-        if (it == 0) start = r.wtime();
-        const std::uint64_t round = std::uint64_t(it + 21);
-        for (int half = 0; half < 2; ++half) {
-          if ((half == 0) == (me == 0)) {
-            if (how == mode::notified_put)
-              r.put_notify(in, peer, 0, bytes, outbox, 0);
-            else if (how == mode::signal_put)
-              r.put_signal(in, peer, 0, bytes, outbox, area, round, grma::signal_op::set);
-            else
-              r.get_notify(out, peer, 0, bytes, inbox, 0);
-          } else {
-            if (how == mode::signal_put)
-              r.wait_signal(in, area, grma::cmp::ge, round);
-            else
-              r.wait_notifications(how == mode::notified_put ? in : out, peer, 0, 1);
-          }
-        }
-      }
-      if (me == 0) {
-        const double seconds = r.wtime() - start;
-        int bad = 0;
-        for (std::size_t i = r.thread(); i < bytes; i += r.threads())
-          bad += r.read(&inbox[i]) != (unsigned char)(i + peer);
-        if (r.thread() == 0) {
-          auto* o = r.template userdata<results>();
-          o->seconds = seconds;
-          o->mismatches = bad;
-        }
-      }
-    }
-    r.barrier(grma::world);
-    r.window_free(out);
-    r.window_free(in);
-    r.free(outbox);
-    r.free(inbox);
-  }
-};
-
-// `active` ranks of GPU 0 each put `bytes` to their counterpart on GPU 1,
-// `iterations` times, one notification per put; rank 0 times the exchange.
-struct bandwidth {
-  std::size_t bytes;
-  int iterations;
-  int active;
-
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    const int me = r.rank(grma::world);
-    const int per_device = r.size(grma::device);
-    auto* buffer = static_cast<unsigned char*>(r.alloc(2 * bytes));
-    grma::window w = r.window_create(grma::world, buffer, bytes);
-    const bool sends = me < active;
-    r.barrier(grma::world);
-    const double start = r.wtime();
-    if (sends)
-      for (int it = 0; it < iterations; ++it)
-        r.put_notify(w, me + per_device, 0, bytes, buffer + bytes, 1);
-    r.barrier(grma::world);
-    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
-    if (me >= per_device && me - per_device < active)
-      r.wait_notifications(w, me - per_device, 1, iterations);
-    r.window_free(w);
-    r.free(buffer);
-  }
-};
-
-template <class Program>
-results run(grma::runtime& rt, const Program& p, int ranks_per_device, int threads) {
-  results out{};
-  rt.run(p, {.threads_per_rank = threads, .ranks_per_device = ranks_per_device, .userdata = &out,
-             .userdata_size = sizeof out});
-  return out;
-}
-
 }  // namespace
+
+using bench::bandwidth;
+using bench::mode;
+using bench::ping_pong;
+using bench::results;
+using bench::run;
 
 int main(int argc, char** argv) try {
   std::string json_path = "peer_devices.json";

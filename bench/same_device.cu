@@ -16,13 +16,11 @@
 
 #include <grma/grma.hpp>
 
+#include "bench_programs.hpp"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
+using bench::check;
 
 // ---- the floor: raw flag ping-pong between two blocks ---------------------
 
@@ -81,108 +79,13 @@ double memcpy_bandwidth_gbs(std::size_t bytes, int iterations) {
   return double(bytes) * iterations / (ms * 1e-3) / 1e9;
 }
 
-// ---- grma programs ------------------------------------------------------------
-
-struct results {
-  double seconds;  // measured by rank 0
-  int mismatches;
-};
-
-enum class mode { notified_put, signal_put };
-
-// Ranks 0 and 1 ping-pong `bytes`; other ranks wait at the final barrier.
-struct ping_pong {
-  std::size_t bytes;
-  int iterations;
-  mode how;
-
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    const int me = r.rank(grma::world);
-    const std::size_t area = bytes < 64 ? 64 : bytes;
-    auto* inbox = static_cast<unsigned char*>(r.alloc(area + 64));  // data, then the signal word
-    auto* outbox = static_cast<unsigned char*>(r.alloc(area));
-    for (std::size_t i = r.thread(); i < area + 64; i += r.threads()) inbox[i] = 0;
-    for (std::size_t i = r.thread(); i < area; i += r.threads()) outbox[i] = (unsigned char)(i + me);
-    grma::window w = r.window_create(grma::world, inbox, area + 64);
-    if (me < 2) {
-      const int peer = 1 - me;
-      double start = 0;
-      for (int it = -20; it < iterations; ++it) {
-        if (it == 0) start = r.wtime();
-        const std::uint64_t round = std::uint64_t(it + 21);
-        const bool sender_first = me == 0;
-        for (int half = 0; half < 2; ++half) {
-          if ((half == 0) == sender_first) {
-            if (how == mode::notified_put)
-              r.put_notify(w, peer, 0, bytes, outbox, 0);
-            else
-              r.put_signal(w, peer, 0, bytes, outbox, area, round, grma::signal_op::set);
-          } else {
-            if (how == mode::notified_put)
-              r.wait_notifications(w, peer, 0, 1);
-            else
-              r.wait_signal(w, area, grma::cmp::ge, round);
-          }
-        }
-      }
-      if (me == 0) {
-        const double seconds = r.wtime() - start;
-        int bad = 0;
-        for (std::size_t i = r.thread(); i < bytes; i += r.threads())
-          bad += r.read(&inbox[i]) != (unsigned char)(i + peer);
-        if (r.thread() == 0) {
-          auto* out = r.template userdata<results>();
-          out->seconds = seconds;
-          out->mismatches = bad;
-        }
-      }
-    }
-    r.barrier(grma::world);
-    r.window_free(w);
-    r.free(outbox);
-    r.free(inbox);
-  }
-};
-
-// `active` ranks each put `bytes` to the rank half the job away, `iterations`
-// times, with one notification per put; rank 0 times the whole exchange.
-struct bandwidth {
-  std::size_t bytes;
-  int iterations;
-  int active;
-
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    const int me = r.rank(grma::world);
-    const int n = r.size(grma::world);
-    auto* buffer = static_cast<unsigned char*>(r.alloc(2 * bytes));
-    grma::window w = r.window_create(grma::world, buffer, bytes);
-    const bool sends = me < active;
-    const int target = (me + n / 2) % n;
-    r.barrier(grma::world);
-    const double start = r.wtime();
-    if (sends)
-      for (int it = 0; it < iterations; ++it) r.put_notify(w, target, 0, bytes, buffer + bytes, 1);
-    r.barrier(grma::world);
-    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
-    // Take the notifications so the queues end empty.
-    const int source = (me + n - n / 2) % n;
-    if (source < active) r.wait_notifications(w, source, 1, iterations);
-    r.window_free(w);
-    r.free(buffer);
-  }
-};
-
-template <class Program>
-results run(grma::runtime& rt, const Program& p, int ranks, int threads) {
-  results out{};
-  rt.run(p, {.threads_per_rank = threads, .ranks_per_device = ranks, .userdata = &out,
-             .userdata_size = sizeof out});
-  return out;
-}
-
 }  // namespace
+
+using bench::bandwidth;
+using bench::mode;
+using bench::ping_pong;
+using bench::results;
+using bench::run;
 
 int main(int argc, char** argv) try {
   std::string json_path = "same_device.json";

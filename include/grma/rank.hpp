@@ -589,8 +589,9 @@ class basic_rank {
   // Whether an access involves another device: the target's range or the
   // target itself (which then reads the data and the notification there).
   GRMA_INLINE bool remote(const access& a) const {
-    return int(a.entry.device) != v_->device_index ||
-           v_->device_of(world_target(a)) != v_->device_index;
+    // One device: no division on the put path.
+    return wide() && (int(a.entry.device) != v_->device_index ||
+                      v_->device_of(world_target(a)) != v_->device_index);
   }
   // The heap the target's range is in.
   GRMA_INLINE unsigned char* heap_of(const access& a) const {

@@ -73,11 +73,6 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
 namespace grma::detail {
 namespace {
 
-// The shared-memory name of job device `j` in run `tag`.
-std::string segment_name(unsigned long long tag, int j) {
-  return "/grma-" + std::to_string(tag) + "-" + std::to_string(j);
-}
-
 // Throws the run's error: the rank program's own failure first; when a rank
 // only left because the job was aborted, what aborted it (a rank of another
 // device or process whose record is in the job's control block, a lost
@@ -141,14 +136,14 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     on_all_processes(group, "while creating its shared memory", [&] {
       for (int d = 0; d < per_process; ++d) {
         const int j = me * per_process + d;
-        segments.push_back(shared_segment::create(segment_name(tag, j), bytes));
+        segments.push_back(shared_segment::create(shared_segment::name(tag, "device", j), bytes));
         base[std::size_t(j)] = segments.back().data();
       }
     });
     on_all_processes(group, "while mapping the others' shared memory", [&] {
       for (int j = 0; j < devices; ++j)
         if (j / per_process != me) {
-          segments.push_back(shared_segment::open(segment_name(tag, j), bytes));
+          segments.push_back(shared_segment::open(shared_segment::name(tag, "device", j), bytes));
           base[std::size_t(j)] = segments.back().data();
         }
     });

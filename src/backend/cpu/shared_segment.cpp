@@ -28,6 +28,10 @@ unsigned char* map(int fd, std::size_t bytes, const std::string& name) {
 
 }  // namespace
 
+std::string shared_segment::name(unsigned long long run_tag, const char* what, int index) {
+  return "/grma-" + std::to_string(run_tag) + "-" + what + "-" + std::to_string(index);
+}
+
 shared_segment shared_segment::create(const std::string& name, std::size_t bytes) {
   const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) fail("shm_open", name);

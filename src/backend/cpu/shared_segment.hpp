@@ -11,6 +11,10 @@ namespace grma::detail {
 
 class shared_segment {
  public:
+  // The name of a job's segment: its run tag (process_group::run_tag), what
+  // it holds and whose it is.
+  static std::string name(unsigned long long run_tag, const char* what, int index);
+
   // Creates `name` (it must not exist) with `bytes` zeroed bytes and maps it.
   static shared_segment create(const std::string& name, std::size_t bytes);
   // Maps the existing segment `name` of `bytes` bytes.

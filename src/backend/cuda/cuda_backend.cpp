@@ -225,10 +225,6 @@ struct gpu_part {
 
 namespace {
 
-// The shared-memory name of process p's host-visible block in run `tag`.
-std::string host_block_name(unsigned long long tag, int p) {
-  return "/grma-" + std::to_string(tag) + "-host-" + std::to_string(p);
-}
 
 // One process per GPU (mpirun): each process's arena on its GPU, exported to
 // the others with CUDA IPC handles; host-visible blocks in shared memory that
@@ -263,7 +259,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   std::vector<device_view> views(static_cast<std::size_t>(processes));
   std::vector<device_view> host_views(static_cast<std::size_t>(processes));
   on_all_processes(group, "while setting up its GPU", [&] {
-    hosts.push_back(shared_segment::create(host_block_name(tag, me), layout.host_bytes));
+    hosts.push_back(shared_segment::create(shared_segment::name(tag, "host", me), layout.host_bytes));
     arena = std::make_unique<cuda_arena>(params_of(me), hosts[0].data());
     stream = std::make_unique<stream_guard>();
   });
@@ -274,7 +270,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   on_all_processes(group, "while mapping the others' GPU memory", [&] {
     for (int p = 0; p < processes; ++p) {
       if (p == me) continue;
-      hosts.push_back(shared_segment::open(host_block_name(tag, p), layout.host_bytes));
+      hosts.push_back(shared_segment::open(shared_segment::name(tag, "host", p), layout.host_bytes));
       unsigned char* host = hosts.back().data();
       peers.push_back(
           std::make_unique<cuda_peer_arena>(handles[std::size_t(p)], host, layout.host_bytes));
