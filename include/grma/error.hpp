@@ -58,7 +58,17 @@ enum class errc : std::int32_t {
   backend_unavailable,          // host side
   device_error,                 // host side: a CUDA call failed
   process_failed,               // host side: another process of the job exited or hung
+  request_refused,              // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window slot
   count_                        // keep last
+};
+
+// Why a target's network engine refused a request from another node
+// (errc::request_refused); nothing of such a request is written.
+enum class refusal : std::int32_t {
+  outside_range = 0,  // offset + size exceed the target's registered range
+  no_window,          // the window is not alive on the target's node, or not a world window
+  wrong_process,      // the origin or the target is not where the request claims
+  signal_misaligned,  // the signal word is not 8-byte aligned
 };
 
 // What a rank records when it fails. Shared with device code: fixed size, no

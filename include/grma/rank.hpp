@@ -107,7 +107,10 @@ class basic_rank {
     const std::uint64_t result = collective(
         c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
           lock_window_table();
-          const std::uint32_t s = detail::window_table_claim(t, c.id, std::uint32_t(l.size));
+          const std::uint32_t s =
+              c == world && v_->nodes > 1
+                  ? detail::window_table_claim_across_nodes(t, c.id, std::uint32_t(l.size))
+                  : detail::window_table_claim(t, c.id, std::uint32_t(l.size));
           unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};
           for (int i = 0; i < l.size; ++i) {
@@ -159,6 +162,11 @@ class basic_rank {
                               const void* source, int tag) {
     const access a = check_access(w, target, offset, bytes, source, call::put_notify);
     check_tag(tag, call::put_notify);
+    if (on_other_node(a)) {
+      detail::remote_command c = remote_request(detail::remote_op::put_notify, w, a, offset, bytes, tag, source);
+      issue_remote(c, source, call::put_notify);
+      return;
+    }
     // The ticket first: the atomic's round trip overlaps the copy.
     const std::uint64_t ticket = take_ticket(a);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
@@ -172,6 +180,12 @@ class basic_rank {
                               void* destination, int tag) {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
+    if (on_other_node(a)) {
+      detail::remote_command c =
+          remote_request(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination);
+      issue_remote(c, nullptr, call::get_notify);
+      return;
+    }
     const std::uint64_t ticket = take_ticket(a);
     const unsigned char* source = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
@@ -202,11 +216,20 @@ class basic_rank {
                               const void* source, std::size_t signal_offset, std::uint64_t value,
                               signal_op op) {
     const access a = check_access(w, target, offset, bytes, source, call::put_signal);
-    std::uint64_t& word = signal_word(a, target, w, signal_offset, call::put_signal);
+    const std::uint64_t at = check_signal(a, target, w, signal_offset, call::put_signal);
     if (op != signal_op::set && op != signal_op::add)
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
+    if (on_other_node(a)) {
+      detail::remote_command c = remote_request(detail::remote_op::put_signal, w, a, offset, bytes, 0, source);
+      c.signal_op = std::uint8_t(op);
+      c.signal_offset = signal_offset;
+      c.signal_value = value;
+      issue_remote(c, source, call::put_signal);
+      return;
+    }
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
+    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(heap_of(a) + at);
     P::publish_fence();
     if (leader()) at_scope(remote(a), [&](auto scope) {
       // Release: the data above is visible before the new signal value.
@@ -224,7 +247,8 @@ class basic_rank {
                                         std::uint64_t value) {
     const int me = layout(comm{lookup(w, -1, call::wait_signal).comm}).rank;
     const access a = lookup(w, me, call::wait_signal);
-    std::uint64_t& word = signal_word(a, me, w, signal_offset, call::wait_signal);
+    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(
+        heap_of(a) + check_signal(a, me, w, signal_offset, call::wait_signal));
     if (std::uint32_t(c) > std::uint32_t(cmp::le))
       fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
     std::uint64_t seen = 0;
@@ -445,7 +469,12 @@ class basic_rank {
                                           std::uint64_t p1, LeaderAction& act) {
     detail::collective_state& st = *v_->collectives[comm_index(c)];
     detail::collective_arrival* arrivals = v_->arrivals[comm_index(c)];
+    // A job across nodes gathers each node at its lowest world rank, whose
+    // network engine forwards the node's arrivals to the other nodes'.
+    const bool across = c == world && v_->nodes > 1;
+    const int gatherer = across ? v_->node_leader : 0;
     std::uint64_t epoch = 0;
+    if (v_->nodes > 1) flush_remote(what);
     P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
       epoch = ++local().epoch[comm_index(c)];
@@ -458,8 +487,10 @@ class basic_rank {
     }
     epoch = P::broadcast(epoch);
     std::uint64_t result = 0;
-    if (l.rank == 0) {
-      for (int i = P::thread_index(); i < l.size; i += P::thread_count()) {
+    if (l.rank == gatherer) {
+      // Waits for rank i's arrival; for ranks on other nodes the network
+      // engine writes it.
+      auto await = [&](int i) {
         std::uint64_t stamp = 0;
         block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
           stamp = detail::load_acquire<Sc>(arrivals[i].stamp);
@@ -468,6 +499,20 @@ class basic_rank {
         if (stamp != detail::collective_stamp(epoch, what))
           fail(errc::collective_mismatch, what, c.id, i, std::int64_t(stamp & 0xff),
                std::int64_t(epoch));
+      };
+      for (int i = P::thread_index(); i < l.size; i += P::thread_count())
+        if (!across || v_->on_node(v_->device_of(i))) await(i);
+      if (across) {
+        P::sync();  // the node has arrived
+        if (leader()) {
+          detail::remote_command arrive{};
+          arrive.op = detail::remote_op::arrive;
+          arrive.origin = world_rank_;
+          arrive.offset = epoch;
+          push_command(arrive, what);
+        }
+        for (int i = P::thread_index(); i < l.size; i += P::thread_count())
+          if (!v_->on_node(v_->device_of(i))) await(i);
       }
       P::sync();  // every arrival seen (and acquired by some thread) before acting
       if (leader()) {
@@ -536,7 +581,9 @@ class basic_rank {
     return a;
   }
 
-  GRMA_INLINE std::uint64_t& signal_word(const access& a, int target, window w,
+  // The signal word's offset in its heap, after checking it is in the range
+  // and aligned.
+  GRMA_INLINE std::uint64_t check_signal(const access& a, int target, window w,
                                          std::size_t signal_offset, call where) const {
     if (signal_offset > a.entry.size || a.entry.size - signal_offset < sizeof(std::uint64_t))
       fail(errc::range_outside_window, where, std::int64_t(signal_offset),
@@ -544,7 +591,7 @@ class basic_rank {
     const std::uint64_t at = a.entry.offset + signal_offset;
     if (at % sizeof(std::uint64_t) != 0)
       fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
-    return *reinterpret_cast<std::uint64_t*>(heap_of(a) + at);
+    return at;
   }
 
   GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
@@ -630,6 +677,81 @@ class basic_rank {
       l.credit_known[i] = 0;  // never above the true count: safe, re-read on demand
     }
     return l.credit_known[i];
+  }
+
+  // ---- the inter-node path: the process's network engine does the work ----
+
+  // Whether the target's range is on another node (only world windows span nodes).
+  GRMA_INLINE bool on_other_node(const access& a) const {
+    return v_->nodes > 1 && !v_->on_node(int(a.entry.device));
+  }
+
+  GRMA_INLINE detail::remote_command remote_request(detail::remote_op op, window w, const access& a,
+                                                    std::size_t offset, std::size_t bytes, int tag,
+                                                    const void* buffer) const {
+    detail::remote_command c{};
+    c.op = op;
+    c.origin = world_rank_;
+    c.window = detail::window_key(w.slot, w.generation);
+    c.target = a.target;
+    c.tag = tag;
+    c.offset = offset;
+    c.bytes = bytes;
+    c.address = std::uint64_t(reinterpret_cast<std::uintptr_t>(buffer));
+    return c;
+  }
+
+  // Queues a command for the engine (the leading thread). The ring is in host
+  // memory; the command and everything the rank wrote before (a put's
+  // source) are visible to the engine once it sees the slot.
+  GRMA_INLINE void push_command(const detail::remote_command& c, call where) {
+    waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
+    detail::command_ring& q = *v_->commands;
+    const std::uint64_t ticket = detail::ring_take_ticket<S>(v_->words->command_tickets);
+    detail::ring_wait_credit<detail::scope::system>(q, q.capacity, ticket, local().command_credit, wait);
+    detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
+  }
+
+  // A put, get or signal to another node. A put of at most
+  // remote_inline_bytes travels inside the command and returns at once; a
+  // larger put returns when the engine has sent its source, a get when its
+  // destination holds the data (both calls are blocking, as locally).
+  GRMA_INLINE void issue_remote(detail::remote_command& c, const void* inline_source, call where) {
+    P::publish_fence();  // every thread's writes to the source come before the command
+    if (leader()) {
+      if (inline_source != nullptr && c.bytes <= detail::remote_inline_bytes) {
+        const auto* from = static_cast<const unsigned char*>(inline_source);
+        for (std::uint64_t i = 0; i < c.bytes; ++i) c.data[i] = from[i];
+        c.inline_bytes = std::uint16_t(c.bytes);
+      }
+      const bool waits = c.inline_bytes == 0 && c.bytes != 0;
+      push_command(c, where);
+      detail::rank_local& l = local();
+      ++l.remote_issued;
+      if (waits) {
+        const std::uint64_t n = ++l.remote_waited;
+        block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
+          // Acquire: a get's data, written by the engine, is visible.
+          return detail::load_acquire<detail::scope::system>(v_->completion[device_rank_].landed) >= n;
+        });
+      }
+    }
+    P::sync();  // a get's destination is the rank's to read
+    completed();
+  }
+
+  // Before a collective: waits until every remote operation this rank issued
+  // is in place at its target (acknowledged), so what a rank wrote before a
+  // barrier is visible after it, whichever node it went to.
+  GRMA_INLINE void flush_remote(call where) {
+    if (!leader()) return;
+    detail::rank_local& l = local();
+    if (l.remote_delivered == l.remote_issued) return;
+    block_until(where, {std::int64_t(l.remote_issued), 0, 0, 0}, [&] {
+      l.remote_delivered =
+          detail::load_acquire<detail::scope::system>(v_->completion[device_rank_].delivered);
+      return l.remote_delivered == l.remote_issued;
+    });
   }
 
   // Window table changes of different devices' collectives exclude each other.

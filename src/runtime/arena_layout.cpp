@@ -43,6 +43,8 @@ arena_layout layout_arena(const arena_params& p) {
   l.status = h.take<rank_status>(p.ranks);
   l.control = h.take<job_control>(1);
   l.log = h.take_bytes(log_ring::bytes_for(p.log_capacity));
+  l.commands = h.take_bytes(command_ring::bytes_for(command_capacity));
+  l.completion = h.take<remote_completion>(p.ranks);
   l.host_bytes = h.size();
   return l;
 }
@@ -72,6 +74,8 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.status = reinterpret_cast<rank_status*>(host + l.status);
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
+  v.commands = reinterpret_cast<command_ring*>(host + l.commands);
+  v.completion = reinterpret_cast<remote_completion*>(host + l.completion);
   v.error_claim = &v.words->error_claim;
   v.world_size = p.world_size;
   v.first_rank = p.first_rank;
@@ -81,17 +85,28 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.userdata_device = p.device_index;
   v.peer_heaps[p.device_index] = heap;
   v.peer_queues[p.device_index] = v.queues;
+  v.node_devices = 1u << p.device_index;
+  v.nodes = 1;
+  v.node_leader = p.first_rank;
   return v;
 }
 
-void link_views(device_view* const* views, int devices, int devices_per_process) {
-  const device_view& first = *views[0];
+void link_views(device_view* const* views, int devices, int devices_per_process,
+                std::uint32_t node_devices, int nodes) {
+  auto here = [&](int d) { return ((node_devices >> d) & 1u) != 0; };
+  int lowest = 0;
+  while (!here(lowest)) ++lowest;
+  const device_view& first = *views[lowest];
   for (int d = 0; d < devices; ++d) {
+    if (!here(d)) continue;
     device_view& v = *views[d];
     for (int e = 0; e < devices; ++e) {
-      v.peer_heaps[e] = views[e]->heap;
-      v.peer_queues[e] = views[e]->queues;
+      v.peer_heaps[e] = here(e) ? views[e]->heap : nullptr;
+      v.peer_queues[e] = here(e) ? views[e]->queues : nullptr;
     }
+    v.node_devices = node_devices;
+    v.nodes = nodes;
+    v.node_leader = first.first_rank;
     v.windows = first.windows;
     v.collectives[0] = first.collectives[0];
     v.arrivals[0] = first.arrivals[0];
@@ -108,6 +123,7 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned cha
                             p.queue_capacity);
 
   ring_init<log_record>(host + l.log, p.log_capacity);
+  ring_init<remote_command>(host + l.commands, command_capacity);
 
   auto& allocator = *reinterpret_cast<heap_allocator*>(control_image + l.allocator);
   return heap_prepare(allocator, l.userdata_area, l.heap_bytes);

@@ -13,6 +13,8 @@ namespace grma::detail {
 
 // Log slots per device: lines wait for the host thread when it falls behind.
 inline constexpr std::uint32_t log_capacity = 256;
+// Command slots per device (to the network engine; jobs across nodes).
+inline constexpr std::uint32_t command_capacity = 256;
 
 struct arena_params {
   int ranks;       // on this device (every device of a job has as many)
@@ -38,7 +40,7 @@ struct arena_layout {
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
       device_arrivals, words;
   // offsets in the host-visible block
-  std::uint64_t status, control, log;
+  std::uint64_t status, control, log, commands, completion;
 };
 
 arena_layout layout_arena(const arena_params& p);
@@ -48,12 +50,17 @@ arena_layout layout_arena(const arena_params& p);
 device_view make_view(const arena_layout& l, const arena_params& p, unsigned char* heap,
                       unsigned char* control, unsigned char* host);
 
-// Makes the views of a job's devices (views[d] is device d's) reach each
-// other: peers' heaps and queues, and device 0's window table, world
-// collective, abort flag and error claim. `views` must be addresses that
-// device `d` can use (peer mappings on GPUs). Each process keeps its userdata
-// on its first device: devices_per_process tells which that is.
-void link_views(device_view* const* views, int devices, int devices_per_process);
+// Makes the views of a node's devices (bit d of node_devices: views[d] is
+// device d's) reach each other: peers' heaps and queues, and the node's first
+// device's window table, world collective, abort flag and error claim.
+// `views` must be addresses that device `d` can use (peer mappings on GPUs);
+// devices of other nodes (no bit) have no view and stay unreachable. Each
+// process keeps its userdata on its first device: devices_per_process tells
+// which that is. `nodes`: how many the job spans.
+void link_views(device_view* const* views, int devices, int devices_per_process,
+                std::uint32_t node_devices, int nodes);
+// The node_devices of a job on one node of `devices` devices.
+constexpr std::uint32_t all_devices(int devices) { return (1u << devices) - 1u; }
 
 // Writes the initial state, which holds no pointers (so any process may map
 // it anywhere). `control_image` receives the control block's bytes (the block

@@ -104,6 +104,23 @@ std::string describe_values(const error_record& r) {
     case errc::backend_unavailable:
     case errc::device_error:
     case errc::process_failed: s << r.text; break;
+    case errc::request_refused:
+      s << "refused a request from rank " << v[0] << " (another node): ";
+      switch (static_cast<refusal>(v[1])) {
+        case refusal::outside_range:
+          s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the " << u(v[4])
+            << " bytes registered with window " << v[5];
+          break;
+        case refusal::no_window: s << "window " << v[5] << " is not a live world window here"; break;
+        case refusal::wrong_process:
+          s << "the origin or the target is not in the process it names (window " << v[5] << ")";
+          break;
+        case refusal::signal_misaligned:
+          s << "signal offset " << u(v[2]) << " is not 8-byte aligned (window " << v[5] << ")";
+          break;
+      }
+      s << "; nothing was written";
+      break;
     case errc::count_: s << "unknown error"; break;
   }
   return s.str();

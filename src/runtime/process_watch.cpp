@@ -49,7 +49,7 @@ void process_watch::loop() {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     beat(*beats_[std::size_t(me_)]);
     for (std::size_t p = 0; p < beats_.size(); ++p) {
-      if (int(p) == me_) continue;
+      if (int(p) == me_ || beats_[p] == nullptr) continue;  // null: another node's
       const auto pid = pid_t(load_relaxed<scope::system>(beats_[p]->pid));
       const std::uint64_t last = load_relaxed<scope::system>(beats_[p]->heartbeat_ns);
       const bool gone = pid != 0 && kill(pid, 0) != 0 && errno == ESRCH;

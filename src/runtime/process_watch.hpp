@@ -1,4 +1,4 @@
-// Liveness of the other processes of a job (one node). Each process's host
+// Liveness of the other processes of a job on this node. Each process's host
 // beats in its first device's job_control; a thread here checks the others'.
 // A process that exited (its pid is gone) or stopped beating for
 // `silence_seconds` ends the run: the watch raises the job's abort flag, so
@@ -18,7 +18,8 @@ namespace grma::detail {
 class process_watch {
  public:
   // `beats[p]` is process p's first device's own job_control (as mapped
-  // here); `job` the job's (device 0's); `ranks_of` the world ranks per process.
+  // here; null for processes on other nodes, which the network engine
+  // watches); `job` the node's; `ranks_of` the world ranks per process.
   process_watch(std::vector<job_control*> beats, int me, job_control* job, int ranks_of,
                 double silence_seconds);
   ~process_watch();

@@ -66,18 +66,41 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
   return window_check::ok;
 }
 
+GRMA_INLINE void window_slot_take(window_slot& s, std::uint32_t comm, std::uint32_t comm_size) {
+  s.generation = s.generation % 0xffffu + 1;
+  s.active = 1;
+  s.comm = comm;
+  s.comm_size = comm_size;
+}
+
 // Takes the first free slot for a window over a communicator of comm_size
 // ranks and returns it, or t.capacity when all are in use. Generations run
 // 1..65535 so that slot and generation fit a notification's 32-bit key.
 GRMA_INLINE std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm,
                                              std::uint32_t comm_size) {
   for (std::uint32_t i = 0; i < t.capacity; ++i) {
+    if (t.slots[i].active) continue;
+    window_slot_take(t.slots[i], comm, comm_size);
+    return i;
+  }
+  return t.capacity;
+}
+
+// A job across nodes has one table per node. Its world windows come from the
+// same collectives in the same order on every node, and other windows stay
+// on their node. World windows are claimed from the top down and device
+// windows (window_table_claim) from the bottom up, so every node picks the
+// same slot and generation for a world window, unless its scan would step
+// over another communicator's window (the node holds more of them than
+// another might): then the claim fails (returns t.capacity) instead.
+GRMA_INLINE std::uint32_t window_table_claim_across_nodes(const window_table& t,
+                                                          std::uint32_t comm,
+                                                          std::uint32_t comm_size) {
+  for (std::uint32_t i = t.capacity; i-- > 0;) {
     window_slot& s = t.slots[i];
-    if (s.active) continue;
-    s.generation = s.generation % 0xffffu + 1;
-    s.active = 1;
-    s.comm = comm;
-    s.comm_size = comm_size;
+    if (s.active && s.comm == comm) continue;
+    if (s.active) break;
+    window_slot_take(s, comm, comm_size);
     return i;
   }
   return t.capacity;
@@ -144,6 +167,10 @@ struct rank_local {
   std::uint64_t progress;           // calls completed and waits ended
   std::uint64_t epoch[comm_count];  // collectives entered per communicator
   std::uint64_t log_credit;         // known_consumed of the log ring
+  std::uint64_t command_credit;     // known_consumed of the command ring
+  std::uint64_t remote_issued;      // remote operations handed to the engine
+  std::uint64_t remote_waited;      // of them, ones that waited for `landed`
+  std::uint64_t remote_delivered;   // delivered count last seen (remote_completion)
   // Direct-mapped cache of producer credits for the rings of recent targets.
   std::int32_t credit_target[credit_cache_size];
   std::uint64_t credit_known[credit_cache_size];
@@ -199,6 +226,54 @@ struct device_words {
   std::uint64_t log_tickets;  // tickets of this device's log ring (its `reserved` is unused)
   std::uint32_t error_claim;  // device 0's: the first failing rank of the job takes it
   std::uint32_t window_lock;  // device 0's: held while the window table changes
+  std::uint32_t pad;
+  std::uint64_t command_tickets;  // tickets of this device's command ring
+};
+
+// ---- the inter-node path -------------------------------------------------------
+
+// What a rank asks of its process's network engine (src/runtime/remote_engine)
+// for a target on another node; also the header the engines exchange. The
+// origin checks its arguments as for a local target, and the target's engine
+// checks them again against its own window table: it trusts nothing here.
+enum class remote_op : std::uint8_t {
+  put_notify = 1,
+  get_notify,
+  put_signal,
+  arrive,  // the node's ranks arrived at a world collective (epoch in `offset`)
+};
+
+inline constexpr std::uint32_t remote_inline_bytes = 56;
+
+struct remote_command {
+  remote_op op;
+  std::uint8_t signal_op;      // put_signal: grma::signal_op
+  std::uint16_t inline_bytes;  // of `data`; 0 = the engine reads or writes `address`
+  std::int32_t origin;         // world rank
+  std::uint32_t window;        // window_key
+  std::int32_t target;         // rank in the window's communicator (world)
+  std::int32_t tag;
+  std::uint32_t pad;
+  std::uint64_t offset;  // in the target's range (arrive: the epoch)
+  std::uint64_t bytes;
+  std::uint64_t address;  // the origin's source (put) or destination (get)
+  std::uint64_t signal_offset;
+  std::uint64_t signal_value;
+  unsigned char data[remote_inline_bytes];  // a small put's bytes
+};
+using command_ring = ring<remote_command>;
+static_assert(sizeof(ring_slot<remote_command>) == 128, "a command slot is two cache lines");
+
+// A rank's remote operations as its engine reports them; host-visible, one
+// per rank, written by the engine with release and read by the rank with
+// acquire. Counts only grow.
+struct alignas(64) remote_completion {
+  // Operations whose buffer at the origin the engine is done with (a large
+  // put's source was sent; a get's destination holds the data).
+  std::uint64_t landed;
+  // Operations the target's engine acknowledged: data in place and the
+  // notification or signal published.
+  std::uint64_t delivered;
 };
 
 // ---- log ----------------------------------------------------------------------
@@ -239,6 +314,8 @@ struct device_view {
   rank_status* status;            // host-visible, one per rank of this device
   job_control* control;           // host-visible, the job's
   log_ring* log;                  // host-visible
+  command_ring* commands;         // host-visible: to the process's network engine
+  remote_completion* completion;  // host-visible, one per rank of this device
   device_words* words;            // this device's
   std::uint32_t* error_claim;     // the job's
 
@@ -250,9 +327,18 @@ struct device_view {
   // Where this process's userdata is: its first device (one copy per process,
   // which ranks of its other devices reach through peer memory).
   std::int32_t userdata_device;
-  // Every device's heap and queues as this device addresses them.
+  // Every device's heap and queues as this device addresses them; null for
+  // devices on other nodes, which only the network engines reach.
   unsigned char* peer_heaps[max_devices];
   unsigned char* peer_queues[max_devices];
+  // Jobs across nodes: bit d is set for the devices on this node (all bits
+  // of a one-node job), and node_leader is the node's lowest world rank,
+  // which gathers the node for world collectives.
+  std::uint32_t node_devices;
+  std::int32_t nodes;
+  std::int32_t node_leader;
+
+  GRMA_INLINE bool on_node(int device) const { return (node_devices >> device) & 1u; }
 
   GRMA_INLINE int device_of(int world_rank) const { return world_rank / ranks; }
 

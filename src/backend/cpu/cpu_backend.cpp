@@ -1,5 +1,6 @@
 #include "cpu_backend.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "../../runtime/progress.hpp"
+#include "../../runtime/remote_engine.hpp"
 #include "cpu_arena.hpp"
 #include "shared_segment.hpp"
 
@@ -102,8 +104,13 @@ void throw_failure(std::exception_ptr failure, const std::string& watchdog,
 void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
                  const std::function<void(cpu_rank&)>& body) {
   const process_group& group = process_group::get();
-  group.require_one_node(s.node_id);
   const int processes = group.count(), me = group.index();
+  // Processes on this node map each other's arenas; the others are reached
+  // through the network engine.
+  const std::vector<int> node_of = processes > 1 ? group.nodes(s.node_id) : std::vector<int>{0};
+  auto here = [&](int p) { return node_of[std::size_t(p)] == node_of[std::size_t(me)]; };
+  int nodes = 0;
+  for (int n : node_of) nodes = std::max(nodes, n + 1);
   const int per_process = info.rank_responsible / info.ranks_per_device;
   const int devices = per_process * processes;
   const std::uint64_t userdata_bytes =
@@ -142,7 +149,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     });
     on_all_processes(group, "while mapping the others' shared memory", [&] {
       for (int j = 0; j < devices; ++j)
-        if (j / per_process != me) {
+        if (j / per_process != me && here(j / per_process)) {
           segments.push_back(shared_segment::open(shared_segment::name(tag, "device", j), bytes));
           base[std::size_t(j)] = segments.back().data();
         }
@@ -151,6 +158,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     for (shared_segment& segment : segments) segment.unlink();
     on_all_processes(group, "while initializing its devices", [&] {
       for (int j = 0; j < devices; ++j) {
+        if (!here(j / per_process)) continue;
         unsigned char* heap = base[std::size_t(j)];
         unsigned char* control = heap + layout.heap_bytes;
         unsigned char* host = control + layout.control_bytes;
@@ -161,11 +169,21 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     });
   }
   std::vector<job_control*> beats;  // each process's first device's own block
-  for (int p = 0; p < processes; ++p) beats.push_back(views[std::size_t(p * per_process)].control);
+  for (int p = 0; p < processes; ++p)
+    beats.push_back(here(p) ? views[std::size_t(p * per_process)].control : nullptr);
+  std::uint32_t node_devices = 0;
   std::vector<device_view*> all;
-  for (device_view& v : views) all.push_back(&v);
-  link_views(all.data(), devices, per_process);
-  const std::vector<const device_view*> job(all.begin(), all.end());
+  for (int j = 0; j < devices; ++j) {
+    if (here(j / per_process)) node_devices |= 1u << j;
+    all.push_back(&views[std::size_t(j)]);
+  }
+  link_views(all.data(), devices, per_process, node_devices, nodes);
+  std::vector<const device_view*> job;  // what the watchdog watches: this node
+  std::vector<const device_view*> reachable;  // by device, null off this node
+  for (int j = 0; j < devices; ++j) {
+    reachable.push_back(here(j / per_process) ? all[std::size_t(j)] : nullptr);
+    if (here(j / per_process)) job.push_back(all[std::size_t(j)]);
+  }
 
   std::vector<const device_view*> mine;
   for (int d = 0; d < per_process; ++d) mine.push_back(&views[std::size_t(me * per_process + d)]);
@@ -179,14 +197,24 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
                                             /*silence_seconds=*/5.0);
+  std::unique_ptr<remote_engine> network;
+  if (nodes > 1)
+    on_all_processes(group, "while starting its network engine", [&] {
+      network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
+                                                reachable, /*silence_seconds=*/5.0);
+    });
 
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
+  // The other nodes may still need this process's memory: the engine serves
+  // them until every process is done.
+  if (network) network->finish();
   std::string report;
   for (auto& p : progress) {
     p->stop();
     if (report.empty()) report = p->watchdog_report();
   }
-  const std::string lost = watch ? watch->failure() : std::string();
+  std::string lost = watch ? watch->failure() : std::string();
+  if (lost.empty() && network) lost = network->failure();
   const job_control& control = *mine[0]->control;
   // A lost process cannot take part in the agreement below.
   if (!lost.empty()) throw_failure(failure, report, lost, control);

@@ -290,8 +290,8 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     linked.push_back(&views[std::size_t(p)]);
     host_linked.push_back(&host_views[std::size_t(p)]);
   }
-  link_views(linked.data(), processes, 1);
-  link_views(host_linked.data(), processes, 1);
+  link_views(linked.data(), processes, 1, all_devices(processes), 1);
+  link_views(host_linked.data(), processes, 1, all_devices(processes), 1);
   const device_view& view = views[std::size_t(me)];
   const device_view& host_view = host_views[std::size_t(me)];
   const std::vector<const device_view*> job(host_linked.begin(), host_linked.end());
@@ -361,8 +361,8 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     views.push_back(&g.arena->view());
     host_views.push_back(&g.arena->host_view());
   }
-  link_views(views.data(), devices, devices);
-  link_views(host_views.data(), devices, devices);
+  link_views(views.data(), devices, devices, all_devices(devices), 1);
+  link_views(host_views.data(), devices, devices, all_devices(devices), 1);
 
   // One userdata for the process, on its first GPU.
   if (o.userdata_size != 0) {

@@ -1,0 +1,603 @@
+#include "remote_engine.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <utility>
+
+#include "grma/error.hpp"
+#include "grma/types.hpp"
+#include "mpi_transport.hpp"
+
+namespace grma::detail {
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+// Messages only engines exchange, beside the ranks' remote_op (same header).
+constexpr auto wire_get_reply = remote_op(16);  // a get's data (inline or following)
+constexpr auto wire_ack = remote_op(17);        // `bytes` operations of `origin` are in place
+constexpr auto wire_abort = remote_op(18);      // an error_record follows
+constexpr auto wire_done = remote_op(19);       // the sender's ranks are done and acknowledged
+constexpr auto wire_beat = remote_op(20);       // the sender is alive
+
+constexpr double beat_seconds = 0.1;
+
+// A notification for a ring that was full, with whom to acknowledge after.
+struct held_notification {
+  notification n;
+  int origin;
+};
+
+// This engine's side of one ring it produces into: ring (target, origin
+// device) for an origin device on another node has no other producer, so
+// the engine keeps its tickets privately.
+struct outbox {
+  std::uint64_t next = 0;
+  std::uint64_t known_consumed = 0;
+  std::deque<held_notification> held;  // in order, behind a full ring
+};
+
+struct arrivals_of_node {
+  std::uint64_t epoch;
+  std::vector<int> ranks;
+  std::vector<collective_arrival> arrivals;
+};
+
+}  // namespace
+
+struct remote_engine::state {
+  job_nodes nodes;
+  std::vector<const device_view*> views;  // by device; null off this node
+  const device_view* first = nullptr;     // this node's first device: what the node shares
+  double silence_seconds;
+  int ranks_per_device = 0;
+  int world_size = 0;
+  mpi_transport net;
+
+  std::vector<ring_reader> readers;  // of this process's command rings
+  std::map<std::pair<int, int>, outbox> outboxes;
+  std::map<int, std::pair<unsigned char*, std::uint64_t>> gets;  // origin -> destination
+  std::vector<std::uint64_t> landed, delivered;  // by world rank of this process
+  std::map<int, std::uint64_t> acks;             // to send: origin -> count
+  std::vector<arrivals_of_node> early;           // arrivals of a later collective
+  std::uint64_t unacknowledged = 0;              // operations sent, not yet acknowledged
+  std::uint64_t forwarded = 0;                   // the last world collective forwarded
+  remote_command inbound{};                      // the header being received
+  std::vector<bool> done_from, refused_from;     // by process
+  std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
+  std::vector<clock::time_point> waiting_since;     // by process
+  std::vector<clock::time_point> heard;          // by process
+  clock::time_point next_beat{};
+  bool said_done = false, abort_seen = false;
+  std::atomic<bool> local_done{false};
+  mutable std::mutex failure_mutex;
+  std::string failure;
+
+  state(const job_nodes& n, std::vector<const device_view*> v, double silence, unsigned run)
+      : nodes(n), views(std::move(v)), silence_seconds(silence), net(run) {}
+
+  int device_of(int rank) const { return rank / ranks_per_device; }
+  int process_of_rank(int rank) const { return device_of(rank) / nodes.devices_per_process; }
+  bool remote_process(int p) const {
+    return nodes.node_of[std::size_t(p)] != nodes.node_of[std::size_t(nodes.process)];
+  }
+  bool mine(int rank) const {
+    return rank >= 0 && rank < world_size && process_of_rank(rank) == nodes.process;
+  }
+  const device_view& view_of(int rank) const { return *views[std::size_t(device_of(rank))]; }
+  int first_rank() const { return nodes.process * nodes.devices_per_process * ranks_per_device; }
+  // World ranks on `node`, ascending.
+  std::vector<int> ranks_on(int node) const {
+    std::vector<int> r;
+    for (int w = 0; w < world_size; ++w)
+      if (nodes.node_of[std::size_t(process_of_rank(w))] == node) r.push_back(w);
+    return r;
+  }
+  // The process that gathers `node` for world collectives: its lowest.
+  int leader_process(int node) const {
+    int p = 0;
+    while (nodes.node_of[std::size_t(p)] != node) ++p;
+    return p;
+  }
+
+  // ---- sending -------------------------------------------------------------
+
+  void send_header(int to, const remote_command& c) {
+    auto copy = std::make_shared<remote_command>(c);
+    net.send(to, channel::header, copy.get(), sizeof(remote_command), [copy] {});
+  }
+
+  void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n) {
+    std::uint64_t& mine_count = counts[std::size_t(rank - first_rank())];
+    mine_count += n;
+    const device_view& v = view_of(rank);
+    remote_completion& c = v.completion[rank - v.first_rank];
+    // Release: a get's data (landed) or the target's acknowledgement (and
+    // thereby its data) is visible to the rank that sees the count.
+    store_release<scope::system>(is_landed ? c.landed : c.delivered, mine_count);
+  }
+
+  // ---- the process's ranks' commands ------------------------------------------
+
+  bool take_commands() {
+    bool any = false;
+    for (int d = 0; d < nodes.devices_per_process; ++d) {
+      const device_view& v = *views[std::size_t(nodes.process * nodes.devices_per_process + d)];
+      ring_reader& reader = readers[std::size_t(d)];
+      remote_command c;
+      while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
+        ring_release<scope::system>(*v.commands, reader);
+        start(c);
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  void start(const remote_command& c) {
+    if (c.op == remote_op::arrive) return forward_arrivals(c.offset);
+    const int to = process_of_rank(c.target);
+    ++unacknowledged;
+    send_header(to, c);
+    if (c.op == remote_op::get_notify) {
+      gets[c.origin] = {reinterpret_cast<unsigned char*>(c.address), c.bytes};
+      return;
+    }
+    if (c.inline_bytes == 0 && c.bytes != 0) {
+      const int origin = c.origin;
+      net.send(to, channel::data, reinterpret_cast<const void*>(c.address), c.bytes,
+               [this, origin] { store_count(landed, origin, true, 1); });
+    }
+  }
+
+  // The node's arrivals at world collective `epoch`, to every other node's leader.
+  void forward_arrivals(std::uint64_t epoch) {
+    const std::vector<int> ranks = ranks_on(nodes.node_of[std::size_t(nodes.process)]);
+    auto data = std::make_shared<std::vector<collective_arrival>>();
+    for (int r : ranks) data->push_back(first->arrivals[0][r]);
+    forwarded = epoch;
+    remote_command c{};
+    c.op = remote_op::arrive;
+    c.offset = epoch;
+    c.bytes = data->size() * sizeof(collective_arrival);
+    for (int node = 0; node < int(nodes.node_of.size()); ++node) {
+      if (node == nodes.node_of[std::size_t(nodes.process)]) continue;
+      const int to = leader_process(node);
+      if (to < 0 || to >= nodes.processes) continue;
+      send_header(to, c);
+      net.send(to, channel::data, data->data(), c.bytes, [data] {});
+    }
+  }
+
+  // ---- requests from other nodes ---------------------------------------------
+
+  void listen() {
+    net.receive(-1, channel::header, &inbound, sizeof inbound, [this](int from) {
+      const remote_command c = inbound;
+      listen();
+      heard[std::size_t(from)] = clock::now();
+      std::deque<remote_command>& queue = waiting[std::size_t(from)];
+      if (!queue.empty() || !handle(from, c)) {
+        if (queue.empty()) waiting_since[std::size_t(from)] = clock::now();
+        queue.push_back(c);
+      }
+    });
+  }
+
+  // Handles what waits for a window its node has not created yet, in order.
+  bool handle_waiting() {
+    bool any = false;
+    for (int p = 0; p < nodes.processes; ++p) {
+      std::deque<remote_command>& queue = waiting[std::size_t(p)];
+      while (!queue.empty() && handle(p, queue.front())) {
+        queue.pop_front();
+        waiting_since[std::size_t(p)] = clock::now();
+        any = true;
+      }
+    }
+    return any;
+  }
+
+  // False: the request names a window this node is about to create (its
+  // collective ended on the origin's node first); it must wait, and so must
+  // everything after it from that process (their data follows in order).
+  bool handle(int from, const remote_command& c) {
+    if (refused_from[std::size_t(from)]) return true;  // nothing more of it is used
+    switch (c.op) {
+      case remote_op::put_notify:
+      case remote_op::put_signal:
+      case remote_op::get_notify: return serve(from, c);
+      case remote_op::arrive: receive_arrivals(from, c); return true;
+      default: break;
+    }
+    if (c.op == wire_get_reply) land_get(from, c);
+    if (c.op == wire_ack && mine(c.origin)) {
+      unacknowledged -= c.bytes;
+      store_count(delivered, c.origin, false, c.bytes);
+    }
+    if (c.op == wire_abort) receive_abort(from);
+    if (c.op == wire_done) done_from[std::size_t(from)] = true;
+    return true;
+  }
+
+  // Whether window (slot, generation) is the next this node will create in
+  // that slot: the origin's node finished the collective first. Not forever:
+  // after the job's silence limit the request is refused.
+  bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
+    const bool next = !s.active && s.generation % 0xffffu + 1 == generation;
+    const double waited =
+        std::chrono::duration<double>(clock::now() - waiting_since[std::size_t(from)]).count();
+    return next && (waiting[std::size_t(from)].empty() || waited < silence_seconds);
+  }
+
+  enum class verdict { ok, later, refused };
+
+  // Checks a request against this node's window table; on success sets
+  // `range` to where the target's range starts (the window, target, range
+  // and signal are all as the request says); a refused request fails the job.
+  verdict check(int from, const remote_command& c, unsigned char*& range) {
+    const window_table& t = first->windows;
+    const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
+    const call where = c.op == remote_op::get_notify   ? call::get_notify
+                       : c.op == remote_op::put_signal ? call::put_signal
+                                                       : call::put_notify;
+    auto refuse = [&](refusal why, std::uint64_t registered) {
+      error_record r{};
+      r.code = std::int32_t(errc::request_refused);
+      r.rank = mine(c.target) ? c.target : -1;
+      r.where = std::int32_t(where);
+      r.values[0] = c.origin;
+      r.values[1] = std::int64_t(why);
+      r.values[2] = std::int64_t(why == refusal::signal_misaligned ? c.signal_offset : c.offset);
+      r.values[3] = std::int64_t(c.bytes);
+      r.values[4] = std::int64_t(registered);
+      r.values[5] = slot;
+      refused_from[std::size_t(from)] = true;  // nothing more of it is written
+      fail_job(r);
+      return verdict::refused;
+    };
+    if (!(c.origin >= 0 && c.origin < world_size && process_of_rank(c.origin) == from) || !mine(c.target))
+      return refuse(refusal::wrong_process, 0);
+    if (slot < t.capacity && about_to_exist(t.slots[slot], generation, from)) return verdict::later;
+    if (window_lookup(t, slot, generation) != window_check::ok || t.slots[slot].comm != 0 ||
+        std::uint32_t(c.target) >= t.slots[slot].comm_size)
+      return refuse(refusal::no_window, 0);
+    const window_entry e = t.entry(slot, c.target);
+    const bool here = int(e.device) / nodes.devices_per_process == nodes.process;
+    if (!here) return refuse(refusal::wrong_process, 0);
+    if (c.offset > e.size || c.bytes > e.size - c.offset ||
+        (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+      return refuse(refusal::outside_range, e.size);
+    if (c.op == remote_op::put_signal) {
+      if (c.signal_offset > e.size || e.size - c.signal_offset < sizeof(std::uint64_t))
+        return refuse(refusal::outside_range, e.size);
+      if ((e.offset + c.signal_offset) % sizeof(std::uint64_t) != 0)
+        return refuse(refusal::signal_misaligned, e.size);
+    }
+    range = views[e.device]->heap + e.offset;
+    return verdict::ok;
+  }
+
+  // False: not yet (see handle).
+  bool serve(int from, const remote_command& c) {
+    unsigned char* range = nullptr;
+    const verdict v = check(from, c, range);
+    if (v != verdict::ok) return v == verdict::refused;
+    unsigned char* at = range + c.offset;
+    if (c.op == remote_op::get_notify) {
+      remote_command reply = c;
+      reply.op = wire_get_reply;
+      if (c.bytes <= remote_inline_bytes) {
+        std::memcpy(reply.data, at, c.bytes);
+        reply.inline_bytes = std::uint16_t(c.bytes);
+        send_header(from, reply);
+        complete(c, range);
+        return true;
+      }
+      reply.inline_bytes = 0;
+      send_header(from, reply);
+      // Our reads end when the send completes: only then the notification.
+      net.send(from, channel::data, at, c.bytes, [this, c, range] { complete(c, range); });
+      return true;
+    }
+    if (c.inline_bytes != 0 || c.bytes == 0) {
+      std::memcpy(at, c.data, c.inline_bytes);
+      complete(c, range);
+      return true;
+    }
+    net.receive(from, channel::data, at, c.bytes, [this, c, range](int) { complete(c, range); });
+    return true;
+  }
+
+  // The data is in place (or read): publish the notification or signal, then
+  // acknowledge.
+  void complete(const remote_command& c, unsigned char* range) {
+    if (c.op == remote_op::put_signal) {
+      auto& word = *reinterpret_cast<std::uint64_t*>(range + c.signal_offset);
+      // Release: the data is visible before the signal.
+      if (signal_op(c.signal_op) == signal_op::add)
+        fetch_add_acq_rel<scope::system>(word, c.signal_value);
+      else
+        store_release<scope::system>(word, c.signal_value);
+      ++acks[c.origin];
+      return;
+    }
+    outbox& o = outboxes[{c.target, device_of(c.origin)}];
+    o.held.push_back({notification{c.window, c.origin, c.tag}, c.origin});
+    publish(c.target, device_of(c.origin), o);
+  }
+
+  // Publishes what the ring has room for, in order.
+  bool publish(int target, int origin_device, outbox& o) {
+    bool any = false;
+    const device_view& v = view_of(target);
+    notification_ring& q = v.queue(target, origin_device);
+    while (!o.held.empty()) {
+      if (o.next - o.known_consumed >= v.queue_capacity) {
+        o.known_consumed = load_acquire<scope::system>(q.consumed);
+        if (o.next - o.known_consumed >= v.queue_capacity) break;
+      }
+      // Release (in ring_publish): the data is visible before the notification.
+      ring_publish<scope::system>(q, v.queue_capacity, o.next++, o.held.front().n);
+      ++acks[o.held.front().origin];
+      o.held.pop_front();
+      any = true;
+    }
+    return any;
+  }
+
+  bool publish_held() {
+    bool any = false;
+    for (auto& [key, o] : outboxes)
+      if (!o.held.empty()) any |= publish(key.first, key.second, o);
+    return any;
+  }
+
+  void land_get(int from, const remote_command& c) {
+    auto it = gets.find(c.origin);
+    if (it == gets.end() || !mine(c.origin)) return;
+    unsigned char* destination = it->second.first;
+    const int origin = c.origin;
+    gets.erase(it);
+    if (c.inline_bytes != 0 || c.bytes == 0) {
+      std::memcpy(destination, c.data, c.inline_bytes);
+      return store_count(landed, origin, true, 1);
+    }
+    net.receive(from, channel::data, destination, c.bytes,
+                [this, origin](int) { store_count(landed, origin, true, 1); });
+  }
+
+  void send_acks() {
+    for (auto& [origin, count] : acks) {
+      remote_command a{};
+      a.op = wire_ack;
+      a.origin = origin;
+      a.bytes = count;
+      send_header(process_of_rank(origin), a);
+    }
+    acks.clear();
+  }
+
+  // ---- world collectives -----------------------------------------------------
+
+  void receive_arrivals(int from, const remote_command& c) {
+    auto batch = std::make_shared<arrivals_of_node>();
+    batch->epoch = c.offset;
+    batch->ranks = ranks_on(nodes.node_of[std::size_t(from)]);
+    if (c.bytes != batch->ranks.size() * sizeof(collective_arrival)) {
+      error_record r{};
+      r.code = std::int32_t(errc::process_failed);
+      r.rank = -1;
+      std::snprintf(r.text, sizeof r.text, "grma: process %d sent a malformed arrival", from);
+      refused_from[std::size_t(from)] = true;
+      return fail_job(r);
+    }
+    batch->arrivals.resize(batch->ranks.size());
+    net.receive(from, channel::data, batch->arrivals.data(), c.bytes,
+                [this, batch](int) { early.push_back(std::move(*batch)); });
+  }
+
+  // Writes other nodes' arrivals at a collective once this node's are
+  // forwarded: until then this node's ranks cannot pass it, so neither the
+  // arrivals forwarded nor the previous collective's, which its gatherer may
+  // still read, are overwritten too soon.
+  bool apply_arrivals() {
+    bool any = false;
+    collective_arrival* arrivals = first->arrivals[0];
+    for (std::size_t i = 0; i < early.size();) {
+      arrivals_of_node& b = early[i];
+      if (b.epoch > forwarded) {
+        ++i;
+        continue;
+      }
+      for (std::size_t k = 0; k < b.ranks.size(); ++k) {
+        collective_arrival& a = arrivals[b.ranks[k]];
+        a.payload[0] = b.arrivals[k].payload[0];
+        a.payload[1] = b.arrivals[k].payload[1];
+        // Release: the payload is visible to the gatherer that sees the stamp.
+        store_release<scope::system>(a.stamp, b.arrivals[k].stamp);
+      }
+      early.erase(early.begin() + std::ptrdiff_t(i));
+      any = true;
+    }
+    return any;
+  }
+
+  // ---- failures ----------------------------------------------------------------
+
+  // Records the job's error (unless one is recorded) and aborts the node.
+  void fail_job(const error_record& r) {
+    job_control& control = *first->control;
+    if (compare_exchange_acquire<scope::system>(*first->error_claim, 0u, 1u)) {
+      control.error = r;
+      store_release<scope::system>(control.error_claimed, 1u);
+    }
+    // Release: the record is complete before anyone sees the abort.
+    store_release<scope::system>(control.abort, 1u);
+  }
+
+  void receive_abort(int from) {
+    abort_seen = true;  // no need to forward what another node sent
+    auto record = std::make_shared<error_record>();
+    net.receive(from, channel::data, record.get(), sizeof(error_record), [this, record](int) {
+      if (record->code != 0) {
+        fail_job(*record);
+      } else {
+        store_release<scope::system>(first->control->abort, 1u);
+      }
+    });
+  }
+
+  void lose(const std::string& why) {
+    {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (failure.empty()) failure = why;
+    }
+    store_release<scope::system>(first->control->abort, 1u);
+  }
+
+  // Forwards this node's abort, beats, and looks for silent processes.
+  void watch() {
+    const job_control& control = *first->control;
+    if (!abort_seen && load_acquire<scope::system>(control.abort) != 0) {
+      abort_seen = true;
+      auto record = std::make_shared<error_record>();
+      if (load_acquire<scope::system>(control.error_claimed) != 0) *record = control.error;
+      remote_command c{};
+      c.op = wire_abort;
+      for (int p = 0; p < nodes.processes; ++p)
+        if (remote_process(p) && !done_from[std::size_t(p)]) {
+          send_header(p, c);
+          net.send(p, channel::data, record.get(), sizeof(error_record), [record] {});
+        }
+    }
+    const clock::time_point now = clock::now();
+    if (now < next_beat) return;
+    next_beat = now + std::chrono::duration_cast<clock::duration>(
+                          std::chrono::duration<double>(beat_seconds));
+    remote_command beat{};
+    beat.op = wire_beat;
+    for (int p = 0; p < nodes.processes; ++p) {
+      if (!remote_process(p) || done_from[std::size_t(p)]) continue;
+      if (!said_done) send_header(p, beat);
+      const double silent = std::chrono::duration<double>(now - heard[std::size_t(p)]).count();
+      if (silent > silence_seconds) {
+        const int ranks = nodes.devices_per_process * ranks_per_device;
+        lose("grma: process " + std::to_string(p) + " (world ranks " + std::to_string(p * ranks) +
+             ".." + std::to_string(p * ranks + ranks - 1) + ", node " +
+             std::to_string(nodes.node_of[std::size_t(p)]) + ") stopped responding for " +
+             std::to_string(int(silent)) + " s");
+      }
+    }
+  }
+
+  // ---- the loop ------------------------------------------------------------------
+
+  bool everyone_done() const {
+    for (int p = 0; p < nodes.processes; ++p)
+      if (remote_process(p) && !done_from[std::size_t(p)]) return false;
+    return true;
+  }
+
+  bool waits_any() const {
+    for (const auto& queue : waiting)
+      if (!queue.empty()) return true;
+    return false;
+  }
+
+  bool held_any() const {
+    for (const auto& entry : outboxes)
+      if (!entry.second.held.empty()) return true;
+    return false;
+  }
+
+  void loop() {
+    std::uint32_t idle = 0;
+    try {
+      listen();
+      while (true) {
+        bool busy = take_commands();
+        while (net.poll()) busy = true;
+        busy |= handle_waiting();
+        busy |= publish_held();
+        busy |= apply_arrivals();
+        send_acks();
+        watch();
+        const bool local = local_done.load(std::memory_order_acquire);
+        const bool aborted = load_acquire<scope::system>(first->control->abort) != 0;
+        if (local && aborted) break;
+        if (local && !said_done && unacknowledged == 0 && gets.empty()) {
+          said_done = true;
+          remote_command c{};
+          c.op = wire_done;
+          for (int p = 0; p < nodes.processes; ++p)
+            if (remote_process(p)) send_header(p, c);
+        }
+        if (said_done && everyone_done() && net.idle() && !held_any() && early.empty() &&
+            !waits_any())
+          break;
+        if (busy) {
+          idle = 0;
+        } else if (++idle > 64) {
+          std::this_thread::sleep_for(std::chrono::microseconds(20));
+        } else {
+          std::this_thread::yield();
+        }
+      }
+    } catch (const error& e) {
+      lose(e.what());
+    }
+    // Ending in failure: nothing more will complete.
+    if (load_acquire<scope::system>(first->control->abort) != 0) net.abandon();
+  }
+};
+
+// Runs are collective, so every process counts them alike.
+static unsigned runs = 0;
+
+remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
+                             double silence_seconds)
+    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, ++runs)) {
+  state& s = *s_;
+  const device_view& own = *s.views[std::size_t(nodes.process * nodes.devices_per_process)];
+  s.ranks_per_device = own.ranks;
+  s.world_size = own.world_size;
+  for (const device_view* v : s.views)
+    if (v != nullptr) {
+      s.first = v;
+      break;
+    }
+  s.readers.resize(std::size_t(nodes.devices_per_process));
+  for (int d = 0; d < nodes.devices_per_process; ++d) {
+    const device_view& v = *s.views[std::size_t(nodes.process * nodes.devices_per_process + d)];
+    s.readers[std::size_t(d)] = ring_reader{0, 0, v.commands->mask};
+  }
+  const std::size_t mine = std::size_t(nodes.devices_per_process * s.ranks_per_device);
+  s.landed.assign(mine, 0);
+  s.delivered.assign(mine, 0);
+  s.done_from.assign(std::size_t(nodes.processes), false);
+  s.refused_from.assign(std::size_t(nodes.processes), false);
+  s.heard.assign(std::size_t(nodes.processes), clock::now());
+  s.waiting.resize(std::size_t(nodes.processes));
+  s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
+  thread_ = std::thread([this] { s_->loop(); });
+}
+
+remote_engine::~remote_engine() { finish(); }
+
+void remote_engine::finish() {
+  if (!thread_.joinable()) return;
+  s_->local_done.store(true, std::memory_order_release);
+  thread_.join();
+}
+
+std::string remote_engine::failure() const {
+  std::lock_guard<std::mutex> lock(s_->failure_mutex);
+  return s_->failure;
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,55 @@
+// The network engine of a job across nodes (DESIGN.md §2, the third path):
+// one thread per process. Ranks never touch the network; the engine
+//  - takes the commands the process's ranks queue for other nodes (put, get,
+//    signal, a node's arrival at a world collective) and sends them;
+//  - checks every request from another node against this node's window
+//    table (a target trusts nothing it receives), writes or reads the data,
+//    and only then publishes the notification or signal and acknowledges;
+//  - forwards an abort to the other nodes, and ends the job with a message
+//    when another node's process stops answering or the network fails.
+// The ranks' side is in rank.hpp (issue_remote, flush_remote, collective_at).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+struct job_nodes {
+  int processes;
+  int process;  // this one
+  int devices_per_process;
+  std::vector<int> node_of;  // per process
+};
+
+class remote_engine {
+ public:
+  // `views`: every device of the job as this process addresses it, null for
+  // devices on other nodes. Collective: every process of the job makes its
+  // engine at the same step. A process that stays silent for
+  // `silence_seconds` is taken for lost.
+  remote_engine(const job_nodes& nodes, std::vector<const device_view*> views, double silence_seconds);
+  ~remote_engine();
+  remote_engine(const remote_engine&) = delete;
+  remote_engine& operator=(const remote_engine&) = delete;
+
+  // The process's ranks have all returned: serve the other processes until
+  // they are done too (or the job failed), then stop.
+  void finish();
+
+  // Why the engine ended the job (a lost process, a network error), else
+  // empty. A process named here may not take part in collectives any more.
+  std::string failure() const;
+
+ private:
+  struct state;
+  std::unique_ptr<state> s_;
+  std::thread thread_;
+};
+
+}  // namespace grma::detail
