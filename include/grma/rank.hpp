@@ -25,6 +25,11 @@
 
 namespace grma {
 
+namespace detail {
+template <class Rank>
+struct rank_test_access;  // defined by tests that must get past a rank's own checks
+}  // namespace detail
+
 template <class Platform>
 class basic_rank {
   using P = Platform;
@@ -311,6 +316,9 @@ class basic_rank {
   }
 
  private:
+  template <class>
+  friend struct detail::rank_test_access;
+
   struct comm_layout {
     int size;
     int rank;

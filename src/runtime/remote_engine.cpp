@@ -164,12 +164,10 @@ struct remote_engine::state {
     c.op = remote_op::arrive;
     c.offset = epoch;
     c.bytes = data->size() * sizeof(collective_arrival);
-    for (int node = 0; node < int(nodes.node_of.size()); ++node) {
-      if (node == nodes.node_of[std::size_t(nodes.process)]) continue;
-      const int to = leader_process(node);
-      if (to < 0 || to >= nodes.processes) continue;
-      send_header(to, c);
-      net.send(to, channel::data, data->data(), c.bytes, [data] {});
+    for (int p = 0; p < nodes.processes; ++p) {
+      if (!remote_process(p) || leader_process(nodes.node_of[std::size_t(p)]) != p) continue;
+      send_header(p, c);
+      net.send(p, channel::data, data->data(), c.bytes, [data] {});
     }
   }
 

@@ -1,0 +1,160 @@
+// Jobs across nodes (mpirun with GRMA_NODE_ID set per process, so that
+// processes of one machine are "other nodes" to each other). One program,
+// one case per argument; a case ends with status 0 only if every check held
+// (a failed GRMA_ASSERT fails the job with its line).
+//   flood   100,000 small notified puts all-to-all through tiny queues: every
+//           notification arrives exactly once and every payload is in place
+//   large   64 MiB puts and gets between ranks of different nodes, checked
+//           byte for byte
+//   forged  a request whose range the origin did not check: the target's
+//           engine refuses it and the job fails with a message naming the
+//           origin (nothing is written)
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include <grma/grma.hpp>
+
+namespace grma::detail {
+// Lets this test queue a command past the origin's checks.
+template <class Rank>
+struct rank_test_access {
+  static void push(Rank& r, const remote_command& c) { r.push_command(c, call::put_notify); }
+};
+}  // namespace grma::detail
+
+namespace {
+
+GRMA_HOST_DEVICE inline std::uint64_t mix(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  std::uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull) * 0xbf58476d1ce4e5b9ull ^ c;
+  x ^= x >> 31;
+  return x * 0x94d049bb133111ebull;
+}
+
+constexpr int flood_total = 100000;
+
+// Rounds of one 8-byte put to every other rank, each into its own slot of
+// the target's window, then waiting for everyone's put of the round (so no
+// cycle of full queues can form, however small they are).
+struct flood {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int rounds = (flood_total + n * (n - 1) - 1) / (n * (n - 1));
+    const std::size_t slots = std::size_t(n) * std::size_t(rounds);
+    auto* inbox = static_cast<std::uint64_t*>(r.alloc(slots * 8));
+    std::memset(inbox, 0, slots * 8);
+    grma::window w = r.window_create(grma::world, inbox, slots * 8);
+    std::uint64_t value = 0;
+    for (int round = 0; round < rounds; ++round) {
+      for (int step = 1; step < n; ++step) {
+        const int target = (me + step) % n;
+        value = mix(std::uint64_t(me), std::uint64_t(target), std::uint64_t(round));
+        r.put_notify(w, target, (std::size_t(me) * rounds + round) * 8, 8, &value, round % 1000);
+      }
+      for (int step = 1; step < n; ++step)
+        r.wait_notifications(w, (me + n - step) % n, round % 1000, 1);
+    }
+    r.barrier(grma::world);
+    // Exactly once: nothing is left over.
+    GRMA_ASSERT(r, !r.test_notifications(w, grma::any_source, grma::any_tag));
+    for (int source = 0; source < n; ++source)
+      for (int round = 0; round < rounds; ++round) {
+        const std::uint64_t got = r.read(&inbox[std::size_t(source) * rounds + round]);
+        const std::uint64_t want =
+            source == me ? 0 : mix(std::uint64_t(source), std::uint64_t(me), std::uint64_t(round));
+        GRMA_ASSERT(r, got == want);
+      }
+    r.window_free(w);
+    r.free(inbox);
+  }
+};
+
+constexpr std::size_t large_bytes = std::size_t(64) << 20;
+
+// Rank pairs (me, me + n/2) sit on different nodes when each process has as
+// many ranks and there are two or more nodes in order.
+struct large {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* mine = static_cast<unsigned char*>(r.alloc(large_bytes));
+    auto* landed = static_cast<unsigned char*>(r.alloc(large_bytes));
+    for (std::size_t i = 0; i < large_bytes; i += 8) {
+      const std::uint64_t v = mix(std::uint64_t(me), i, 1);
+      std::memcpy(mine + i, &v, 8);
+    }
+    grma::window w = r.window_create(grma::world, landed, large_bytes);
+    grma::window source = r.window_create(grma::world, mine, large_bytes);
+    const int partner = (me + n / 2) % n;
+    r.put_notify(w, partner, 0, large_bytes, mine, 1);
+    r.wait_notifications(w, partner, 1, 1);
+    for (std::size_t i = 0; i < large_bytes; i += 8) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, landed + i, 8);
+      GRMA_ASSERT(r, v == mix(std::uint64_t(partner), i, 1));
+    }
+    // A get of the partner's whole range, over what the put left.
+    r.barrier(grma::world);
+    r.get_notify(source, partner, 0, large_bytes, landed, 2);
+    for (std::size_t i = 0; i < large_bytes; i += 8) {
+      std::uint64_t v = 0;
+      std::memcpy(&v, landed + i, 8);
+      GRMA_ASSERT(r, v == mix(std::uint64_t(partner), i, 1));
+    }
+    // Our get notified us at the partner; take the partner's.
+    r.wait_notifications(source, partner, 2, 1);
+    r.barrier(grma::world);
+    r.window_free(source);
+    r.window_free(w);
+    r.free(landed);
+    r.free(mine);
+  }
+};
+
+// World rank 0 sends rank n-1 (another node) a put past the end of its
+// range. Rank n-1 waits for a notification that never comes: the refusal
+// must end the job.
+struct forged {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* range = static_cast<unsigned char*>(r.alloc(64));
+    grma::window w = r.window_create(grma::world, range, 64);
+    if (me == 0) {
+      grma::detail::remote_command c{};
+      c.op = grma::detail::remote_op::put_notify;
+      c.origin = 0;
+      c.window = grma::detail::window_key(w.slot, w.generation);
+      c.target = n - 1;
+      c.offset = 4096;
+      c.bytes = 8;
+      c.inline_bytes = 8;
+      grma::detail::rank_test_access<Rank>::push(r, c);
+    }
+    if (me == n - 1) r.wait_notifications(w, 0, 0, 1);
+    r.barrier(grma::world);
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  grma::runtime rt(argc, argv);
+  const std::string which = argc > 1 ? argv[1] : "";
+  if (which == "flood") {
+    rt.run(flood{});
+  } else if (which == "large") {
+    rt.run(large{});
+  } else if (which == "forged") {
+    rt.run(forged{});
+  } else {
+    std::fprintf(stderr, "usage: %s flood|large|forged [--grma-...]\n", argv[0]);
+    return 2;
+  }
+  std::printf("%s: passed\n", which.c_str());
+  return 0;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+}
