@@ -1,22 +1,12 @@
 // What the grma benchmarks share: the rank programs they time, and running
-// one with a result record in userdata. Same device or two devices is only a
-// matter of where ranks 0 and 1 (and the two halves of the job) are.
+// one with a result record in userdata. Same device, two devices or two
+// nodes is only a matter of where ranks 0 and 1 (and the two halves of the
+// job) are.
 #pragma once
-
-#include <cuda_runtime.h>
-
-#include <cstdio>
-#include <cstdlib>
 
 #include <grma/grma.hpp>
 
 namespace bench {
-
-inline void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
 
 struct results {
   double seconds;  // measured by rank 0

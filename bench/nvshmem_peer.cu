@@ -15,13 +15,11 @@
 #include <cstring>
 #include <string>
 
+#include "cuda_check.hpp"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
+using bench::check;
 
 // PE 0 sends first; each half is one put with its signal, then a wait.
 __global__ void signal_ping_pong(unsigned char* buffer, std::uint64_t* signal, std::size_t bytes,

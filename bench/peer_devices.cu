@@ -16,6 +16,7 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
+#include "cuda_check.hpp"
 
 namespace {
 

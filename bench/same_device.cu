@@ -17,6 +17,7 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
+#include "cuda_check.hpp"
 
 namespace {
 

@@ -58,11 +58,15 @@ process_group::process_group() {
     check_mpi(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided),
               "MPI_Init_thread");
     std::atexit(finalize_mpi);
-    if (provided < MPI_THREAD_SERIALIZED)
-      throw error(errc::invalid_config, -1, call::runtime,
-                  "grma: MPI provides thread level " + std::to_string(provided) +
-                      ", grma needs MPI_THREAD_SERIALIZED");
   }
+  // The network engine makes MPI calls from its own thread while the
+  // thread in run() waits for the ranks (never both at once).
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_SERIALIZED)
+    throw error(errc::invalid_config, -1, call::runtime,
+                "grma: MPI provides thread level " + std::to_string(provided) +
+                    ", grma needs MPI_THREAD_SERIALIZED (initialize MPI with MPI_Init_thread)");
   MPI_Comm_rank(MPI_COMM_WORLD, &index_);
   MPI_Comm_size(MPI_COMM_WORLD, &count_);
 #endif
@@ -144,8 +148,8 @@ void process_group::require_one_node(const std::string& node_id) const {
     if (node[std::size_t(p)] != node[0])
       throw error(errc::invalid_config, -1, call::runtime,
                   "grma: processes 0 and " + std::to_string(p) +
-                      " are on different nodes (GRMA_NODE_ID or the host names differ); a job "
-                      "across nodes needs the inter-node path, which is not implemented yet");
+                      " are on different nodes (GRMA_NODE_ID or the host names differ); the CUDA "
+                      "backend does not run jobs across nodes yet (the CPU backend does)");
 }
 
 }  // namespace grma::detail

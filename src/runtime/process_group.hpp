@@ -41,7 +41,7 @@ class process_group {
   std::vector<int> nodes(const std::string& node_id) const;
 
   // Collective: throws grma::error unless every process is on this node
-  // (shared memory and peer GPUs are the only paths so far).
+  // (for the CUDA backend, which has no inter-node path yet).
   void require_one_node(const std::string& node_id) const;
 
  private:

@@ -8,8 +8,10 @@
 namespace grma::detail {
 
 progress_engine::progress_engine(const device_view& view, std::vector<const device_view*> job,
-                                 double timeout_seconds, std::FILE* log_out)
-    : view_(view), job_(std::move(job)), timeout_seconds_(timeout_seconds), log_out_(log_out) {
+                                 double timeout_seconds, std::FILE* log_out,
+                                 const std::atomic<std::uint64_t>* others)
+    : view_(view), job_(std::move(job)), others_(others), timeout_seconds_(timeout_seconds),
+      log_out_(log_out) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -40,7 +42,12 @@ bool progress_engine::drain_log() {
 
 void progress_engine::loop() {
   using clock = std::chrono::steady_clock;
-  std::uint64_t last_signature = progress_signature(job_);
+  // Other nodes' progress counts as this node's.
+  auto signature_now = [&] {
+    return progress_signature(job_) +
+           (others_ ? others_->load(std::memory_order_relaxed) * 0x9e3779b97f4a7c15ull : 0);
+  };
+  std::uint64_t last_signature = signature_now();
   clock::time_point last_move = clock::now();
   clock::time_point next_check = last_move;
   bool fired = false;
@@ -49,7 +56,7 @@ void progress_engine::loop() {
     const clock::time_point now = clock::now();
     if (timeout_seconds_ > 0 && !fired && now >= next_check) {
       next_check = now + std::chrono::milliseconds(10);
-      const std::uint64_t signature = progress_signature(job_);
+      const std::uint64_t signature = signature_now();
       if (signature != last_signature || !any_rank_blocked(job_)) {
         last_signature = signature;
         last_move = now;

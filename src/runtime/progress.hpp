@@ -16,10 +16,13 @@ namespace grma::detail {
 class progress_engine {
  public:
   // Prints `view`'s log and watches the whole job (`job`: host-addressed
-  // views of all its devices, `view`'s among them): it ends the run only
-  // when no rank of any device moved. timeout_seconds == 0 disables it.
+  // views of all its node's devices, `view`'s among them; `others`, when
+  // the job spans nodes, a count that grows while other nodes' ranks move):
+  // it ends the run only when no rank anywhere moved. timeout_seconds == 0
+  // disables it.
   progress_engine(const device_view& view, std::vector<const device_view*> job,
-                  double timeout_seconds, std::FILE* log_out);
+                  double timeout_seconds, std::FILE* log_out,
+                  const std::atomic<std::uint64_t>* others = nullptr);
   ~progress_engine();
   progress_engine(const progress_engine&) = delete;
   progress_engine& operator=(const progress_engine&) = delete;
@@ -36,6 +39,7 @@ class progress_engine {
 
   device_view view_;
   std::vector<const device_view*> job_;
+  const std::atomic<std::uint64_t>* others_;
   double timeout_seconds_;
   std::FILE* log_out_;
   std::atomic<bool> stopping_{false};

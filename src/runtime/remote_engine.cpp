@@ -11,6 +11,7 @@
 #include "grma/error.hpp"
 #include "grma/types.hpp"
 #include "mpi_transport.hpp"
+#include "watchdog.hpp"
 
 namespace grma::detail {
 namespace {
@@ -71,6 +72,9 @@ struct remote_engine::state {
   std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
   std::vector<clock::time_point> waiting_since;     // by process
   std::vector<clock::time_point> heard;          // by process
+  std::vector<std::uint64_t> signatures;         // by process: the progress it last reported
+  std::vector<const device_view*> own;           // this process's devices
+  std::atomic<std::uint64_t> others_progress{0};
   clock::time_point next_beat{};
   bool said_done = false, abort_seen = false;
   std::atomic<bool> local_done{false};
@@ -219,6 +223,10 @@ struct remote_engine::state {
     }
     if (c.op == wire_abort) receive_abort(from);
     if (c.op == wire_done) done_from[std::size_t(from)] = true;
+    if (c.op == wire_beat && c.offset != signatures[std::size_t(from)]) {
+      signatures[std::size_t(from)] = c.offset;
+      others_progress.fetch_add(1, std::memory_order_relaxed);
+    }
     return true;
   }
 
@@ -479,6 +487,7 @@ struct remote_engine::state {
                           std::chrono::duration<double>(beat_seconds));
     remote_command beat{};
     beat.op = wire_beat;
+    beat.offset = progress_signature(own);
     for (int p = 0; p < nodes.processes; ++p) {
       if (!remote_process(p) || done_from[std::size_t(p)]) continue;
       if (!said_done) send_header(p, beat);
@@ -540,7 +549,7 @@ struct remote_engine::state {
           break;
         if (busy) {
           idle = 0;
-        } else if (++idle > 64) {
+        } else if (++idle > 4096) {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
         } else {
           std::this_thread::yield();
@@ -580,6 +589,9 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   s.done_from.assign(std::size_t(nodes.processes), false);
   s.refused_from.assign(std::size_t(nodes.processes), false);
   s.heard.assign(std::size_t(nodes.processes), clock::now());
+  s.signatures.assign(std::size_t(nodes.processes), 0);
+  for (int d = 0; d < nodes.devices_per_process; ++d)
+    s.own.push_back(s.views[std::size_t(nodes.process * nodes.devices_per_process + d)]);
   s.waiting.resize(std::size_t(nodes.processes));
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
   thread_ = std::thread([this] { s_->loop(); });
@@ -591,6 +603,10 @@ void remote_engine::finish() {
   if (!thread_.joinable()) return;
   s_->local_done.store(true, std::memory_order_release);
   thread_.join();
+}
+
+const std::atomic<std::uint64_t>& remote_engine::others_progress() const {
+  return s_->others_progress;
 }
 
 std::string remote_engine::failure() const {

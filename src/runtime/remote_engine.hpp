@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -45,6 +46,10 @@ class remote_engine {
   // Why the engine ended the job (a lost process, a network error), else
   // empty. A process named here may not take part in collectives any more.
   std::string failure() const;
+
+  // A count that grows whenever a process on another node reports that its
+  // ranks moved (with its beats): the watchdog's view of the other nodes.
+  const std::atomic<std::uint64_t>& others_progress() const;
 
  private:
   struct state;

@@ -190,19 +190,20 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   unsigned char* userdata = mine[0]->heap + mine[0]->userdata_offset;
   if (o.userdata_size != 0) std::memcpy(userdata, o.userdata, o.userdata_size);
 
-  std::vector<std::unique_ptr<progress_engine>> progress;
-  for (const device_view* v : mine)
-    progress.push_back(std::make_unique<progress_engine>(*v, job, s.timeout_seconds, stdout));
-  std::unique_ptr<process_watch> watch;
-  if (processes > 1)
-    watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
-                                            /*silence_seconds=*/5.0);
   std::unique_ptr<remote_engine> network;
   if (nodes > 1)
     on_all_processes(group, "while starting its network engine", [&] {
       network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
                                                 reachable, /*silence_seconds=*/5.0);
     });
+  std::vector<std::unique_ptr<progress_engine>> progress;
+  for (const device_view* v : mine)
+    progress.push_back(std::make_unique<progress_engine>(
+        *v, job, s.timeout_seconds, stdout, network ? &network->others_progress() : nullptr));
+  std::unique_ptr<process_watch> watch;
+  if (processes > 1)
+    watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
+                                            /*silence_seconds=*/5.0);
 
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
   // The other nodes may still need this process's memory: the engine serves
