@@ -4,7 +4,9 @@
 // the same run. Two processes, each its own node (on one machine, say so
 // with GRMA_NODE_ID); the CPU backend, one rank per process:
 //
-//   mpirun -np 2 sh -c 'GRMA_NODE_ID=n$OMPI_COMM_WORLD_RANK exec grma-bench-remote [--json FILE]'
+//   mpirun -np 2 --bind-to none sh -c 'GRMA_NODE_ID=n$OMPI_COMM_WORLD_RANK exec grma-bench-remote [--json FILE]'
+//
+// (--bind-to none: each process's network engine needs a core beside its rank.)
 #include <mpi.h>
 
 #include <cstdio>

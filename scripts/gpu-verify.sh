@@ -65,6 +65,13 @@ if [ "$gpus" -ge 2 ]; then
       ./build/gpu/bench/grma-bench-nvshmem --json "$out/nvshmem_peer.json"
   fi
 fi
+# Two nodes on this machine (the CPU backend; each process's network engine
+# needs a core beside its rank: no binding).
+if [ -x build/gpu/bench/grma-bench-remote ]; then
+  step bench-remote env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    mpirun -np 2 --bind-to none sh -c \
+    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench-remote --json $out/remote.json"
+fi
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
   echo "== $(basename "$f")"
@@ -73,5 +80,6 @@ done
 echo; tail -n 25 "$out/bench-same-device.log"
 [ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
 [ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
+[ -f "$out/bench-remote.log" ] && { echo; tail -n 19 "$out/bench-remote.log"; }
 echo; cat "$out/summary.txt"
 exit $status
