@@ -113,7 +113,7 @@ class basic_rank {
         c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
           lock_window_table();
           const std::uint32_t s =
-              c == world && v_->nodes > 1
+              c == world && spans_nodes()
                   ? detail::window_table_claim_across_nodes(t, c.id, std::uint32_t(l.size))
                   : detail::window_table_claim(t, c.id, std::uint32_t(l.size));
           unlock_window_table();
@@ -479,10 +479,10 @@ class basic_rank {
     detail::collective_arrival* arrivals = v_->arrivals[comm_index(c)];
     // A job across nodes gathers each node at its lowest world rank, whose
     // network engine forwards the node's arrivals to the other nodes'.
-    const bool across = c == world && v_->nodes > 1;
+    const bool across = c == world && spans_nodes();
     const int gatherer = across ? v_->node_leader : 0;
     std::uint64_t epoch = 0;
-    if (v_->nodes > 1) flush_remote(what);
+    if (spans_nodes()) flush_remote(what);
     P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
       epoch = ++local().epoch[comm_index(c)];
@@ -689,9 +689,20 @@ class basic_rank {
 
   // ---- the inter-node path: the process's network engine does the work ----
 
+  // Whether the job spans nodes. Only the CPU backend runs such jobs so far:
+  // device code leaves the inter-node path out, which would cost the rank
+  // kernels' fast paths registers.
+  GRMA_INLINE bool spans_nodes() const {
+#if GRMA_DEVICE_CODE
+    return false;
+#else
+    return v_->nodes > 1;
+#endif
+  }
+
   // Whether the target's range is on another node (only world windows span nodes).
   GRMA_INLINE bool on_other_node(const access& a) const {
-    return v_->nodes > 1 && !v_->on_node(int(a.entry.device));
+    return spans_nodes() && !v_->on_node(int(a.entry.device));
   }
 
   GRMA_INLINE detail::remote_command remote_request(detail::remote_op op, window w, const access& a,
