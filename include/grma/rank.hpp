@@ -111,18 +111,21 @@ class basic_rank {
     const detail::window_table& t = v_->windows;
     const std::uint64_t result = collective(
         c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
+          // The entries are written under the lock too: a network engine
+          // may check a request for this window as soon as it is claimed.
           lock_window_table();
           const std::uint32_t s =
               c == world && spans_nodes()
                   ? detail::window_table_claim_across_nodes(t, c.id, std::uint32_t(l.size))
                   : detail::window_table_claim(t, c.id, std::uint32_t(l.size));
+          if (s != t.capacity)
+            for (int i = 0; i < l.size; ++i) {
+              const std::uint64_t at = arrivals[i].payload[0];
+              t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), arrivals[i].payload[1],
+                               std::uint32_t(at >> 56), 0};
+            }
           unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};
-          for (int i = 0; i < l.size; ++i) {
-            const std::uint64_t at = arrivals[i].payload[0];
-            t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), arrivals[i].payload[1],
-                             std::uint32_t(at >> 56), 0};
-          }
           return (std::uint64_t(t.slots[s].generation) << 32) | s;
         });
     if (result == ~std::uint64_t{0})

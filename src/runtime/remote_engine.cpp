@@ -284,11 +284,22 @@ struct remote_engine::state {
     };
     if (!(c.origin >= 0 && c.origin < world_size && process_of_rank(c.origin) == from) || !mine(c.target))
       return refuse(refusal::wrong_process, 0);
-    if (slot < t.capacity && about_to_exist(t.slots[slot], generation, from)) return verdict::later;
-    if (window_lookup(t, slot, generation) != window_check::ok || t.slots[slot].comm != 0 ||
-        std::uint32_t(c.target) >= t.slots[slot].comm_size)
+    // A copy of the slot and the target's entry, taken under the table's
+    // lock (a window is claimed and its entries written under it).
+    window_slot s{};
+    window_entry e{};
+    bool live = false;
+    if (slot < t.capacity) {
+      while (!compare_exchange_acquire<scope::system>(*t.lock, 0u, 1u)) std::this_thread::yield();
+      s = t.slots[slot];
+      live = window_lookup(t, slot, generation) == window_check::ok;
+      if (live && std::uint32_t(c.target) < s.comm_size) e = t.entry(slot, c.target);
+      // Release: our reads of the table end before its next change.
+      store_release<scope::system>(*t.lock, 0u);
+    }
+    if (slot < t.capacity && about_to_exist(s, generation, from)) return verdict::later;
+    if (!live || s.comm != 0 || std::uint32_t(c.target) >= s.comm_size)
       return refuse(refusal::no_window, 0);
-    const window_entry e = t.entry(slot, c.target);
     const bool here = int(e.device) / nodes.devices_per_process == nodes.process;
     if (!here) return refuse(refusal::wrong_process, 0);
     if (c.offset > e.size || c.bytes > e.size - c.offset ||
