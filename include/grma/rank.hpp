@@ -746,7 +746,8 @@ class basic_rank {
         for (std::uint64_t i = 0; i < c.bytes; ++i) c.data[i] = from[i];
         c.inline_bytes = std::uint16_t(c.bytes);
       }
-      const bool waits = c.inline_bytes == 0 && c.bytes != 0;
+      // A get always waits, for its data or (0 bytes) its reply.
+      const bool waits = c.op == detail::remote_op::get_notify || (c.inline_bytes == 0 && c.bytes != 0);
       push_command(c, where);
       detail::rank_local& l = local();
       ++l.remote_issued;

@@ -138,12 +138,17 @@ bool mpi_transport::idle() const {
 }
 
 void mpi_transport::abandon() {
-  for (state::transfer& t : s_->open)
+  // A send left to MPI may still read its buffer: what keeps the buffer
+  // alive (the completion's captures) is kept for the process's lifetime.
+  // Only a failed run leaves anything here.
+  static auto* kept = new std::vector<std::function<void(int)>>;
+  for (state::transfer& t : s_->open) {
     for (std::size_t i = t.next; i < t.pieces.size(); ++i) {
-      // A receive may be cancelled; a send is left to MPI.
       if (t.receiving) MPI_Cancel(&t.pieces[i]);
       MPI_Request_free(&t.pieces[i]);
     }
+    if (!t.receiving) kept->push_back(std::move(t.done));
+  }
   s_->open.clear();
 }
 

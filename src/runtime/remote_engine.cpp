@@ -44,6 +44,13 @@ struct outbox {
   std::deque<held_notification> held;  // in order, behind a full ring
 };
 
+// A request from another node whose data is in place (or read) once `ready`.
+struct in_order {
+  remote_command c;
+  unsigned char* range;
+  bool ready;
+};
+
 struct arrivals_of_node {
   std::uint64_t epoch;
   std::vector<int> ranks;
@@ -73,6 +80,7 @@ struct remote_engine::state {
   remote_command inbound{};                      // the header being received
   std::vector<bool> done_from, refused_from;     // by process
   std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
+  std::vector<std::deque<in_order>> completing;     // by process: see complete_in_order()
   std::vector<clock::time_point> waiting_since;     // by process
   std::vector<clock::time_point> heard;          // by process
   std::vector<std::uint64_t> signatures;         // by process: the progress it last reported
@@ -250,7 +258,7 @@ struct remote_engine::state {
   // that slot: the origin's node finished the collective first. Not forever:
   // after the job's silence limit the request is refused.
   bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
-    const bool next = !s.active && s.generation % 0xffffu + 1 == generation;
+    const bool next = !s.active && window_next_generation(s, 0) == generation;
     const double waited =
         std::chrono::duration<double>(clock::now() - waiting_since[std::size_t(from)]).count();
     return next && (waiting[std::size_t(from)].empty() || waited < silence_seconds);
@@ -321,6 +329,13 @@ struct remote_engine::state {
     const verdict v = check(from, c, range);
     if (v != verdict::ok) return v == verdict::refused;
     unsigned char* at = range + c.offset;
+    std::deque<in_order>& queue = completing[std::size_t(from)];
+    queue.push_back({c, range, false});
+    bool* ready = &queue.back().ready;  // deque elements stay put while others come and go
+    auto done = [this, from, ready] {
+      *ready = true;
+      complete_in_order(from);
+    };
     if (c.op == remote_op::get_notify) {
       remote_command reply = c;
       reply.op = wire_get_reply;
@@ -328,22 +343,33 @@ struct remote_engine::state {
         std::memcpy(reply.data, at, c.bytes);
         reply.inline_bytes = std::uint16_t(c.bytes);
         send_header(from, reply);
-        complete(c, range);
+        done();
         return true;
       }
       reply.inline_bytes = 0;
       send_header(from, reply);
       // Our reads end when the send completes: only then the notification.
-      net.send(from, channel::data, at, c.bytes, [this, c, range] { complete(c, range); });
+      net.send(from, channel::data, at, c.bytes, done);
       return true;
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {
       std::memcpy(at, c.data, c.inline_bytes);
-      complete(c, range);
+      done();
       return true;
     }
-    net.receive(from, channel::data, at, c.bytes, [this, c, range](int) { complete(c, range); });
+    net.receive(from, channel::data, at, c.bytes, [done](int) { done(); });
     return true;
+  }
+
+  // A process's requests end in the order it sent them, whichever of their
+  // data arrived first: its notifications keep their order, and a signal
+  // never overtakes an earlier put's notification.
+  void complete_in_order(int from) {
+    std::deque<in_order>& queue = completing[std::size_t(from)];
+    while (!queue.empty() && queue.front().ready) {
+      complete(queue.front().c, queue.front().range);
+      queue.pop_front();
+    }
   }
 
   // The data is in place (or read): publish the notification or signal, then
@@ -394,8 +420,18 @@ struct remote_engine::state {
     auto it = gets.find(c.origin);
     if (it == gets.end() || !mine(c.origin)) return;
     unsigned char* destination = it->second.first;
+    const std::uint64_t asked = it->second.second;
     const int origin = c.origin;
     gets.erase(it);
+    if (c.bytes != asked || (c.inline_bytes != 0 && c.inline_bytes != c.bytes)) {
+      error_record r{};
+      r.code = std::int32_t(errc::process_failed);
+      r.rank = origin;
+      r.where = std::int32_t(call::get_notify);
+      std::snprintf(r.text, sizeof r.text, "grma: process %d answered a get with a bad size", from);
+      refused_from[std::size_t(from)] = true;
+      return fail_job(r);
+    }
     if (c.inline_bytes != 0 || c.bytes == 0) {
       std::memcpy(destination, c.data, c.inline_bytes);
       return store_count(landed, origin, true, 1);
@@ -503,7 +539,7 @@ struct remote_engine::state {
       remote_command c{};
       c.op = wire_abort;
       for (int p = 0; p < nodes.processes; ++p)
-        if (remote_process(p) && !done_from[std::size_t(p)]) {
+        if (remote_process(p)) {  // done ones too: they wait for the others
           send_header(p, c);
           net.send(p, channel::data, record.get(), sizeof(error_record), [record] {});
         }
@@ -516,8 +552,9 @@ struct remote_engine::state {
     beat.op = wire_beat;
     beat.offset = progress_signature(own);
     for (int p = 0; p < nodes.processes; ++p) {
-      if (!remote_process(p) || done_from[std::size_t(p)]) continue;
-      if (!said_done) send_header(p, beat);
+      if (!remote_process(p)) continue;
+      send_header(p, beat);  // until this engine stops: others may still watch it
+      if (done_from[std::size_t(p)]) continue;
       const double silent = std::chrono::duration<double>(now - heard[std::size_t(p)]).count();
       if (silent > silence_seconds) {
         const int ranks = nodes.devices_per_process * ranks_per_device;
@@ -543,6 +580,13 @@ struct remote_engine::state {
     return false;
   }
 
+  void drop_held() {
+    for (auto& entry : outboxes) {
+      for (const held_notification& h : entry.second.held) ++acks[h.origin];
+      entry.second.held.clear();
+    }
+  }
+
   bool held_any() const {
     for (const auto& entry : outboxes)
       if (!entry.second.held.empty()) return true;
@@ -559,10 +603,16 @@ struct remote_engine::state {
         busy |= handle_waiting();
         busy |= publish_held();
         busy |= apply_arrivals();
+        const bool local = local_done.load(std::memory_order_acquire);
+        // Read before watch(), which forwards an abort it sees: one seen
+        // here has been forwarded when the loop ends on it.
+        const bool aborted = load_acquire<scope::system>(first->control->abort) != 0;
+        // This process's ranks have returned: notifications held for their
+        // full rings will never be taken (as locally, the run's end drops
+        // them); acknowledge them, so that their origins may finish.
+        if (local) drop_held();
         send_acks();
         watch();
-        const bool local = local_done.load(std::memory_order_acquire);
-        const bool aborted = load_acquire<scope::system>(first->control->abort) != 0;
         if (local && aborted) break;
         if (local && !said_done && unacknowledged == 0 && gets.empty()) {
           said_done = true;
@@ -620,7 +670,12 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   for (int d = 0; d < nodes.devices_per_process; ++d)
     s.own.push_back(s.views[std::size_t(nodes.process * nodes.devices_per_process + d)]);
   s.waiting.resize(std::size_t(nodes.processes));
+  s.completing.resize(std::size_t(nodes.processes));
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
+}
+
+void remote_engine::start() {
+  s_->heard.assign(s_->heard.size(), clock::now());
   thread_ = std::thread([this] { s_->loop(); });
 }
 

@@ -35,6 +35,9 @@ class remote_engine {
   // engine at the same step. A process that stays silent for
   // `silence_seconds` is taken for lost.
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views, double silence_seconds);
+  // Starts the engine's thread, which makes MPI calls from then on: only
+  // once the thread in run() makes none (MPI_THREAD_SERIALIZED).
+  void start();
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
   remote_engine& operator=(const remote_engine&) = delete;

@@ -9,9 +9,19 @@
 //   forged  a request whose range the origin did not check: the target's
 //           engine refuses it and the job fails with a message naming the
 //           origin (nothing is written)
+//   order   one origin's notifications arrive in the order it sent them,
+//           though a large put's data comes after a small put's header; a
+//           get of 0 bytes and then a large get each return with their data
+//   windows world windows get the same handle on every node whatever device
+//           windows each node held (run with --grma-max-windows=2)
+//   late    a node whose ranks finish 7 s after the others': the job succeeds
+//   late_assert  a rank fails after the other node's ranks have returned:
+//           every process reports its assertion
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <thread>
 
 #include <grma/grma.hpp>
 
@@ -137,6 +147,88 @@ struct forged {
   }
 };
 
+// Rank 0 and rank n-1 are on different nodes.
+struct order {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    constexpr std::size_t big = 64 << 10;
+    auto* buffer = static_cast<unsigned char*>(r.alloc(2 * big));
+    unsigned char* landed = buffer + big;
+    std::memset(buffer, me + 1, big);
+    grma::window w = r.window_create(grma::world, buffer, big);
+    for (int round = 0; round < 200; ++round) {
+      if (me == 0) {
+        r.put_notify(w, n - 1, 0, big, buffer, 1);
+        r.put_notify(w, n - 1, 0, 8, buffer, 2);
+        r.wait_notifications(w, n - 1, 3, 1);
+      } else if (me == n - 1) {
+        // The oldest notification (any tag) must be the large put's: what
+        // comes next is the small put's.
+        r.wait_notifications(w, 0, grma::any_tag, 1);
+        bool in_order = false;
+        for (;;) {
+          if (r.test_notifications(w, 0, 2, 1)) {
+            in_order = true;
+            break;
+          }
+          if (r.test_notifications(w, 0, 1, 1)) break;
+        }
+        GRMA_ASSERT(r, in_order);
+        r.put_notify(w, 0, 0, 0, nullptr, 3);
+      }
+    }
+    r.barrier(grma::world);
+    if (me == 0) {
+      std::memset(landed, 0, big);
+      r.get_notify(w, n - 1, 0, 0, landed, 4);
+      r.get_notify(w, n - 1, 0, big, landed, 5);
+      // Rank n-1's range holds what rank 0 put there.
+      int bad = 0;
+      for (std::size_t i = 0; i < big; ++i) bad += landed[i] != 1;
+      GRMA_ASSERT(r, bad == 0);
+    }
+    if (me == n - 1) r.wait_notifications(w, 0, grma::any_tag, 2);
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free(buffer);
+  }
+};
+
+// A world window is created and freed; node 0 (rank 0) then holds two device
+// windows at once and the others one; then a world window must still work.
+struct windows {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* buffer = static_cast<std::uint64_t*>(r.alloc(64));
+    grma::window first = r.window_create(grma::world, buffer, 64);
+    r.window_free(first);
+    grma::window d1 = r.window_create(grma::device, buffer, 64);
+    grma::window d2 = me == 0 ? r.window_create(grma::device, buffer, 64) : grma::window_none;
+    r.window_free(d1);
+    if (me == 0) r.window_free(d2);
+    grma::window w = r.window_create(grma::world, buffer, 64);
+    const std::uint64_t value = 7 + std::uint64_t(me);
+    r.put_notify(w, (me + 1) % n, 0, 8, &value, 1);
+    r.wait_notifications(w, (me + n - 1) % n, 1, 1);
+    GRMA_ASSERT(r, r.read(buffer) == 7 + std::uint64_t((me + n - 1) % n));
+    r.barrier(grma::world);
+    r.window_free(w);
+  }
+};
+
+struct late {
+  bool fail;
+  template <class Rank>
+  void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    if (me != n - 1) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(fail ? 500 : 7000));
+    GRMA_ASSERT(r, !fail);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -148,8 +240,15 @@ int main(int argc, char** argv) try {
     rt.run(large{});
   } else if (which == "forged") {
     rt.run(forged{});
+  } else if (which == "order") {
+    rt.run(order{});
+  } else if (which == "windows") {
+    rt.run(windows{});
+  } else if (which == "late" || which == "late_assert") {
+    rt.run(late{which == "late_assert"});
   } else {
-    std::fprintf(stderr, "usage: %s flood|large|forged [--grma-...]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s flood|large|forged|order|windows|late|late_assert [--grma-...]\n",
+                 argv[0]);
     return 2;
   }
   std::printf("%s: passed\n", which.c_str());

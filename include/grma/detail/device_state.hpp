@@ -33,11 +33,26 @@ struct window_entry {
 };
 
 struct window_slot {
-  std::uint32_t generation;  // bumped at each create; 0 = never used
+  std::uint32_t generation;  // of the window it holds (or held last); 0 = never used
   std::uint32_t active;
   std::uint32_t comm;
   std::uint32_t comm_size;
+  // Claims so far by world windows [0] and by other windows [1], each 1..32767
+  // (window_next_generation).
+  std::uint32_t claims[2];
 };
+
+// The generation the slot's next window of communicator `comm` gets: odd
+// for world windows, following the world claims alone, even for others. A
+// job across nodes has one table per node and the same world claims on every
+// node, so a world window gets the same generation everywhere whatever device
+// windows a node held in the slot. 0 stays "never created", and every value
+// fits the 16 bits a notification's key has for it.
+GRMA_INLINE std::uint32_t window_next_generation(const window_slot& s, std::uint32_t comm) {
+  const bool world_window = comm == 0;
+  const std::uint32_t n = s.claims[world_window ? 0 : 1] % 32767u + 1;
+  return world_window ? 2 * n - 1 : 2 * n;
+}
 
 // One table for the job (device 0's): windows of the world communicator span
 // devices, and a device communicator's window gets a job-wide slot too, so a
@@ -67,15 +82,15 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
 }
 
 GRMA_INLINE void window_slot_take(window_slot& s, std::uint32_t comm, std::uint32_t comm_size) {
-  s.generation = s.generation % 0xffffu + 1;
+  s.generation = window_next_generation(s, comm);
+  s.claims[comm == 0 ? 0 : 1] = (s.generation + 1) / 2;
   s.active = 1;
   s.comm = comm;
   s.comm_size = comm_size;
 }
 
 // Takes the first free slot for a window over a communicator of comm_size
-// ranks and returns it, or t.capacity when all are in use. Generations run
-// 1..65535 so that slot and generation fit a notification's 32-bit key.
+// ranks and returns it, or t.capacity when all are in use.
 GRMA_INLINE std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm,
                                              std::uint32_t comm_size) {
   for (std::uint32_t i = 0; i < t.capacity; ++i) {

@@ -196,6 +196,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
                                                 reachable, /*silence_seconds=*/5.0);
     });
+  if (network) network->start();
   std::vector<std::unique_ptr<progress_engine>> progress;
   for (const device_view* v : mine)
     progress.push_back(std::make_unique<progress_engine>(
