@@ -27,7 +27,7 @@ constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
 constexpr double beat_seconds = 0.1;
 constexpr std::uint64_t staged_put_bytes = std::uint64_t(1) << 20;
-constexpr std::uint64_t staging_limit = std::uint64_t(64) << 20;
+constexpr std::uint64_t staging_limit = std::uint64_t(4) << 20;
 
 // A notification for a ring that was full, with whom to acknowledge after.
 struct held_notification {
