@@ -26,8 +26,6 @@ constexpr auto wire_done = remote_op(19);       // the sender's ranks are done a
 constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
 constexpr double beat_seconds = 0.1;
-constexpr std::uint64_t staged_put_bytes = std::uint64_t(1) << 20;
-constexpr std::uint64_t staging_limit = std::uint64_t(4) << 20;
 
 // A notification for a ring that was full, with whom to acknowledge after.
 struct held_notification {
@@ -76,7 +74,6 @@ struct remote_engine::state {
   std::vector<arrivals_of_node> early;           // arrivals of a later collective
   std::uint64_t unacknowledged = 0;              // operations sent, not yet acknowledged
   std::uint64_t forwarded = 0;                   // the last world collective forwarded
-  std::uint64_t staged = 0;                      // bytes of puts copied and not yet sent
   remote_command inbound{};                      // the header being received
   std::vector<bool> done_from, refused_from;     // by process
   std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
@@ -165,21 +162,14 @@ struct remote_engine::state {
     if (c.inline_bytes == 0 && c.bytes != 0) send_source(to, c);
   }
 
-  // A put's bytes. Up to staged_put_bytes (while staging holds at most
-  // staging_limit) the engine copies them and lets the rank go on at once,
-  // so a rank's puts overlap on the network; a larger put is sent from the
-  // rank's own buffer, which the rank gets back when the send completes.
+  // A put's bytes, sent from the rank's own buffer, which the rank gets
+  // back when the send completes. (Staging copies that let the rank go on at
+  // once measured slower: the many sends in flight cost the transport's
+  // polling more than the waits they saved.)
   void send_source(int to, const remote_command& c) {
     const int origin = c.origin;
-    const auto* source = reinterpret_cast<const unsigned char*>(c.address);
-    if (c.bytes <= staged_put_bytes && staged + c.bytes <= staging_limit) {
-      auto copy = std::make_shared<std::vector<unsigned char>>(source, source + c.bytes);
-      staged += c.bytes;
-      store_count(landed, origin, true, 1);
-      net.send(to, channel::data, copy->data(), c.bytes, [this, copy] { staged -= copy->size(); });
-      return;
-    }
-    net.send(to, channel::data, source, c.bytes, [this, origin] { store_count(landed, origin, true, 1); });
+    net.send(to, channel::data, reinterpret_cast<const void*>(c.address), c.bytes,
+             [this, origin] { store_count(landed, origin, true, 1); });
   }
 
   // The node's arrivals at world collective `epoch`, to every other node's leader.
