@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "cuda_check.hpp"
+#include "cuda_bench.hpp"
 
 namespace {
 
@@ -62,22 +62,11 @@ __global__ void put_bandwidth(unsigned char* buffer, std::size_t bytes, int iter
   nvshmem_quiet();
 }
 
-// Seconds one launch of `kernel` takes on PE 0 (both PEs launch it together).
+// Seconds one launch of a kernel takes here (both PEs start it together).
 template <class Launch>
 double timed(Launch&& launch) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   nvshmem_barrier_all();
-  cudaEventRecord(start);
-  launch();
-  cudaEventRecord(stop);
-  check(cudaEventSynchronize(stop), "kernel");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms * 1e-3;
+  return bench::event_seconds(launch);
 }
 
 }  // namespace

@@ -16,7 +16,7 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
-#include "cuda_check.hpp"
+#include "cuda_bench.hpp"
 
 namespace {
 
@@ -89,21 +89,15 @@ double memcpy_peer_gbs(std::size_t bytes, int iterations) {
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMemset(a, 1, bytes), "cudaMemset");
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   check(cudaMemcpyPeer(b, 1, a, 0, bytes), "warm-up copy");
-  cudaEventRecord(start);
-  for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(b, 1, a, 0, bytes);
-  cudaEventRecord(stop);
-  check(cudaEventSynchronize(stop), "cudaMemcpyPeer");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
+  const double seconds = bench::event_seconds([&] {
+    for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(b, 1, a, 0, bytes);
+  });
   cudaFree(a);
   cudaSetDevice(1);
   cudaFree(b);
   cudaSetDevice(0);
-  return double(bytes) * iterations / (ms * 1e-3) / 1e9;
+  return double(bytes) * iterations / seconds / 1e9;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
-#include "cuda_check.hpp"
+#include "cuda_bench.hpp"
 
 namespace {
 
@@ -65,19 +65,13 @@ double memcpy_bandwidth_gbs(std::size_t bytes, int iterations) {
   check(cudaMalloc(&a, bytes), "cudaMalloc");
   check(cudaMalloc(&b, bytes), "cudaMalloc");
   check(cudaMemset(a, 1, bytes), "cudaMemset");
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
   check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "warm-up copy");
-  cudaEventRecord(start);
-  for (int i = 0; i < iterations; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
-  cudaEventRecord(stop);
-  check(cudaEventSynchronize(stop), "memcpy");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, start, stop);
+  const double seconds = bench::event_seconds([&] {
+    for (int i = 0; i < iterations; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
+  });
   cudaFree(a);
   cudaFree(b);
-  return double(bytes) * iterations / (ms * 1e-3) / 1e9;
+  return double(bytes) * iterations / seconds / 1e9;
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ class basic_rank {
     check_tag(tag, call::put_notify);
     if (on_other_node(a)) {
       detail::remote_command c = remote_request(detail::remote_op::put_notify, w, a, offset, bytes, tag, source);
-      issue_remote(c, source, call::put_notify);
+      issue_remote(c, call::put_notify);
       return;
     }
     // The ticket first: the atomic's round trip overlaps the copy.
@@ -191,7 +191,7 @@ class basic_rank {
     if (on_other_node(a)) {
       detail::remote_command c =
           remote_request(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination);
-      issue_remote(c, nullptr, call::get_notify);
+      issue_remote(c, call::get_notify);
       return;
     }
     const std::uint64_t ticket = take_ticket(a);
@@ -232,7 +232,7 @@ class basic_rank {
       c.signal_op = std::uint8_t(op);
       c.signal_offset = signal_offset;
       c.signal_value = value;
-      issue_remote(c, source, call::put_signal);
+      issue_remote(c, call::put_signal);
       return;
     }
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
@@ -738,16 +738,17 @@ class basic_rank {
   // remote_inline_bytes travels inside the command and returns at once; a
   // larger put returns when the engine has sent its source, a get when its
   // destination holds the data (both calls are blocking, as locally).
-  GRMA_INLINE void issue_remote(detail::remote_command& c, const void* inline_source, call where) {
+  GRMA_INLINE void issue_remote(detail::remote_command& c, call where) {
     P::publish_fence();  // every thread's writes to the source come before the command
     if (leader()) {
-      if (inline_source != nullptr && c.bytes <= detail::remote_inline_bytes) {
-        const auto* from = static_cast<const unsigned char*>(inline_source);
+      const bool get = c.op == detail::remote_op::get_notify;
+      if (!get && c.bytes <= detail::remote_inline_bytes) {
+        const auto* from = reinterpret_cast<const unsigned char*>(std::uintptr_t(c.address));
         for (std::uint64_t i = 0; i < c.bytes; ++i) c.data[i] = from[i];
         c.inline_bytes = std::uint16_t(c.bytes);
       }
       // A get always waits, for its data or (0 bytes) its reply.
-      const bool waits = c.op == detail::remote_op::get_notify || (c.inline_bytes == 0 && c.bytes != 0);
+      const bool waits = get || (c.inline_bytes == 0 && c.bytes != 0);
       push_command(c, where);
       detail::rank_local& l = local();
       ++l.remote_issued;

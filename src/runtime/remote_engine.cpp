@@ -276,8 +276,7 @@ struct remote_engine::state {
       r.values[3] = std::int64_t(c.bytes);
       r.values[4] = std::int64_t(registered);
       r.values[5] = slot;
-      refused_from[std::size_t(from)] = true;  // nothing more of it is written
-      fail_job(r);
+      stop_trusting(from, r);
       return verdict::refused;
     };
     if (!(c.origin >= 0 && c.origin < world_size && process_of_rank(c.origin) == from) || !mine(c.target))
@@ -385,11 +384,8 @@ struct remote_engine::state {
     bool any = false;
     const device_view& v = view_of(target);
     notification_ring& q = v.queue(target, origin_device);
-    while (!o.held.empty()) {
-      if (o.next - o.known_consumed >= v.queue_capacity) {
-        o.known_consumed = load_acquire<scope::system>(q.consumed);
-        if (o.next - o.known_consumed >= v.queue_capacity) break;
-      }
+    while (!o.held.empty() &&
+           ring_has_credit<scope::system>(q, v.queue_capacity, o.next, o.known_consumed)) {
       // Release (in ring_publish): the data is visible before the notification.
       ring_publish<scope::system>(q, v.queue_capacity, o.next++, o.held.front().n);
       ++acks[o.held.front().origin];
@@ -414,13 +410,7 @@ struct remote_engine::state {
     const int origin = c.origin;
     gets.erase(it);
     if (c.bytes != asked || (c.inline_bytes != 0 && c.inline_bytes != c.bytes)) {
-      error_record r{};
-      r.code = std::int32_t(errc::process_failed);
-      r.rank = origin;
-      r.where = std::int32_t(call::get_notify);
-      std::snprintf(r.text, sizeof r.text, "grma: process %d answered a get with a bad size", from);
-      refused_from[std::size_t(from)] = true;
-      return fail_job(r);
+      return malformed(from, origin, call::get_notify, "answered a get with a bad size");
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {
       std::memcpy(destination, c.data, c.inline_bytes);
@@ -448,12 +438,7 @@ struct remote_engine::state {
     batch->epoch = c.offset;
     batch->ranks = ranks_on(nodes.node_of[std::size_t(from)]);
     if (c.bytes != batch->ranks.size() * sizeof(collective_arrival)) {
-      error_record r{};
-      r.code = std::int32_t(errc::process_failed);
-      r.rank = -1;
-      std::snprintf(r.text, sizeof r.text, "grma: process %d sent a malformed arrival", from);
-      refused_from[std::size_t(from)] = true;
-      return fail_job(r);
+      return malformed(from, -1, call::runtime, "sent a malformed arrival");
     }
     batch->arrivals.resize(batch->ranks.size());
     net.receive(from, channel::data, batch->arrivals.data(), c.bytes,
@@ -497,6 +482,22 @@ struct remote_engine::state {
     }
     // Release: the record is complete before anyone sees the abort.
     store_release<scope::system>(control.abort, 1u);
+  }
+
+  // Nothing more from process `from` is used; the job fails with `r`.
+  void stop_trusting(int from, const error_record& r) {
+    refused_from[std::size_t(from)] = true;
+    fail_job(r);
+  }
+
+  // Another engine sent what this one never asks for.
+  void malformed(int from, int rank, call where, const char* what) {
+    error_record r{};
+    r.code = std::int32_t(errc::process_failed);
+    r.rank = rank;
+    r.where = std::int32_t(where);
+    std::snprintf(r.text, sizeof r.text, "grma: process %d %s", from, what);
+    stop_trusting(from, r);
   }
 
   void receive_abort(int from) {

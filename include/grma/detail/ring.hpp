@@ -103,6 +103,19 @@ GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
   return ring_take_ticket<S>(q.reserved);
 }
 
+// Producer, step 2 without waiting: whether the ticket's slot is free. Reads
+// the consumer's count only when the stale copy says the ring is full.
+template <scope S, class Payload>
+GRMA_INLINE bool ring_has_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
+                                 std::uint64_t& known_consumed) {
+  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
+  if (ticket - known_consumed < capacity) return true;
+  // Acquire pairs with the consumer's release of `consumed`: its reads of the
+  // slot we are about to overwrite happen before our writes.
+  known_consumed = load_acquire<S>(q.consumed);
+  return ticket - known_consumed < capacity;
+}
+
 // Producer, step 2: wait until the ticket's slot is free. `known_consumed` is
 // the producer's private credit state for this ring; `wait` is called while
 // the ring is full. `capacity` is the caller's copy of q.capacity (see
@@ -110,15 +123,7 @@ GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
 template <scope S, class Payload, class Wait>
 GRMA_INLINE void ring_wait_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                                   std::uint64_t& known_consumed, Wait&& wait) {
-  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
-  if (ticket - known_consumed < capacity) return;
-  // Acquire pairs with the consumer's release of `consumed`: its reads of the
-  // slot we are about to overwrite happen before our writes.
-  known_consumed = load_acquire<S>(q.consumed);
-  while (ticket - known_consumed >= capacity) {
-    wait();
-    known_consumed = load_acquire<S>(q.consumed);
-  }
+  while (!ring_has_credit<S>(q, capacity, ticket, known_consumed)) wait();
 }
 
 template <scope S, class Payload, class Wait>
