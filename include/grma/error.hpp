@@ -29,6 +29,8 @@ enum class call : std::int32_t {
   barrier,
   rank_assert,
   comm_query,
+  alloc_shared,
+  free_shared,
   count_  // number of calls, keep last
 };
 
@@ -59,6 +61,8 @@ enum class errc : std::int32_t {
   device_error,                 // host side: a CUDA call failed
   process_failed,               // host side: another process of the job exited or hung
   request_refused,              // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window slot
+  shared_size_mismatch,         // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's bytes (low 40 bits)
+  shared_pointer_mismatch,      // v0 this rank's pointer, v1 first device rank that differs from rank 0
   count_                        // keep last
 };
 

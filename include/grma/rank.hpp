@@ -68,7 +68,7 @@ class basic_rank {
 
   // Rank-private memory from the device heap; may be registered in windows.
   GRMA_INLINE void* alloc(std::size_t bytes) {
-    const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes) : 0);
+    const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, call::alloc) : 0);
     return v_->heap + offset;
   }
 
@@ -76,6 +76,43 @@ class basic_rank {
     if (pointer == nullptr) return;
     P::sync();  // no thread of the rank still uses the block
     if (leader()) free_offset(pointer);
+    P::sync();
+  }
+
+  // Collective over grma::device: one block of this device's heap that every
+  // rank of the device gets, at the same address (a field the device's ranks
+  // split into bands, overlapping windows over it). Every rank asks for the
+  // same size.
+  GRMA_INLINE void* alloc_shared(std::size_t bytes) {
+    const comm_layout l = layout(device);
+    // The device's rank 0 allocates before the collective, so running out is
+    // reported with the heap's figures as alloc reports it (the other ranks
+    // leave the collective through the job's abort).
+    const std::uint64_t offset = l.rank == 0 ? P::broadcast(leader() ? alloc_offset(bytes, call::alloc_shared) : 0) : 0;
+    const std::uint64_t result = collective(
+        device, l, call::alloc_shared, bytes, offset, [&](const detail::collective_arrival* arrivals) {
+          return shared_block_agreed(arrivals, arrivals[0].payload[1], l.size);
+        });
+    if (result >> 63)
+      fail(errc::shared_size_mismatch, call::alloc_shared, std::int64_t(bytes),
+           std::int64_t((result >> 40) & 0x7fffff), std::int64_t(result & shared_value_mask));
+    return v_->heap + result;
+  }
+
+  // Collective over grma::device: returns a block from alloc_shared. Every
+  // rank passes the same pointer; none uses the block any more.
+  GRMA_INLINE void free_shared(void* pointer) {
+    const comm_layout l = layout(device);
+    const auto address = std::uint64_t(reinterpret_cast<std::uintptr_t>(pointer));
+    const std::uint64_t result = collective(
+        device, l, call::free_shared, address, 0, [&](const detail::collective_arrival* arrivals) {
+          return shared_block_agreed(arrivals, 0, l.size);
+        });
+    if (result >> 63)
+      fail(errc::shared_pointer_mismatch, call::free_shared, std::int64_t(address),
+           std::int64_t((result >> 40) & 0x7fffff));
+    // After the collective: every rank has stopped using the block.
+    if (l.rank == 0 && leader() && pointer != nullptr) free_offset(pointer);
     P::sync();
   }
 
@@ -789,16 +826,29 @@ class basic_rank {
     at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*v_->windows.lock, 0u); });
   }
 
-  GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes) {
+  // For alloc_shared and free_shared, at the collective's leader: `agreed`
+  // when every rank passed rank 0's value (payload 0); else bit 63, the
+  // first rank that differs (bits 40..62) and rank 0's value (its low 40 bits).
+  static constexpr std::uint64_t shared_value_mask = (std::uint64_t{1} << 40) - 1;
+  GRMA_INLINE static std::uint64_t shared_block_agreed(const detail::collective_arrival* arrivals,
+                                                       std::uint64_t agreed, int size) {
+    for (int i = 1; i < size; ++i)
+      if (arrivals[i].payload[0] != arrivals[0].payload[0])
+        return (std::uint64_t{1} << 63) | (std::uint64_t(i) << 40) |
+               (arrivals[0].payload[0] & shared_value_mask);
+    return agreed;
+  }
+
+  GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes, call where) {
     detail::heap_allocator& a = *v_->allocator;
-    waiter wait(*this, call::alloc, {std::int64_t(bytes), 0, 0, 0});
+    waiter wait(*this, where, {std::int64_t(bytes), 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     detail::heap_failure why{};
     const std::uint64_t offset = detail::heap_allocate(a, v_->heap, bytes, world_rank_, why);
     const std::uint64_t managed = a.end - a.begin;
     detail::heap_unlock<S>(a);
     if (offset == 0)
-      fail(errc::heap_exhausted, call::alloc, std::int64_t(bytes), std::int64_t(managed),
+      fail(errc::heap_exhausted, where, std::int64_t(bytes), std::int64_t(managed),
            std::int64_t(why.free_bytes), std::int64_t(why.largest_free));
     completed();
     return offset;

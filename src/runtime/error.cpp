@@ -23,6 +23,8 @@ const char* call_name(call c) {
     case call::barrier: return "barrier";
     case call::rank_assert: return "GRMA_ASSERT";
     case call::comm_query: return "rank/size";
+    case call::alloc_shared: return "alloc_shared";
+    case call::free_shared: return "free_shared";
     case call::count_: break;
   }
   return "unknown call";
@@ -120,6 +122,15 @@ std::string describe_values(const error_record& r) {
           break;
       }
       s << "; nothing was written";
+      break;
+    case errc::shared_size_mismatch:
+      s << "every rank of the device must ask for the same size: this rank asked for " << u(v[0])
+        << " bytes, device rank 0 for " << u(v[2]) << " (device rank " << v[1] << " differs)";
+      break;
+    case errc::shared_pointer_mismatch:
+      s << "every rank of the device must free the same block: device rank " << v[1]
+        << " passed another pointer than device rank 0 (this rank passed 0x" << std::hex << u(v[0])
+        << std::dec << ")";
       break;
     case errc::count_: s << "unknown error"; break;
   }

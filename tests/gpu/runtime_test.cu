@@ -294,6 +294,63 @@ TEST_P(Runtime, AllocAndFreeManyTimes) {
   }
 }
 
+// ---- blocks shared by a device's ranks ----------------------------------------------------------
+
+constexpr std::size_t shared_part = 256;
+
+// alloc_shared gives every rank of a device the same block: each rank fills
+// its part and, after a device barrier, finds the others' parts there. Windows
+// over neighbouring parts overlap, so a put of a rank's own part into its
+// lower neighbour's window lands where it already is (no copy) and notifies.
+// The block is returned with free_shared and can be had again.
+struct shared_blocks {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::device), n = r.size(grma::device);
+    const int world_me = r.rank(grma::world);
+    const std::size_t bytes = std::size_t(n) * shared_part;
+    for (int round = 0; round < 2; ++round) {
+      auto* block = static_cast<std::uint8_t*>(r.alloc_shared(bytes));
+      CONF_EXPECT(r, rec, reinterpret_cast<std::uintptr_t>(block) % 64 == 0, round, 0, 0);
+      auto* mine = static_cast<std::uint8_t*>(r.alloc(64));  // not inside the block
+      CONF_EXPECT(r, rec, mine + 64 <= block || mine >= block + bytes, round, me, 1);
+      std::uint8_t* part = block + std::size_t(me) * shared_part;
+      const auto seed = [&](int rank) { return mix(std::uint64_t(world_me - me + rank), std::uint64_t(round)); };
+      fill(r, part, shared_part, seed(me));
+      r.barrier(grma::device);
+      for (int other = 0; other < n; ++other)
+        CONF_CHECK_PATTERN(r, rec, block + std::size_t(other) * shared_part, shared_part, seed(other),
+                           0, round * 1000 + other);
+      r.barrier(grma::device);
+      // My part and my upper neighbour's: overlapping windows.
+      grma::window w = r.window_create(grma::device, part, me + 1 < n ? 2 * shared_part : shared_part);
+      fill(r, part, shared_part, seed(me) + 7);
+      if (me > 0) r.put_notify(w, me - 1, shared_part, shared_part, part, 5);
+      if (me + 1 < n) {
+        r.wait_notifications(w, me + 1, 5, 1);
+        CONF_CHECK_PATTERN(r, rec, part + shared_part, shared_part, seed(me + 1) + 7, 0, round * 1000 + 999);
+      }
+      r.window_free(w);
+      r.free(mine);
+      r.free_shared(block);
+      tally(r, rec, 0);
+    }
+  }
+};
+
+TEST_P(Runtime, BlocksSharedByADevicesRanks) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(shared_blocks{});
+  j.prepare();
+  if (j.run(shared_blocks{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 2u; }, "rounds");
+  }
+}
+
 // ---- overlapping windows and no-copy access ----------------------------------------------------
 
 constexpr std::size_t overlap_bytes = 4096, overlap_half = overlap_bytes / 2;

@@ -206,6 +206,37 @@ TEST(Errors, HeapExhausted) {
                "1048512 bytes free, the largest free block is 1048512 bytes (GRMA_HEAP_SIZE)");
 }
 
+TEST(Errors, SharedBlockSizesDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    r.alloc_shared(r.rank(grma::device) == 2 ? 128 : 64);
+  }, 3);
+  EXPECT_EQ(e.code(), grma::errc::shared_size_mismatch);
+  EXPECT_EQ(e.where(), grma::call::alloc_shared);
+  const std::string rank = "grma: rank " + std::to_string(e.rank()) + ": alloc_shared: ";
+  EXPECT_STREQ(e.what(), (rank + "every rank of the device must ask for the same size: this rank "
+                                 "asked for " + (e.rank() == 2 ? "128" : "64") +
+                          " bytes, device rank 0 for 64 (device rank 2 differs)").c_str());
+}
+
+TEST(Errors, SharedBlockTooLarge) {
+  const grma::error e = expect_failure([](auto& r) { r.alloc_shared(std::size_t(2) << 20); }, 3);
+  EXPECT_EQ(e.code(), grma::errc::heap_exhausted);
+  EXPECT_EQ(e.rank(), 0);  // the device's rank 0 allocates
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 0: alloc_shared: cannot allocate 2097152 bytes: "
+                                   "the heap of 1048576 bytes"));
+}
+
+TEST(Errors, SharedBlockFreedWithDifferentPointers) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<unsigned char*>(r.alloc_shared(256));
+    r.free_shared(r.rank(grma::device) == 1 ? block + 64 : block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::shared_pointer_mismatch);
+  EXPECT_THAT(e.what(), HasSubstr(": free_shared: every rank of the device must free the same "
+                                  "block: device rank 1 passed another pointer than device rank 0 "
+                                  "(this rank passed 0x"));
+}
+
 TEST(Errors, MismatchedCollectives) {
   const grma::error e = expect_failure([](auto& r) {
     if (r.rank(grma::world) == 2)
