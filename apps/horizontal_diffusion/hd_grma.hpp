@@ -1,0 +1,225 @@
+// Horizontal diffusion with grma (papers/000 §4.3.3): world rank w owns rows
+// [w r, w r + r) of the grid. A device's ranks keep each field in one block
+// (alloc_shared) with their bands one after another, so the halo row above
+// rank w's band is rank w-1's last row: the windows of a device overlap, and
+// a halo put between two ranks of one device has the same source and
+// destination address (no copy, only the notification). Halos to and from
+// other devices and nodes are copied. Every put is tagged by iteration and
+// stage; a stencil waits for the tags it needs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <grma/grma.hpp>
+
+#include "stencils.hpp"
+
+namespace hd {
+
+enum class variant : int {
+  hd,          // one data set: exchange, then compute, stencil by stencil
+  overlap,     // two data sets: one computes while the other's halos travel
+  nooverlap,   // two data sets, serialized (the reference for overlap)
+  compute,     // one data set, no exchange: the stencils' memory time alone
+};
+GRMA_HOST_DEVICE inline int data_sets(variant v) {
+  return v == variant::overlap || v == variant::nooverlap ? 2 : 1;
+}
+
+// What the host reads back: rank 0's time for the iterations; then, when the
+// run verifies, the final grid of each data set (m x n doubles each).
+struct result_header {
+  double seconds;
+  double pad[7];  // the grids start 64-byte aligned
+};
+
+struct grma_program {
+  variant how;
+  int rows;        // r: rows per rank
+  int n;           // grid width
+  int iterations;
+  bool write_back; // copy the final grids into userdata
+
+  // Tags: iteration, then which exchange, then the data set.
+  GRMA_HOST_DEVICE static int tag(int iteration, int stage, int set) {
+    return (iteration * 3 + stage) * 2 + set;
+  }
+
+  template <class Rank>
+  struct state {
+    Rank& r;
+    const grma_program& p;
+    int me, ranks;
+    double* band[2][field_count];   // this rank's band of each field and data set
+    grma::window win[2][field_count];
+
+    GRMA_HOST_DEVICE std::size_t row_bytes() const { return std::size_t(p.n) * sizeof(double); }
+
+    // Puts this rank's edge rows into its neighbours' halos of field f.
+    GRMA_HOST_DEVICE void send_halos(int set, field f, halo_rows h, int t) {
+      const std::size_t n = std::size_t(p.n);
+      // My last row is the halo above my lower neighbour's band.
+      if (h.above && me + 1 < ranks)
+        r.put_notify(win[set][f], me + 1, 0, row_bytes(), band[set][f] + std::size_t(p.rows) * n, t);
+      // My first row is the halo below my upper neighbour's band.
+      if (h.below && me > 0)
+        r.put_notify(win[set][f], me - 1, std::size_t(p.rows + 1) * n * sizeof(double), row_bytes(),
+                     band[set][f] + n, t);
+    }
+
+    GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) {
+      if (h.above && me > 0) r.wait_notifications(win[set][f], me - 1, t, 1);
+      if (h.below && me + 1 < ranks) r.wait_notifications(win[set][f], me + 1, t, 1);
+    }
+
+    // Each stencil is followed by a meeting of the rank's threads: the next
+    // stencil (or put) reads what other threads wrote.
+    GRMA_HOST_DEVICE void lap_of(int s) {
+      compute_lap(band[s][in], band[s][lap], p.rows, p.n, r.thread(), r.threads());
+      r.sync_threads();
+    }
+    GRMA_HOST_DEVICE void flx_of(int s) {
+      compute_fli(band[s][lap], band[s][fli], p.rows, p.n, r.thread(), r.threads());
+      compute_flj(band[s][lap], band[s][flj], p.rows, p.n, r.thread(), r.threads());
+      r.sync_threads();
+    }
+    GRMA_HOST_DEVICE void out_of(int s) {
+      compute_out(band[s][fli], band[s][flj], band[s][out], p.rows, p.n, r.thread(), r.threads());
+      r.sync_threads();
+    }
+    // out becomes the next iteration's in (buffers and windows alike).
+    GRMA_HOST_DEVICE void swap(int s) {
+      double* b = band[s][in];
+      band[s][in] = band[s][out];
+      band[s][out] = b;
+      grma::window w = win[s][in];
+      win[s][in] = win[s][out];
+      win[s][out] = w;
+    }
+  };
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    state<Rank> st{r, *this, r.rank(grma::world), r.size(grma::world), {}, {}};
+    const int sets = data_sets(how);
+    const int device_rank = r.rank(grma::device), device_ranks = r.size(grma::device);
+    const std::size_t nn = std::size_t(n);
+    // One block per field and data set for the device's bands and two halo rows.
+    const std::size_t block_bytes = band_elements(device_ranks * rows, n) * sizeof(double);
+    double* block[2][field_count] = {};
+    for (int s = 0; s < sets; ++s)
+      for (int f = 0; f < field_count; ++f) {
+        block[s][f] = static_cast<double*>(r.alloc_shared(block_bytes));
+        st.band[s][f] = block[s][f] + std::size_t(device_rank) * std::size_t(rows) * nn;
+        // The halos at the grid's edge stay zero; my rows start as input.
+        for (std::size_t k = std::size_t(r.thread()); k < nn; k += std::size_t(r.threads())) {
+          if (st.me == 0) st.band[s][f][k] = 0;
+          if (st.me + 1 == st.ranks) st.band[s][f][std::size_t(rows + 1) * nn + k] = 0;
+        }
+        for (std::size_t k = std::size_t(r.thread()); k < std::size_t(rows) * nn;
+             k += std::size_t(r.threads()))
+          st.band[s][f][nn + k] =
+              f == in ? input_value(s, std::size_t(st.me) * std::size_t(rows) + k / nn, k % nn) : 0;
+        if (f != flj)  // the one field no neighbour needs
+          st.win[s][f] = r.window_create(grma::world, st.band[s][f],
+                                         band_elements(rows, n) * sizeof(double));
+      }
+    r.barrier(grma::world);  // every band is ready before any neighbour reads it
+
+    const double start = r.wtime();
+    switch (how) {
+      case variant::hd: iterate_serialized(st, 1); break;
+      case variant::nooverlap: iterate_serialized(st, 2); break;
+      case variant::overlap: iterate_overlapped(st); break;
+      case variant::compute: iterate_compute(st); break;
+    }
+    r.barrier(grma::world);
+    if (st.me == 0 && r.thread() == 0)
+      r.template userdata<result_header>()->seconds = r.wtime() - start;
+
+    if (write_back) {
+      auto* grids = reinterpret_cast<double*>(r.template userdata<result_header>() + 1);
+      const std::size_t grid = std::size_t(st.ranks) * std::size_t(rows) * nn;
+      for (int s = 0; s < sets; ++s)
+        for (std::size_t k = std::size_t(r.thread()); k < std::size_t(rows) * nn;
+             k += std::size_t(r.threads()))
+          grids[std::size_t(s) * grid + std::size_t(st.me) * std::size_t(rows) * nn + k] =
+              st.band[s][in][nn + k];
+    }
+    for (int s = 0; s < sets; ++s)
+      for (int f = 0; f < field_count; ++f)
+        if (f != flj) r.window_free(st.win[s][f]);
+    for (int s = 0; s < sets; ++s)
+      for (int f = 0; f < field_count; ++f) r.free_shared(block[s][f]);
+  }
+
+  // HD (one set) and HD-NOOVERLAP (two): each exchange, then each stencil.
+  template <class State>
+  GRMA_HOST_DEVICE void iterate_serialized(State& st, int sets) const {
+    for (int it = 0; it < iterations; ++it) {
+      for (int s = 0; s < sets; ++s) st.send_halos(s, in, halos_of_in, tag(it, 0, s));
+      for (int s = 0; s < sets; ++s) st.wait_halos(s, in, halos_of_in, tag(it, 0, s));
+      for (int s = 0; s < sets; ++s) st.lap_of(s);
+      for (int s = 0; s < sets; ++s) st.send_halos(s, lap, halos_of_lap, tag(it, 1, s));
+      for (int s = 0; s < sets; ++s) st.wait_halos(s, lap, halos_of_lap, tag(it, 1, s));
+      for (int s = 0; s < sets; ++s) st.flx_of(s);
+      for (int s = 0; s < sets; ++s) st.send_halos(s, fli, halos_of_fli, tag(it, 2, s));
+      for (int s = 0; s < sets; ++s) st.wait_halos(s, fli, halos_of_fli, tag(it, 2, s));
+      for (int s = 0; s < sets; ++s) {
+        st.out_of(s);
+        st.swap(s);
+      }
+    }
+  }
+
+  // HD-OVERLAP (papers/000 Listing 4.1): while one set's halos travel, the
+  // other set computes. A set's out rows go out as soon as they are computed
+  // (they are the next iteration's in).
+  template <class State>
+  GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
+    for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
+    for (int it = 0; it < iterations; ++it) {
+      for (int s = 0; s < 2; ++s) {
+        st.wait_halos(s, in, halos_of_in, tag(it, 0, s));
+        st.lap_of(s);
+        st.send_halos(s, lap, halos_of_lap, tag(it, 1, s));
+      }
+      for (int s = 0; s < 2; ++s) {
+        st.wait_halos(s, lap, halos_of_lap, tag(it, 1, s));
+        st.flx_of(s);
+        st.send_halos(s, fli, halos_of_fli, tag(it, 2, s));
+      }
+      for (int s = 0; s < 2; ++s) {
+        st.wait_halos(s, fli, halos_of_fli, tag(it, 2, s));
+        st.out_of(s);
+        st.send_halos(s, out, halos_of_in, tag(it + 1, 0, s));
+        st.swap(s);
+      }
+    }
+    // The last iteration's out halos arrived (and are part of the work).
+    for (int s = 0; s < 2; ++s) st.wait_halos(s, in, halos_of_in, tag(iterations, 0, s));
+  }
+
+  // The stencils alone, for the memory time: on rows 2..r-1 of each band,
+  // so that no rank reads another's rows (nothing orders them here).
+  template <class State>
+  GRMA_HOST_DEVICE void iterate_compute(State& st) const {
+    const std::size_t nn = std::size_t(n);
+    const int inner = rows - 2;
+    auto& r = st.r;
+    for (int it = 0; it < iterations; ++it) {
+      double* const* b = st.band[0];
+      compute_lap(b[in] + nn, b[lap] + nn, inner, n, r.thread(), r.threads());
+      r.sync_threads();
+      compute_fli(b[lap] + nn, b[fli] + nn, inner, n, r.thread(), r.threads());
+      compute_flj(b[lap] + nn, b[flj] + nn, inner, n, r.thread(), r.threads());
+      r.sync_threads();
+      compute_out(b[fli] + nn, b[flj] + nn, b[out] + nn, inner, n, r.thread(), r.threads());
+      r.sync_threads();
+      st.swap(0);
+    }
+  }
+};
+
+}  // namespace hd

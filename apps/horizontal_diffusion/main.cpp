@@ -1,0 +1,255 @@
+// grma-hd: horizontal diffusion (papers/000 §4.3) with grma and, on GPUs,
+// the kernel-boundary baseline; iteration time against grid width, each
+// result checked against the serial reference. Prints a table and writes
+// JSON (scripts/grma-model.py predicts the times from grma-bench's figures).
+//
+//   grma-hd [--widths 64,256,...] [--variants hd,overlap,nooverlap,compute]
+//           [--rows R] [--iterations N] [--check-iterations K] [--no-baseline]
+//           [--json FILE]
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <grma/grma.hpp>
+
+#include "hd_grma.hpp"
+#include "reference.hpp"
+#if defined(__CUDACC__)
+#include "baseline.hpp"
+#endif
+
+namespace {
+
+struct options {
+  std::vector<int> widths{16, 40};
+  std::vector<hd::variant> variants{hd::variant::hd, hd::variant::overlap, hd::variant::nooverlap,
+                                    hd::variant::compute};
+  int rows = 4;
+  int iterations = 20;
+  int check_iterations = 3;  // 0: no check
+  bool baseline = true;
+  std::string json = "hd.json";
+};
+
+const char* name_of(hd::variant v) {
+  switch (v) {
+    case hd::variant::hd: return "hd";
+    case hd::variant::overlap: return "overlap";
+    case hd::variant::nooverlap: return "nooverlap";
+    case hd::variant::compute: return "compute";
+  }
+  return "?";
+}
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
+               "hd,overlap,nooverlap,compute] [--rows R] [--iterations N] [--check-iterations K] "
+               "[--no-baseline] [--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+int positive(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 0 || v > (1 << 24))
+    usage(std::string(what) + " must be a number, not '" + text + "'");
+  return int(v);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--widths" || a == "--variants") {
+      std::stringstream list(value());
+      std::string item;
+      if (a == "--widths") o.widths.clear(); else o.variants.clear();
+      while (std::getline(list, item, ',')) {
+        if (a == "--widths") {
+          o.widths.push_back(positive(item, "a width"));
+          if (o.widths.back() < 1) usage("widths are at least 1");
+          continue;
+        }
+        bool known = false;
+        for (hd::variant v : {hd::variant::hd, hd::variant::overlap, hd::variant::nooverlap,
+                              hd::variant::compute})
+          if (item == name_of(v)) o.variants.push_back(v), known = true;
+        if (!known) usage("unknown variant '" + item + "'");
+      }
+    } else if (a == "--rows") {
+      o.rows = positive(value(), "--rows");
+    } else if (a == "--iterations") {
+      o.iterations = positive(value(), "--iterations");
+    } else if (a == "--check-iterations") {
+      o.check_iterations = positive(value(), "--check-iterations");
+    } else if (a == "--no-baseline") {
+      o.baseline = false;
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  if (o.rows < 3) usage("--rows must be at least 3 (the compute variant works on rows 2..r-1)");
+  if (o.iterations < 1) usage("--iterations must be at least 1");
+  return o;
+}
+
+// The largest difference between `grids` (this process's rows of each data
+// set) and the reference; NaN counts as infinitely different.
+double check_against_reference(const std::vector<double>& grids, int sets, int m, int n,
+                               int first_row, int row_count, int iterations) {
+  double worst = 0;
+  const std::size_t grid = std::size_t(m) * std::size_t(n);
+  for (int s = 0; s < sets; ++s) {
+    const std::vector<double> expected = hd::reference_grid(s, m, n, iterations);
+    for (std::size_t k = std::size_t(first_row) * std::size_t(n);
+         k < std::size_t(first_row + row_count) * std::size_t(n); ++k) {
+      const double d = std::fabs(grids[std::size_t(s) * grid + k] - expected[k]);
+      worst = std::isnan(d) ? INFINITY : std::max(worst, d);
+    }
+  }
+  return worst;
+}
+
+// Results must match the reference up to rounding (the GPU fuses
+// multiply-adds): values are below 1, differences below 1e-12.
+constexpr double tolerance = 1e-12;
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  grma::runtime rt(argc, argv);
+  const options o = parse(argc, argv);
+  const hd::grma_program probe{hd::variant::hd, o.rows, 1, 1, false};
+  const grma::rank_info info = rt.info(probe);
+  const bool cuda = rt.backend() == grma::backend_kind::cuda;
+  const int m = info.rank_count * o.rows;
+  const bool lead = info.process_index == 0;
+  const int devices_here = info.process_count == 1 ? info.device_count : 1;
+#if defined(__CUDACC__)
+  // The baseline copies halos between this process's GPUs; across processes
+  // it would need MPI between kernels, which it does not do (yet).
+  const bool baseline = o.baseline && cuda && info.process_count == 1;
+#else
+  const bool baseline = false;
+#endif
+  // Each device holds 5 fields (x 2 data sets) of its ranks' bands.
+  const int widest = *std::max_element(o.widths.begin(), o.widths.end());
+  const std::uint64_t heap_needed =
+      2 * hd::field_count * hd::band_elements(info.ranks_per_device * o.rows, widest) * sizeof(double) +
+      (std::uint64_t(1) << 20);
+  if (rt.settings().heap_size < heap_needed)
+    usage("width " + std::to_string(widest) + " needs a heap of " + std::to_string(heap_needed >> 20) +
+          " MiB per device: set GRMA_HEAP_SIZE=" + std::to_string((heap_needed >> 20) + 1) + "M");
+  if (lead) {
+    std::printf("horizontal diffusion: %s backend, %d device%s, %d ranks per device x %d threads, "
+                "%d rows per rank (grid %d x width), %d iterations\n",
+                cuda ? "cuda" : "cpu", info.device_count * info.node_count,
+                info.device_count * info.node_count == 1 ? "" : "s", info.ranks_per_device, info.threads_per_rank,
+                o.rows, m, o.iterations);
+    std::printf("%8s %10s %14s %18s %14s %12s %12s\n", "width", "variant", "grma [us/it]",
+                "baseline [us/it]", "baseline/grma", "grma error", "base error");
+  }
+  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (json)
+    std::fprintf(json,
+                 "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"processes\": %d,\n  "
+                 "\"ranks\": %d,\n  \"ranks_per_device\": %d,\n  \"threads_per_rank\": %d,\n  "
+                 "\"rows_per_rank\": %d,\n  \"iterations\": %d,\n  \"results\": [\n",
+                 cuda ? "cuda" : "cpu", info.device_count, info.process_count, info.rank_count,
+                 info.ranks_per_device, info.threads_per_rank, o.rows, o.iterations);
+  bool all_good = true, first = true;
+  for (const int n : o.widths) {
+    for (const hd::variant v : o.variants) {
+      const int sets = hd::data_sets(v);
+      const bool checked = o.check_iterations > 0 && v != hd::variant::compute;
+      // The grma version: timed, then (separately) checked.
+      hd::result_header header{};
+      rt.run(hd::grma_program{v, o.rows, n, o.iterations, false},
+             {.userdata = &header, .userdata_size = sizeof header});
+      const double grma_us = header.seconds / o.iterations * 1e6;
+      double grma_error = NAN, base_error = NAN, base_us = NAN;
+      if (checked) {
+        std::vector<double> area(sizeof(hd::result_header) / sizeof(double) +
+                                 std::size_t(sets) * std::size_t(m) * std::size_t(n));
+        rt.run(hd::grma_program{v, o.rows, n, o.check_iterations, true},
+               {.userdata = area.data(), .userdata_size = area.size() * sizeof(double)});
+        area.erase(area.begin(), area.begin() + sizeof(hd::result_header) / sizeof(double));
+        grma_error = check_against_reference(area, sets, m, n, info.rank_start * o.rows,
+                                             info.rank_responsible * o.rows, o.check_iterations);
+        all_good = all_good && grma_error <= tolerance;
+      }
+#if defined(__CUDACC__)
+      if (baseline && v != hd::variant::compute) {
+        const hd::baseline_job job{v, devices_here, info.ranks_per_device, info.threads_per_rank,
+                                   o.rows, n, o.iterations};
+        base_us = hd::run_baseline(job, nullptr) / o.iterations * 1e6;
+        if (checked) {
+          std::vector<double> grids;
+          hd::baseline_job check_job = job;
+          check_job.iterations = o.check_iterations;
+          hd::run_baseline(check_job, &grids);
+          base_error = check_against_reference(grids, sets, m, n, 0, m, o.check_iterations);
+          all_good = all_good && base_error <= tolerance;
+        }
+      }
+#endif
+      if (!lead) continue;
+      // The compute variant moves 9 band buffers of rows-2 rows per rank and
+      // iteration (lap, fli, flj: read one, write one; out: read two, write one).
+      const double memory_gbs = 9.0 * 8.0 * (o.rows - 2) * double(n) * info.ranks_per_device /
+                                (grma_us * 1e-6) / 1e9;
+      auto cell = [](double x, const char* format) {
+        char text[32] = "-";
+        if (!std::isnan(x)) std::snprintf(text, sizeof text, format, x);
+        return std::string(text);
+      };
+      std::printf("%8d %10s %14s %18s %14s %12s %12s%s\n", n, name_of(v), cell(grma_us, "%.2f").c_str(),
+                  cell(base_us, "%.2f").c_str(), cell(base_us / grma_us, "%.2f").c_str(),
+                  cell(grma_error, "%.1e").c_str(), cell(base_error, "%.1e").c_str(),
+                  grma_error > tolerance || base_error > tolerance ? "  WRONG" : "");
+      if (v == hd::variant::compute)
+        std::printf("%8s %10s memory bandwidth per device %.1f GB/s\n", "", "", memory_gbs);
+      auto number = [](double x) { return std::isnan(x) ? std::string("null") : std::to_string(x); };
+      std::fprintf(json,
+                   "%s    {\"width\": %d, \"variant\": \"%s\", \"grma_us\": %s, \"baseline_us\": %s, "
+                   "\"grma_error\": %s, \"baseline_error\": %s%s}",
+                   first ? "" : ",\n", n, name_of(v), number(grma_us).c_str(),
+                   number(base_us).c_str(), number(grma_error).c_str(), number(base_error).c_str(),
+                   v == hd::variant::compute
+                       ? (", \"memory_gbs_per_device\": " + number(memory_gbs)).c_str()
+                       : "");
+      first = false;
+    }
+  }
+  if (json) {
+    std::fprintf(json, "\n  ]\n}\n");
+    std::fclose(json);
+    std::printf("JSON: %s\n", o.json.c_str());
+  }
+  if (!all_good) {
+    std::fprintf(stderr, "grma-hd: process %d: a result differs from the serial reference\n",
+                 info.process_index);
+    return 1;
+  }
+  return 0;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "grma-hd: %s\n", e.what());
+  return 1;
+}
