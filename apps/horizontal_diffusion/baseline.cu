@@ -219,10 +219,23 @@ class baseline {
   device dev_[8];
 };
 
+// Gives the caller back its current device (grma's runtime starts from it).
+class device_restorer {
+ public:
+  device_restorer() { check(cudaGetDevice(&device_), "cudaGetDevice"); }
+  ~device_restorer() { cudaSetDevice(device_); }
+  device_restorer(const device_restorer&) = delete;
+  device_restorer& operator=(const device_restorer&) = delete;
+
+ private:
+  int device_ = 0;
+};
+
 }  // namespace
 
 double run_baseline(const baseline_job& job, std::vector<double>* grids) {
   if (job.devices < 1 || job.devices > 8) throw std::runtime_error("baseline: 1 to 8 GPUs");
+  const device_restorer keep;
   baseline b(job);
   b.initialize();
   if (grids != nullptr) {

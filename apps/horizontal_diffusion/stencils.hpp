@@ -44,47 +44,69 @@ GRMA_HOST_DEVICE inline std::size_t band_elements(int rows, int n) {
   return std::size_t(rows + 2) * std::size_t(n);
 }
 
-// Applies one stencil to rows 1..rows of a band, by `thread` of `threads`
-// (points are spread over all threads, so narrow grids keep every thread busy).
-template <class Point>
-GRMA_HOST_DEVICE inline void for_points(int rows, int n, int thread, int threads, Point&& point) {
-  const unsigned total = unsigned(rows) * unsigned(n);
-  for (unsigned p = unsigned(thread); p < total; p += unsigned(threads)) {
-    const unsigned i = p / unsigned(n) + 1, j = p % unsigned(n);
-    point(std::size_t(i) * unsigned(n) + j, j);
+// Computes rows 1..rows of a band of `destination`, value(index in the band,
+// column) at each point, by `thread` of `threads`. Threads sweep a row
+// together where it is wide enough, four points per thread at a time: the
+// four values are computed (loaded) before any is stored, so their loads
+// are in flight together (a rank has few threads per SM to hide memory
+// latency). Narrower rows are taken several at a time, so every thread
+// stays busy. No division per point.
+template <class Value>
+GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, int thread, int threads,
+                                   Value&& value) {
+  const unsigned w = unsigned(n), t = unsigned(thread), count = unsigned(threads);
+  if (w >= count) {
+    for (unsigned i = 1; i <= unsigned(rows); ++i) {
+      const std::size_t row = std::size_t(i) * w;
+      unsigned j = t;
+      for (; j + 3 * count < w; j += 4 * count) {
+        const double v0 = value(row + j, j), v1 = value(row + j + count, j + count),
+                     v2 = value(row + j + 2 * count, j + 2 * count),
+                     v3 = value(row + j + 3 * count, j + 3 * count);
+        destination[row + j] = v0;
+        destination[row + j + count] = v1;
+        destination[row + j + 2 * count] = v2;
+        destination[row + j + 3 * count] = v3;
+      }
+      for (; j < w; j += count) destination[row + j] = value(row + j, j);
+    }
+    return;
   }
+  const unsigned rows_at_once = count / w, j = t % w;
+  if (t >= rows_at_once * w) return;
+  for (unsigned i = 1 + t / w; i <= unsigned(rows); i += rows_at_once)
+    destination[std::size_t(i) * w + j] = value(std::size_t(i) * w + j, j);
 }
 
 GRMA_HOST_DEVICE inline void compute_lap(const double* in_band, double* lap_band, int rows, int n,
                                          int thread, int threads) {
-  for_points(rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+  sweep(lap_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
     const double* c = in_band + at;
     const double left = j > 0 ? c[-1] : 0.0, right = j + 1 < unsigned(n) ? c[1] : 0.0;
-    lap_band[at] = -4.0 * c[0] + c[-std::ptrdiff_t(n)] + c[n] + left + right;
+    return -4.0 * c[0] + c[-std::ptrdiff_t(n)] + c[n] + left + right;
   });
 }
 
 GRMA_HOST_DEVICE inline void compute_fli(const double* lap_band, double* fli_band, int rows, int n,
                                          int thread, int threads) {
-  for_points(rows, n, thread, threads, [&](std::size_t at, unsigned) {
-    fli_band[at] = lap_band[at + n] - lap_band[at];
-  });
+  sweep(fli_band, rows, n, thread, threads,
+        [&](std::size_t at, unsigned) { return lap_band[at + n] - lap_band[at]; });
 }
 
 GRMA_HOST_DEVICE inline void compute_flj(const double* lap_band, double* flj_band, int rows, int n,
                                          int thread, int threads) {
-  for_points(rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+  sweep(flj_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
     const double right = j + 1 < unsigned(n) ? lap_band[at + 1] : 0.0;
-    flj_band[at] = right - lap_band[at];
+    return right - lap_band[at];
   });
 }
 
 GRMA_HOST_DEVICE inline void compute_out(const double* fli_band, const double* flj_band,
                                          double* out_band, int rows, int n, int thread,
                                          int threads) {
-  for_points(rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+  sweep(out_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
     const double flj_left = j > 0 ? flj_band[at - 1] : 0.0;
-    out_band[at] = ((fli_band[at - n] - fli_band[at]) + (flj_left - flj_band[at])) * (1.0 / 64);
+    return ((fli_band[at - n] - fli_band[at]) + (flj_left - flj_band[at])) * (1.0 / 64);
   });
 }
 
