@@ -72,6 +72,30 @@ if [ -x build/gpu/bench/grma-bench-remote ]; then
     mpirun -np 2 --bind-to none sh -c \
     "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench-remote --json $out/remote.json"
 fi
+# Horizontal diffusion (papers/000 §4.3), grma beside the kernel-boundary
+# baseline, every result checked against the serial reference; on one GPU
+# and on two; then the model (Hockney fits of the benchmarks' figures) and
+# the plots.
+hd="./build/gpu/apps/grma-hd --iterations 200 --check-iterations 2"
+if [ -x build/gpu/apps/grma-hd ]; then
+  export GRMA_HEAP_SIZE=12G
+  step sanitize-memcheck-hd env GRMA_RANKS_PER_DEVICE=6 timeout 120 $san --tool memcheck $hd \
+    --widths 40,300 --iterations 2 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"
+  step sanitize-racecheck-hd env GRMA_RANKS_PER_DEVICE=4 timeout 120 $san --tool racecheck $hd \
+    --widths 300 --iterations 2 --variants overlap --no-baseline --json "$out/hd_racecheck.json"
+  step hd-1gpu env GRMA_DEVICES=1 $hd --widths 64,128,256,512,1024,2048,4096,8192,16384 --json "$out/hd_1gpu.json"
+  models=(--hd "$out/hd_1gpu.json:1 GPU")
+  if [ "$gpus" -ge 2 ]; then
+    step hd-2gpu env GRMA_DEVICES=2 $hd --widths 64,128,256,512,1024,2048,4096,8192,16384 --json "$out/hd_2gpu.json"
+    models+=(--hd "$out/hd_2gpu.json:2 GPUs")
+  fi
+  unset GRMA_HEAP_SIZE
+  benches=()
+  for b in same_device peer_devices remote; do
+    [ -f "$out/$b.json" ] && benches+=("--${b//_/-}" "$out/$b.json")
+  done
+  step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
+fi
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
   echo "== $(basename "$f")"
@@ -81,5 +105,7 @@ echo; tail -n 25 "$out/bench-same-device.log"
 [ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
 [ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
 [ -f "$out/bench-remote.log" ] && { echo; tail -n 19 "$out/bench-remote.log"; }
+[ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
+[ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
 echo; cat "$out/summary.txt"
 exit $status

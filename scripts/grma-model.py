@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""The grma performance model (papers/000 §4.2-4.3.2) and plots.
+
+Fits the Hockney model t(s) = L + s / B to the one-way times (half the
+ping-pong round trip) that the benchmarks measured, per path (same device,
+peer device, remote) and, where the curve bends, per size range; prints the
+parameters as papers/000 Table 4.2 does. Given grma-hd's JSON, predicts the
+time of an iteration of HD, HD-NOOVERLAP and HD-OVERLAP from them and prints
+the prediction beside the measurement. With --plots DIR, writes PNG plots
+(needs matplotlib): latency and bandwidth against size, grma beside each
+baseline; HD time against width, grma beside the baseline and the model.
+
+  scripts/grma-model.py [--same-device F] [--peer-devices F] [--remote F]
+                        [--hd F ...] [--plots DIR]
+Standard library only, except for the plots.
+"""
+import argparse
+import json
+import math
+import sys
+
+
+def weighted_fit(points):
+    """L [us] and B [bytes/us] minimizing the squared relative error."""
+    # t = L + s * x (x = 1/B): least squares with weights 1/t^2.
+    sw = sws = swss = swt = swst = 0.0
+    for s, t in points:
+        w = 1.0 / (t * t)
+        sw += w; sws += w * s; swss += w * s * s; swt += w * t; swst += w * s * t
+    det = sw * swss - sws * sws
+    if det == 0:
+        return points[0][1], math.inf
+    latency = (swss * swt - sws * swst) / det
+    inverse = (sw * swst - sws * swt) / det
+    return max(latency, 0.0), (1.0 / inverse if inverse > 0 else math.inf)
+
+
+def worst_error(points, latency, bandwidth):
+    return max(abs(latency + s / bandwidth - t) / t for s, t in points)
+
+
+def hockney(points):
+    """One segment, or two where one line misses some point by more than 10 %
+    and two lines fit at least twice as well. Returns [(first size, L, B)]."""
+    latency, bandwidth = weighted_fit(points)
+    single = worst_error(points, latency, bandwidth)
+    best = [(points[0][0], latency, bandwidth)]
+    if single <= 0.10 or len(points) < 5:
+        return best
+    best_error = single
+    for k in range(2, len(points) - 1):
+        low, high = points[:k + 1], points[k:]  # the bend's point belongs to both fits
+        l1, b1 = weighted_fit(low)
+        l2, b2 = weighted_fit(high)
+        error = max(worst_error(low, l1, b1), worst_error(high, l2, b2))
+        if error < best_error / 2:
+            best_error = error
+            best = [(points[0][0], l1, b1), (points[k][0], l2, b2)]
+    return best
+
+
+def segment_for(segments, size):
+    chosen = segments[0]
+    for seg in segments:
+        if size >= seg[0]:
+            chosen = seg
+    return chosen
+
+
+def halo_time(segments, size, copies):
+    """t_Halo: one latency, then the bytes (none where the halo is not copied)."""
+    _, latency, bandwidth = segment_for(segments, max(size, 1))
+    return latency + (size / bandwidth if copies else 0.0)
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def paths_from(args):
+    """{path: {"put": points, "get": points}} with one-way times in us."""
+    paths = {}
+    for name, path in (("same device", args.same_device), ("peer device", args.peer_devices),
+                       ("remote", args.remote)):
+        if not path:
+            continue
+        data = load(path)
+        entry = {}
+        for op, key in (("put", "notified_put_us"), ("get", "notified_get_us")):
+            points = [(p["bytes"], p[key] / 2) for p in data["latency"] if key in p]
+            if points:
+                entry[op] = hockney(points)
+                entry[op + "_points"] = points
+        paths[name] = entry
+    return paths
+
+
+def print_table(paths):
+    print("Table 4.2 (grma): Hockney parameters, one-way notified access")
+    print(f"{'path':<28} {'L put [us]':>11} {'L get [us]':>11} {'B put [GB/s]':>13} {'B get [GB/s]':>13}")
+    for name, entry in paths.items():
+        starts = sorted({seg[0] for op in ("put", "get") for seg in entry.get(op, [])})
+        for i, start in enumerate(starts):
+            end = starts[i + 1] if i + 1 < len(starts) else None
+            label = name + (f" >= {start} B" if i else "") + (f" < {end} B" if end else "")
+            cells = []
+            for op in ("put", "get"):
+                seg = segment_for(entry[op], start) if op in entry else None
+                cells.append(seg)
+            lat = [f"{c[1]:.2f}" if c else "-" for c in cells]
+            bw = [f"{c[2] / 1e3:.1f}" if c and c[2] != math.inf else "-" for c in cells]
+            print(f"{label:<28} {lat[0]:>11} {lat[1]:>11} {bw[0]:>13} {bw[1]:>13}")
+    print()
+
+
+def predict(hd, paths):
+    """{(width, variant): predicted us} for grma-hd's results (papers/000 §4.3.2)."""
+    rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
+    devices = hd["devices"] * max(1, hd.get("processes", 1)) if hd["processes"] > 1 else hd["devices"]
+    compute = [r for r in hd["results"] if r["variant"] == "compute"]
+    if not compute:
+        return None, None
+    widest = max(compute, key=lambda r: r["width"])
+    memory = widest["memory_gbs_per_device"] * 1e3  # bytes per us, shared by the device's ranks
+    # Halos cross to a peer device where the job has several; the slowest
+    # path bounds the iteration (papers/000 §4.3.2, "Choosing GPU RMA Model
+    # Parameters"). Halos between ranks of one device are not copied (no-copy).
+    path = "peer device" if devices > 1 else "same device"
+    if path not in paths or "put" not in paths[path]:
+        return None, None
+    segments = paths[path]["put"]
+    copies = devices > 1
+    predicted = {}
+    for r in hd["results"]:
+        n = r["width"]
+        s_m, s_r = 8.0 * rows * n, 8.0 * n
+        per_rank = memory / ranks
+        t_lap = 2 * s_m / per_rank
+        t_flx = 4 * s_m / per_rank
+        t_out = 3 * s_m / per_rank
+        halo = lambda rows_sent: halo_time(segments, rows_sent * s_r, copies)
+        # Exchanges: in (a row each way), lap (one row up), fli (one row down).
+        if r["variant"] == "hd":
+            t = t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1)
+        elif r["variant"] == "nooverlap":
+            t = 2 * (t_lap + t_flx + t_out) + halo(4) + halo(2) + halo(2)
+        elif r["variant"] == "overlap":
+            # papers/000 Figure 4.2: six phases, each the longer of a stencil
+            # of one set and a halo exchange of the other.
+            t = (max(t_lap, halo(2)) + max(t_lap, halo(1)) + max(t_flx, halo(1)) +
+                 max(t_flx, halo(1)) + max(t_out, halo(1)) + max(t_out, halo(2)))
+        else:
+            continue
+        predicted[(n, r["variant"])] = t
+    return predicted, {"path": path, "memory_gbs": memory / 1e3}
+
+
+def print_hd(hd, predicted, about, label):
+    print(f"Horizontal diffusion, {label}: {hd['devices']} device(s) x {hd['ranks_per_device']} ranks, "
+          f"{hd['rows_per_rank']} rows per rank; model: {about['path']} path, "
+          f"B_M {about['memory_gbs']:.0f} GB/s per device")
+    print(f"{'width':>7} {'variant':>10} {'grma [us]':>10} {'model [us]':>11} {'model/grma':>11} "
+          f"{'baseline [us]':>14} {'baseline/grma':>14}")
+    for r in hd["results"]:
+        key = (r["width"], r["variant"])
+        if key not in predicted:
+            continue
+        g, m, b = r["grma_us"], predicted[key], r.get("baseline_us")
+        print(f"{r['width']:>7} {r['variant']:>10} {g:>10.2f} {m:>11.2f} {m / g:>11.2f} "
+              f"{(f'{b:.2f}' if b else '-'):>14} {(f'{b / g:.2f}' if b else '-'):>14}")
+    print()
+
+
+def plots(args, paths, hds):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import os
+    os.makedirs(args.plots, exist_ok=True)
+    written = []
+    # Latency and bandwidth against size, grma beside the baselines of each run.
+    sources = [("same device", args.same_device, [("raw_flag_us", "raw flag (floor)")],
+                [("all_ranks_gbs", "grma, all ranks"), ("memcpy_d2d_gbs", "cudaMemcpy D2D")]),
+               ("peer device", args.peer_devices, [("raw_flag_us", "raw flag (floor)")],
+                [("one_rank_gbs", "grma, one rank"), ("all_ranks_gbs", "grma, all ranks"),
+                 ("memcpy_peer_gbs", "cudaMemcpyPeer")]),
+               ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
+                [("notified_put_gbs", "grma put"), ("notified_get_gbs", "grma get"),
+                 ("mpi_host_gbs", "MPI host buffers")])]
+    for name, path, floors, bands in sources:
+        if not path:
+            continue
+        data = load(path)
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+        sizes = [p["bytes"] for p in data["latency"]]
+        for key, label in [("notified_put_us", "grma notified put"), ("signal_put_us", "grma signal put"),
+                           ("notified_get_us", "grma notified get")] + floors:
+            if key in data["latency"][0]:
+                left.plot(sizes, [p[key] for p in data["latency"]], marker="o", label=label)
+        if name in paths and "put" in paths[name]:
+            model = [2 * halo_time(paths[name]["put"], s, True) for s in sizes]
+            left.plot(sizes, model, linestyle="--", color="gray", label="Hockney fit (put)")
+        left.set(xscale="log", yscale="log", xlabel="bytes", ylabel="round trip [us]",
+                 title=f"{name}: ping-pong")
+        left.legend(fontsize=8)
+        size_key = "bytes_per_rank" if "bytes_per_rank" in data["bandwidth"][0] else "bytes"
+        bw_sizes = [p[size_key] for p in data["bandwidth"]]
+        for key, label in bands:
+            if key in data["bandwidth"][0]:
+                right.plot(bw_sizes, [p[key] for p in data["bandwidth"]], marker="o", label=label)
+        right.set(xscale="log", xlabel="bytes" + (" per rank" if size_key == "bytes_per_rank" else ""),
+                  ylabel="GB/s", title=f"{name}: bandwidth")
+        right.legend(fontsize=8)
+        fig.tight_layout()
+        file = os.path.join(args.plots, name.replace(" ", "_") + ".png")
+        fig.savefig(file, dpi=110)
+        plt.close(fig)
+        written.append(file)
+    for hd, predicted, label in hds:
+        fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=False)
+        for ax, variant in zip(axes, ("hd", "overlap", "nooverlap")):
+            rows = [r for r in hd["results"] if r["variant"] == variant]
+            widths = [r["width"] for r in rows]
+            ax.plot(widths, [r["grma_us"] for r in rows], marker="o", label="grma")
+            if any(r.get("baseline_us") for r in rows):
+                ax.plot(widths, [r["baseline_us"] for r in rows], marker="s", label="kernel-boundary baseline")
+            if predicted:
+                ax.plot(widths, [predicted[(w, variant)] for w in widths], linestyle="--", color="gray",
+                        label="model")
+            ax.set(xscale="log", yscale="log", xlabel="grid width", ylabel="us per iteration",
+                   title=f"{variant.upper() if variant == 'hd' else 'HD-' + variant.upper()} ({label})")
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        file = os.path.join(args.plots, f"hd_{label.replace(' ', '_')}.png")
+        fig.savefig(file, dpi=110)
+        plt.close(fig)
+        written.append(file)
+    print("plots:", " ".join(written))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--same-device")
+    parser.add_argument("--peer-devices")
+    parser.add_argument("--remote")
+    parser.add_argument("--hd", action="append", default=[], metavar="FILE[:LABEL]")
+    parser.add_argument("--plots", metavar="DIR")
+    args = parser.parse_args()
+    paths = paths_from(args)
+    if not paths:
+        parser.error("give at least one benchmark JSON (--same-device, --peer-devices, --remote)")
+    print_table(paths)
+    hds = []
+    for spec in args.hd:
+        file, _, label = spec.partition(":")
+        hd = load(file)
+        label = label or f"{hd['devices']} device{'s' if hd['devices'] > 1 else ''}"
+        predicted, about = predict(hd, paths)
+        if predicted is None:
+            print(f"{file}: no model (needs the compute variant and the path's benchmark)", file=sys.stderr)
+        else:
+            print_hd(hd, predicted, about, label)
+        hds.append((hd, predicted, label))
+    if args.plots:
+        plots(args, paths, hds)
+
+
+if __name__ == "__main__":
+    main()
