@@ -15,13 +15,14 @@ struct results {
 
 enum class mode { notified_put, signal_put, notified_get };
 
-// World ranks 0 and 1 ping-pong `bytes` (`iterations` round trips after 20
-// for warm-up); other ranks wait at the final barrier. Rank 0 checks the
-// last bytes it received.
+// World ranks 0 and `partner` ping-pong `bytes` (`iterations` round trips
+// after 20 for warm-up); other ranks wait at the final barrier. Rank 0 checks
+// the last bytes it received.
 struct ping_pong {
   std::size_t bytes;
   int iterations;
   mode how;
+  int partner = 1;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -35,8 +36,8 @@ struct ping_pong {
     // A put writes the peer's inbox; a get reads the peer's outbox.
     grma::window in = r.window_create(grma::world, inbox, area + 64);
     grma::window out = r.window_create(grma::world, outbox, area);
-    if (me < 2) {
-      const int peer = 1 - me;
+    if (me == 0 || me == partner) {
+      const int peer = me == 0 ? partner : 0;
       double start = 0;
       for (int it = -20; it < iterations; ++it) {
         if (it == 0) start = r.wtime();
@@ -76,18 +77,20 @@ struct ping_pong {
   }
 };
 
-// `active` ranks each put `bytes` to the rank half the job away (on two
-// devices: its counterpart on the other), `iterations` times, one
-// notification per put; rank 0 times the whole exchange.
+// `active` ranks each put `bytes` to the rank `offset` ranks on (0: half the
+// job away; on two devices, its counterpart on the other), `iterations`
+// times, one notification per put; rank 0 times the whole exchange.
 struct bandwidth {
   std::size_t bytes;
   int iterations;
   int active;
+  int offset = 0;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     const int me = r.rank(grma::world);
     const int n = r.size(grma::world);
+    const int away = offset == 0 ? n / 2 : offset;
     auto* buffer = static_cast<unsigned char*>(r.alloc(2 * bytes));
     // Touched first, as any program's buffers are: the first use of memory
     // (shared memory on the CPU backend) is not the transfer's cost.
@@ -97,14 +100,97 @@ struct bandwidth {
     const double start = r.wtime();
     if (me < active)
       for (int it = 0; it < iterations; ++it)
-        r.put_notify(w, (me + n / 2) % n, 0, bytes, buffer + bytes, 1);
+        r.put_notify(w, (me + away) % n, 0, bytes, buffer + bytes, 1);
     r.barrier(grma::world);
     if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
     // Take the notifications so the queues end empty.
-    const int source = (me + n - n / 2) % n;
+    const int source = (me + n - away) % n;
     if (source < active) r.wait_notifications(w, source, 1, iterations);
     r.window_free(w);
     r.free(buffer);
+  }
+};
+
+// Message rate: `active` ranks each put 8 bytes `messages` times to the
+// rank `offset` on, as fast as they can, while that rank takes the
+// notifications `batch` at a time; rank 0 times it all. Message k lands in
+// word k of the target's window, checked after the run's last barrier.
+struct message_rate {
+  int messages;  // a multiple of batch
+  int batch;
+  int active;
+  int offset;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const std::size_t bytes = std::size_t(messages) * sizeof(std::uint64_t);
+    auto* words = static_cast<std::uint64_t*>(r.alloc(bytes + sizeof(std::uint64_t)));
+    std::uint64_t* outgoing = words + messages;
+    for (int i = r.thread(); i <= messages; i += r.threads()) words[i] = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, words, bytes);
+    const int source = (me + n - offset) % n;
+    r.barrier(grma::world);
+    const double start = r.wtime();
+    if (me < active)
+      for (int k = 0; k < messages; ++k) {
+        if (r.thread() == 0) *outgoing = std::uint64_t(k) + 1;
+        r.sync_threads();
+        r.put_notify(w, (me + offset) % n, std::size_t(k) * sizeof(std::uint64_t),
+                     sizeof(std::uint64_t), outgoing, 2);
+      }
+    if (source < active)
+      for (int k = 0; k < messages; k += batch) r.wait_notifications(w, source, 2, batch);
+    r.barrier(grma::world);
+    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    if (source < active)
+      for (int i = r.thread(); i < messages; i += r.threads())
+        GRMA_ASSERT(r, r.read(&words[i]) == std::uint64_t(i) + 1);
+    r.window_free(w);
+    r.free(words);
+  }
+};
+
+// Matching throughput: `senders` ranks (1..senders) each leave `per_sender`
+// notifications with tags 0..per_sender-1 (empty puts) at rank 0, which
+// then matches them all, `rounds` times. `order`: 0 in arrival order per
+// source (the head of the queue), 1 newest first (the far end of the queue),
+// 2 with wildcards (any source, any tag). Rank 0 times the matching only.
+struct matching {
+  int senders;
+  int per_sender;
+  int rounds;
+  int order;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    auto* word = static_cast<unsigned char*>(r.alloc(64));
+    grma::window w = r.window_create(grma::world, word, 64);
+    double spent = 0;
+    for (int round = 0; round < rounds; ++round) {
+      if (me >= 1 && me <= senders)
+        for (int t = 0; t < per_sender; ++t) r.put_notify(w, 0, 0, 0, word, t);
+      r.barrier(grma::world);  // every notification is queued at rank 0
+      if (me == 0) {
+        const double start = r.wtime();
+        if (order == 2) {
+          for (int k = 0; k < senders * per_sender; ++k)
+            r.wait_notifications(w, grma::any_source, grma::any_tag, 1);
+        } else {
+          for (int s = 1; s <= senders; ++s)
+            for (int t = 0; t < per_sender; ++t)
+              r.wait_notifications(w, s, order == 0 ? t : per_sender - 1 - t, 1);
+        }
+        spent += r.wtime() - start;
+        GRMA_ASSERT(r, !r.test_notifications(w, grma::any_source, grma::any_tag));
+      }
+      r.barrier(grma::world);
+    }
+    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = spent;
+    r.window_free(w);
+    r.free(word);
   }
 };
 

@@ -16,93 +16,11 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
+#include "cuda_baselines.hpp"
 #include "cuda_bench.hpp"
 
-namespace {
-
-using bench::check;
-
-void enable_peers() {
-  for (int d = 0; d < 2; ++d) {
-    check(cudaSetDevice(d), "cudaSetDevice");
-    const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled) (void)cudaGetLastError();
-    else check(e, "cudaDeviceEnablePeerAccess");
-  }
-  check(cudaSetDevice(0), "cudaSetDevice");
-}
-
-// ---- the floor: one store into the peer's memory, one poll of our own -------
-
-__global__ void raw_flag_half(volatile unsigned* mine, volatile unsigned* theirs, bool first,
-                              int iterations, long long* ns) {
-  if (threadIdx.x != 0) return;
-  long long start = 0;
-  for (int i = 1; i <= iterations + 100; ++i) {
-    if (i == 101) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    if (first) {
-      *theirs = i;
-      while (*mine != unsigned(i)) {}
-    } else {
-      while (*mine != unsigned(i)) {}
-      *theirs = i;
-    }
-  }
-  long long end;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
-  if (first) *ns = end - start;
-}
-
-double raw_flag_round_trip_us(int iterations) {
-  unsigned* flag[2];
-  long long* ns;
-  cudaStream_t stream[2];
-  for (int d = 0; d < 2; ++d) {
-    check(cudaSetDevice(d), "cudaSetDevice");
-    check(cudaMalloc(&flag[d], 128), "cudaMalloc");
-    check(cudaMemset(flag[d], 0, 128), "cudaMemset");
-    check(cudaStreamCreateWithFlags(&stream[d], cudaStreamNonBlocking), "cudaStreamCreate");
-  }
-  check(cudaSetDevice(0), "cudaSetDevice");
-  check(cudaMalloc(&ns, sizeof(long long)), "cudaMalloc");
-  check(cudaDeviceSynchronize(), "sync");
-  check(cudaSetDevice(1), "cudaSetDevice");
-  raw_flag_half<<<1, 32, 0, stream[1]>>>(flag[1], flag[0], false, iterations, nullptr);
-  check(cudaSetDevice(0), "cudaSetDevice");
-  raw_flag_half<<<1, 32, 0, stream[0]>>>(flag[0], flag[1], true, iterations, ns);
-  check(cudaGetLastError(), "raw flag launch");
-  for (int d = 0; d < 2; ++d) check(cudaStreamSynchronize(stream[d]), "raw flag");
-  long long host_ns = 0;
-  check(cudaMemcpy(&host_ns, ns, sizeof host_ns, cudaMemcpyDeviceToHost), "raw flag");
-  for (int d = 0; d < 2; ++d) {
-    cudaFree(flag[d]);
-    cudaStreamDestroy(stream[d]);
-  }
-  cudaFree(ns);
-  return double(host_ns) / iterations * 1e-3;
-}
-
-double memcpy_peer_gbs(std::size_t bytes, int iterations) {
-  void *a, *b;
-  check(cudaSetDevice(1), "cudaSetDevice");
-  check(cudaMalloc(&b, bytes), "cudaMalloc");
-  check(cudaSetDevice(0), "cudaSetDevice");
-  check(cudaMalloc(&a, bytes), "cudaMalloc");
-  check(cudaMemset(a, 1, bytes), "cudaMemset");
-  check(cudaMemcpyPeer(b, 1, a, 0, bytes), "warm-up copy");
-  const double seconds = bench::event_seconds([&] {
-    for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(b, 1, a, 0, bytes);
-  });
-  cudaFree(a);
-  cudaSetDevice(1);
-  cudaFree(b);
-  cudaSetDevice(0);
-  return double(bytes) * iterations / seconds / 1e9;
-}
-
-}  // namespace
-
 using bench::bandwidth;
+using bench::check;
 using bench::mode;
 using bench::ping_pong;
 using bench::results;
@@ -131,7 +49,7 @@ int main(int argc, char** argv) try {
     std::fprintf(stderr, "grma-bench-peer-devices needs the CUDA backend\n");
     return 1;
   }
-  enable_peers();
+  bench::enable_peer_access(0, 1);
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
 
@@ -139,7 +57,7 @@ int main(int argc, char** argv) try {
   std::fprintf(json, "{\n  \"gpu\": \"%s\",\n  \"gpus\": 2,\n  \"threads_per_rank\": %d,\n  \"latency\": [\n",
                prop.name, threads);
   const int latency_iterations = 5000;
-  const double raw_us = raw_flag_round_trip_us(latency_iterations);
+  const double raw_us = bench::raw_flag_round_trip_us(0, 1, latency_iterations);
   std::printf("GPUs: 2 x %s, %d threads per rank\n\n", prop.name, threads);
   std::printf("round trip [us]      bytes  notified put  signal put  notified get  raw flag (floor)  put/floor\n");
   bool first = true;
@@ -172,7 +90,7 @@ int main(int argc, char** argv) try {
     const std::size_t share = bytes / std::size_t(all_ranks) < 4096 ? 4096 : bytes / std::size_t(all_ranks);
     const results all = run(rt, bandwidth{share, iterations, all_ranks}, all_ranks, threads);
     const double all_gbs = double(share) * iterations * all_ranks / all.seconds / 1e9;
-    const double memcpy_gbs = memcpy_peer_gbs(bytes, 20);
+    const double memcpy_gbs = bench::memcpy_gbs(0, 1, bytes, 20);
     std::printf("                              %10zu  %8.1f  %12.1f  %14.1f  %10.2f  %10.2f\n", bytes,
                 one_gbs, all_gbs, memcpy_gbs, one_gbs / memcpy_gbs, all_gbs / memcpy_gbs);
     std::fprintf(json,

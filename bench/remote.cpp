@@ -17,57 +17,17 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
+#include "mpi_baselines.hpp"
 
 namespace {
 
 using bench::bandwidth;
+using bench::mpi_round_trip_us;
+using bench::mpi_stream_gbs;
+using bench::process;
 using bench::mode;
 using bench::ping_pong;
 using bench::results;
-
-int process() {
-  int p = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &p);
-  return p;
-}
-
-// MPI_Send/MPI_Recv round trip between processes 0 and 1, in microseconds.
-double mpi_round_trip_us(std::size_t bytes, int iterations) {
-  std::vector<unsigned char> buffer(bytes == 0 ? 1 : bytes, 1);
-  const int me = process(), peer = 1 - me;
-  double start = 0;
-  for (int it = -20; it < iterations; ++it) {
-    if (it == 0) start = MPI_Wtime();
-    if (me == 0) {
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, peer, 7, MPI_COMM_WORLD);
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    } else {
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, peer, 7, MPI_COMM_WORLD);
-    }
-  }
-  return (MPI_Wtime() - start) / iterations * 1e6;
-}
-
-// Process 0 sends `iterations` messages of `bytes` to process 1, which
-// answers the last with an empty one: GB/s.
-double mpi_stream_gbs(std::size_t bytes, int iterations) {
-  std::vector<unsigned char> buffer(bytes, 1);
-  const int me = process(), peer = 1 - me;
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double start = MPI_Wtime();
-  for (int it = 0; it < iterations; ++it) {
-    if (me == 0)
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, peer, 8, MPI_COMM_WORLD);
-    else
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  }
-  if (me == 0)
-    MPI_Recv(nullptr, 0, MPI_BYTE, peer, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  else
-    MPI_Send(nullptr, 0, MPI_BYTE, peer, 9, MPI_COMM_WORLD);
-  return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
-}
 
 results run(grma::runtime& rt, const auto& program) {
   results out{};

@@ -17,66 +17,11 @@
 #include <grma/grma.hpp>
 
 #include "bench_programs.hpp"
+#include "cuda_baselines.hpp"
 #include "cuda_bench.hpp"
 
-namespace {
-
-using bench::check;
-
-// ---- the floor: raw flag ping-pong between two blocks ---------------------
-
-__global__ void raw_flag_ping_pong(volatile unsigned* flags, int iterations, long long* ns) {
-  if (threadIdx.x != 0) return;
-  volatile unsigned* mine = flags + 32 * blockIdx.x;  // separate 128-byte lines
-  volatile unsigned* theirs = flags + 32 * (1 - blockIdx.x);
-  long long start = 0;
-  for (int i = 1; i <= iterations + 100; ++i) {
-    if (i == 101) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    if (blockIdx.x == 0) {
-      *mine = i;
-      while (*theirs != unsigned(i)) {}
-    } else {
-      while (*theirs != unsigned(i)) {}
-      *mine = i;
-    }
-  }
-  long long end;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(end));
-  if (blockIdx.x == 0) *ns = end - start;
-}
-
-double raw_flag_round_trip_us(int iterations) {
-  unsigned* flags;
-  long long* ns;
-  check(cudaMalloc(&flags, 64 * sizeof(unsigned)), "cudaMalloc");
-  check(cudaMalloc(&ns, sizeof(long long)), "cudaMalloc");
-  check(cudaMemset(flags, 0, 64 * sizeof(unsigned)), "cudaMemset");
-  raw_flag_ping_pong<<<2, 32>>>(flags, iterations, ns);
-  check(cudaGetLastError(), "raw flag launch");
-  long long host_ns = 0;
-  check(cudaMemcpy(&host_ns, ns, sizeof host_ns, cudaMemcpyDeviceToHost), "raw flag");
-  cudaFree(flags);
-  cudaFree(ns);
-  return double(host_ns) / iterations * 1e-3;
-}
-
-double memcpy_bandwidth_gbs(std::size_t bytes, int iterations) {
-  void *a, *b;
-  check(cudaMalloc(&a, bytes), "cudaMalloc");
-  check(cudaMalloc(&b, bytes), "cudaMalloc");
-  check(cudaMemset(a, 1, bytes), "cudaMemset");
-  check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "warm-up copy");
-  const double seconds = bench::event_seconds([&] {
-    for (int i = 0; i < iterations; ++i) cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice);
-  });
-  cudaFree(a);
-  cudaFree(b);
-  return double(bytes) * iterations / seconds / 1e9;
-}
-
-}  // namespace
-
 using bench::bandwidth;
+using bench::check;
 using bench::mode;
 using bench::ping_pong;
 using bench::results;
@@ -105,7 +50,7 @@ int main(int argc, char** argv) try {
                prop.name, threads);
 
   const int latency_iterations = 10000;
-  const double raw_us = raw_flag_round_trip_us(latency_iterations);
+  const double raw_us = bench::raw_flag_round_trip_us(0, 0, latency_iterations);
   std::printf("GPU: %s, %d threads per rank, %d ranks co-resident\n\n", prop.name, threads,
               max_ranks);
   std::printf("round trip [us]      bytes  notified put  signal put  raw flag (floor)  put/floor\n");
@@ -134,7 +79,7 @@ int main(int argc, char** argv) try {
     const results all = run(rt, bandwidth{bytes, iterations, max_ranks}, max_ranks, threads);
     const double one_gbs = double(bytes) * iterations / one.seconds / 1e9;
     const double all_gbs = double(bytes) * iterations * max_ranks / all.seconds / 1e9;
-    const double memcpy_gbs = memcpy_bandwidth_gbs(bytes * max_ranks, 20);
+    const double memcpy_gbs = bench::memcpy_gbs(0, 0, bytes * max_ranks, 20);
     std::printf("               %10zu  %8.1f  %12.1f  %14.1f  %10.2f\n", bytes, one_gbs, all_gbs,
                 memcpy_gbs, all_gbs / memcpy_gbs);
     std::fprintf(json,

@@ -10,7 +10,7 @@ the prediction beside the measurement. With --plots DIR, writes PNG plots
 (needs matplotlib): latency and bandwidth against size, grma beside each
 baseline; HD time against width, grma beside the baseline and the model.
 
-  scripts/grma-model.py [--same-device F] [--peer-devices F] [--remote F]
+  scripts/grma-model.py [--bench F] [--same-device F] [--peer-devices F] [--remote F]
                         [--hd F ...] [--plots DIR]
 Standard library only, except for the plots.
 """
@@ -78,21 +78,27 @@ def load(path):
         return json.load(f)
 
 
+def fit_latency(latency):
+    """Hockney segments of put and get from a list of ping-pong entries."""
+    entry = {}
+    for op, key in (("put", "notified_put_us"), ("get", "notified_get_us")):
+        points = [(p["bytes"], p[key] / 2) for p in latency if p.get(key)]
+        if points:
+            entry[op] = hockney(points)
+    return entry
+
+
 def paths_from(args):
-    """{path: {"put": points, "get": points}} with one-way times in us."""
+    """{path: {"put": segments, "get": segments}} from one-way times in us:
+    grma-bench's JSON (every path it measured), or the per-path benchmarks'."""
     paths = {}
+    if args.bench:
+        for p in load(args.bench)["paths"]:
+            paths["remote" if p["name"] == "other node" else p["name"]] = fit_latency(p["latency"])
     for name, path in (("same device", args.same_device), ("peer device", args.peer_devices),
                        ("remote", args.remote)):
-        if not path:
-            continue
-        data = load(path)
-        entry = {}
-        for op, key in (("put", "notified_put_us"), ("get", "notified_get_us")):
-            points = [(p["bytes"], p[key] / 2) for p in data["latency"] if key in p]
-            if points:
-                entry[op] = hockney(points)
-                entry[op + "_points"] = points
-        paths[name] = entry
+        if path:
+            paths[name] = fit_latency(load(path)["latency"])
     return paths
 
 
@@ -188,18 +194,27 @@ def plots(args, paths, hds):
                ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
                 [("notified_put_gbs", "grma put"), ("notified_get_gbs", "grma get"),
                  ("mpi_host_gbs", "MPI host buffers")])]
+    if args.bench:  # grma-bench: each path beside the floors it measured
+        for p in load(args.bench)["paths"]:
+            sources.append((("remote" if p["name"] == "other node" else p["name"]) + " (grma-bench)", p,
+                            [("floor_us", p["floor"])],
+                            [("one_rank_gbs", "grma, one rank"), ("all_pairs_gbs", "grma, all pairs"),
+                             ("copy_floor_gbs", p["copy_baseline"])]))
     for name, path, floors, bands in sources:
         if not path:
             continue
-        data = load(path)
+        data = path if isinstance(path, dict) else load(path)
+        if not data.get("bandwidth"):
+            data["bandwidth"] = [{"bytes": 1}]
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
         sizes = [p["bytes"] for p in data["latency"]]
         for key, label in [("notified_put_us", "grma notified put"), ("signal_put_us", "grma signal put"),
                            ("notified_get_us", "grma notified get")] + floors:
-            if key in data["latency"][0]:
+            if data["latency"][0].get(key) is not None:
                 left.plot(sizes, [p[key] for p in data["latency"]], marker="o", label=label)
-        if name in paths and "put" in paths[name]:
-            model = [2 * halo_time(paths[name]["put"], s, True) for s in sizes]
+        fitted = paths.get(name.replace(" (grma-bench)", ""), {})
+        if "put" in fitted:
+            model = [2 * halo_time(fitted["put"], s, True) for s in sizes]
             left.plot(sizes, model, linestyle="--", color="gray", label="Hockney fit (put)")
         left.set(xscale="log", yscale="log", xlabel="bytes", ylabel="round trip [us]",
                  title=f"{name}: ping-pong")
@@ -207,13 +222,13 @@ def plots(args, paths, hds):
         size_key = "bytes_per_rank" if "bytes_per_rank" in data["bandwidth"][0] else "bytes"
         bw_sizes = [p[size_key] for p in data["bandwidth"]]
         for key, label in bands:
-            if key in data["bandwidth"][0]:
+            if data["bandwidth"][0].get(key) is not None:
                 right.plot(bw_sizes, [p[key] for p in data["bandwidth"]], marker="o", label=label)
         right.set(xscale="log", xlabel="bytes" + (" per rank" if size_key == "bytes_per_rank" else ""),
                   ylabel="GB/s", title=f"{name}: bandwidth")
         right.legend(fontsize=8)
         fig.tight_layout()
-        file = os.path.join(args.plots, name.replace(" ", "_") + ".png")
+        file = os.path.join(args.plots, name.replace(" (", "_").replace(")", "").replace(" ", "_") + ".png")
         fig.savefig(file, dpi=110)
         plt.close(fig)
         written.append(file)
@@ -241,6 +256,7 @@ def plots(args, paths, hds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bench", help="grma-bench's JSON")
     parser.add_argument("--same-device")
     parser.add_argument("--peer-devices")
     parser.add_argument("--remote")
@@ -249,7 +265,7 @@ def main():
     args = parser.parse_args()
     paths = paths_from(args)
     if not paths:
-        parser.error("give at least one benchmark JSON (--same-device, --peer-devices, --remote)")
+        parser.error("give at least one benchmark JSON (--bench, --same-device, --peer-devices, --remote)")
     print_table(paths)
     hds = []
     for spec in args.hd:

@@ -137,13 +137,11 @@ int main(int argc, char** argv) try {
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
   const int m = info.rank_count * o.rows;
   const bool lead = info.process_index == 0;
-  const int devices_here = info.process_count == 1 ? info.device_count : 1;
 #if defined(__CUDACC__)
   // The baseline copies halos between this process's GPUs; across processes
   // it would need MPI between kernels, which it does not do (yet).
   const bool baseline = o.baseline && cuda && info.process_count == 1;
-#else
-  const bool baseline = false;
+  const int devices_here = info.device_count;
 #endif
   // Each device holds 5 fields (x 2 data sets) of its ranks' bands.
   const int widest = *std::max_element(o.widths.begin(), o.widths.end());

@@ -121,6 +121,7 @@ unsigned long long process_group::broadcast(unsigned long long value) const {
 }
 
 std::vector<int> process_group::nodes(const std::string& node_id) const {
+  if (!nodes_.empty() && nodes_for_ == node_id) return nodes_;
   constexpr std::size_t width = 64;
   char mine[width] = {};
   if (!node_id.empty())
@@ -138,6 +139,8 @@ std::vector<int> process_group::nodes(const std::string& node_id) const {
     if (i == names.size()) names.push_back(name);
     node[std::size_t(p)] = int(i);
   }
+  nodes_for_ = node_id;
+  nodes_ = node;
   return node;
 }
 

@@ -36,8 +36,8 @@ class process_group {
   unsigned long long run_tag() const;
 
   // Which node each process is on: `node_id` (GRMA_NODE_ID), else the host
-  // name. Collective. Returns the node of each process, numbered in order of
-  // first appearance.
+  // name. Collective the first time (and when node_id changes); then kept.
+  // Returns the node of each process, numbered in order of first appearance.
   std::vector<int> nodes(const std::string& node_id) const;
 
   // Collective: throws grma::error unless every process is on this node
@@ -48,6 +48,10 @@ class process_group {
   process_group();
   int index_ = 0;
   int count_ = 1;
+  // The last answer of nodes() and the node id it was for: a process stays
+  // on its node, so later calls need no gathering.
+  mutable std::string nodes_for_;
+  mutable std::vector<int> nodes_;
 };
 
 // Runs `step` on this process, then checks at a checkpoint that it worked on

@@ -104,8 +104,16 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   // GRMA_DEVICES=all means every GPU; CPU devices are only ever asked for.
   const int devices = std::max(1, impl_->settings.devices);
   const detail::process_group& group = detail::process_group::get();
-  return detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(), group.count(),
-                            /*first_device=*/group.index() * devices);
+  rank_info info = detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(),
+                                      group.count(), /*first_device=*/group.index() * devices);
+  if (group.count() > 1) {  // the nodes of the job (jobs across nodes run on the CPU backend)
+    const std::vector<int> node_of = group.nodes(impl_->settings.node_id);
+    info.node_index = node_of[std::size_t(group.index())];
+    info.node_count = *std::max_element(node_of.begin(), node_of.end()) + 1;
+    info.device_count =
+        devices * int(std::count(node_of.begin(), node_of.end(), info.node_index));
+  }
+  return info;
 }
 
 void runtime::run_cpu(const launch_options& options,

@@ -130,15 +130,21 @@ TEST_P(Runtime, InfoDescribesTheJob) {
       layout_check{}, {.threads_per_rank = GetParam().threads, .ranks_per_device = per_device});
   EXPECT_EQ(info.rank_count, n);
   EXPECT_EQ(info.ranks_per_device, per_device);
-  EXPECT_EQ(info.rank_count, info.ranks_per_device * info.device_count);
+  // device_count: the devices of this node's processes (nodes of equal shape).
+  EXPECT_EQ(info.rank_count, info.ranks_per_device * info.device_count * info.node_count);
   EXPECT_EQ(info.rank_count, info.rank_responsible * info.process_count);
   EXPECT_EQ(info.rank_start, info.process_index * info.rank_responsible);
   EXPECT_EQ(info.threads_per_rank, j.threads());
   // GRMA_DEVICES per process (0: every GPU).
   if (rt.settings().devices != 0) {
-    EXPECT_EQ(info.device_count, std::max(1, rt.settings().devices) * info.process_count);
+    EXPECT_EQ(info.device_count * info.node_count,
+              std::max(1, rt.settings().devices) * info.process_count);
   }
-  EXPECT_EQ(info.node_count, 1);
+  EXPECT_GE(info.node_index, 0);
+  EXPECT_LT(info.node_index, info.node_count);
+  // The jobs across nodes say how many nodes they made (tests/gpu/CMakeLists.txt).
+  const char* nodes = std::getenv("CONFORMANCE_NODES");
+  EXPECT_EQ(info.node_count, nodes != nullptr ? std::atoi(nodes) : 1);
   j.prepare();
   if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank})) {
     j.expect_no_failures(__FILE__);

@@ -1,0 +1,346 @@
+// grma-bench: grma's figures on this machine, for every path the job has,
+// beside the floors measured in the same run. Prints a table per path, shows
+// its progress on stderr, writes JSON (scripts/grma-model.py fits the
+// Hockney model to it and plots it).
+//
+//   grma-bench [--json FILE] [--quick] [--threads N]
+//
+// Paths come from how the job is started: the same device always (ranks 0
+// and 1); a peer device when the node has two (GRMA_DEVICES=2, or mpirun
+// with a GPU per process); another node when the job spans nodes (mpirun,
+// GRMA_NODE_ID; processes of a node are consecutive, as mpirun places them).
+// Per path: ping-pong round trips of notified put, notified get and signal
+// put from 8 B up; bandwidth of one rank and of all ranks; the message rate
+// of many 8-byte notified puts in flight. Once per job: notification
+// matching throughput. Floors: a raw flag ping-pong and memcpy (cudaMemcpy,
+// cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
+// between nodes. NVSHMEM has its own program, grma-bench-nvshmem.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+#include <grma/grma.hpp>
+
+#include "bench_programs.hpp"
+#if defined(__CUDACC__)
+#include "cuda_baselines.hpp"
+#endif
+#if GRMA_BENCH_MPI
+#include "mpi_baselines.hpp"
+#endif
+
+namespace {
+
+using bench::results;
+
+struct options {
+  std::string json = "grma-bench.json";
+  bool quick = false;
+  int threads = 256;
+};
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--quick") {
+      o.quick = true;
+    } else if (a == "--json" && i + 1 < argc) {
+      o.json = argv[++i];
+    } else if (a == "--threads" && i + 1 < argc) {
+      o.threads = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: grma-bench [--json FILE] [--quick] [--threads N]\n");
+      std::exit(2);
+    }
+  }
+  return o;
+}
+
+// One way two ranks reach each other. With `ranks` per device, rank 0 and
+// rank partner(ranks) are on the two ends; rank i and i + offset(ranks) pair
+// up for the all-ranks figures, `pairs(ranks)` of them.
+struct path {
+  const char* name;
+  int devices_apart;  // 0: same device; else how many devices lie between the two ends
+  bool remote;
+  int ends(int ranks) const { return devices_apart == 0 ? 1 : devices_apart * ranks; }
+  int pairs(int ranks) const { return devices_apart == 0 ? ranks / 2 : devices_apart * ranks; }
+  int offset(int ranks) const { return devices_apart == 0 ? ranks / 2 : devices_apart * ranks; }
+};
+
+// ---- floors on the CPU backend ------------------------------------------------------------
+
+// Round trip of a flag between two threads (one store, one poll each way).
+double cpu_raw_flag_round_trip_us(int iterations) {
+  std::atomic<int> ping{0}, pong{0};
+  std::thread other([&] {
+    for (int i = 1; i <= iterations + 100; ++i) {
+      while (ping.load(std::memory_order_acquire) != i) {}
+      pong.store(i, std::memory_order_release);
+    }
+  });
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 1; i <= iterations + 100; ++i) {
+    if (i == 101) start = std::chrono::steady_clock::now();
+    ping.store(i, std::memory_order_release);
+    while (pong.load(std::memory_order_acquire) != i) {}
+  }
+  const std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - start;
+  other.join();
+  return spent.count() / iterations;
+}
+
+double host_memcpy_gbs(std::size_t bytes, int iterations) {
+  std::vector<unsigned char> from(bytes, 1), to(bytes, 0);
+  std::memcpy(to.data(), from.data(), bytes);
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    from[std::size_t(i) % bytes] = static_cast<unsigned char>(i);  // not a repeat of the last
+    std::memcpy(to.data(), from.data(), bytes);
+  }
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  return double(bytes) * iterations / spent.count() / 1e9;
+}
+
+// ---- progress on stderr --------------------------------------------------------------------
+
+class progress {
+ public:
+  progress(int steps, bool shown) : steps_(steps), shown_(shown && isatty(2)) {}
+  void step(const std::string& what) {
+    ++done_;
+    if (shown_) std::fprintf(stderr, "\r\033[Kgrma-bench [%d/%d] %s", done_, steps_, what.c_str());
+  }
+  void finish() {
+    if (shown_) std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  int steps_, done_ = 0;
+  bool shown_;
+};
+
+std::string format(double v, const char* f) {
+  char text[32] = "-";
+  if (!std::isnan(v)) std::snprintf(text, sizeof text, f, v);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const options o = parse(argc, argv);
+  // GPU ranks are many: unless GRMA_HEAP_SIZE says otherwise, give each
+  // device's heap room for all ranks' bandwidth buffers.
+  grma::settings s = grma::settings::from_environment();
+  auto runtime = std::make_unique<grma::runtime>(s);
+  if (runtime->backend() == grma::backend_kind::cuda && std::getenv("GRMA_HEAP_SIZE") == nullptr) {
+    s.heap_size = std::uint64_t(6) << 30;
+    runtime.reset();
+    runtime = std::make_unique<grma::runtime>(s);
+  }
+  grma::runtime& rt = *runtime;
+  const bool cuda = rt.backend() == grma::backend_kind::cuda;
+  const int threads = cuda ? o.threads : 1;
+  const grma::rank_info job = rt.info(bench::matching{}, {.threads_per_rank = threads});
+  const bool lead = job.process_index == 0;
+  const int devices_per_node = job.device_count;
+  const int full = job.ranks_per_device;  // as many as fit (GPU) or GRMA_RANKS_PER_DEVICE (CPU)
+
+  std::vector<path> paths{{"same device", 0, false}};
+  if (devices_per_node >= 2) paths.push_back({"peer device", 1, false});
+  if (job.node_count >= 2) paths.push_back({"other node", devices_per_node, true});
+  // The first process of the next node: the other end of the inter-node path.
+  [[maybe_unused]] const int far_process = job.process_count / job.node_count;
+#if GRMA_BENCH_MPI
+  int mpi_ready = 0;
+  MPI_Initialized(&mpi_ready);
+#endif
+
+  // Sizes: latency 8 B .. 1 MiB (quick: .. 4 KiB); bandwidth 64 KiB .. 4 MiB
+  // per rank (quick: 64 KiB), within what the heap holds for all ranks.
+  const std::size_t heap = rt.settings().heap_size;
+  std::vector<std::size_t> latency_sizes, bandwidth_sizes;
+  for (std::size_t b = 8; b <= (o.quick ? 4096u : std::size_t(1) << 20); b *= 8) latency_sizes.push_back(b);
+  const std::size_t widest = o.quick ? std::size_t(64) << 10 : std::size_t(4) << 20;
+  for (std::size_t b = std::size_t(64) << 10; b <= widest; b *= 4)
+    if (2 * b * std::size_t(full) <= heap / 2) bandwidth_sizes.push_back(b);
+  const int message_count = o.quick ? 64 : 1024, message_batch = 16;
+  const int latency_iterations = o.quick ? 200 : 5000;
+  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) + 3;
+  progress show(steps, lead);
+
+  auto run = [&](const auto& program, int ranks) {
+    results out{};
+    rt.run(program, {.threads_per_rank = threads, .ranks_per_device = ranks, .userdata = &out,
+                     .userdata_size = sizeof out});
+    return out;
+  };
+
+  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+  if (lead && json == nullptr) throw std::runtime_error("cannot write " + o.json);
+  if (json)
+    std::fprintf(json, "{\n  \"backend\": \"%s\",\n  \"threads_per_rank\": %d,\n  \"ranks_per_device\": %d,\n  \"paths\": [\n",
+                 cuda ? "cuda" : "cpu", threads, full);
+  std::string report;
+  char line[256];
+  bool first_path = true;
+  for (const path& p : paths) {
+    // Floors of this path, measured in this run (NaN where there is none).
+    double floor_us = NAN;
+    std::function<double(std::size_t)> floor_gbs = [](std::size_t) { return NAN; };
+    const char* floor_name = "-";
+    const char* copy_name = "-";
+    // Measured by the first process (which prints them): between its own
+    // devices, so a peer floor needs both GPUs in this process.
+    if (lead && !p.remote && (job.process_count == 1 || p.devices_apart == 0)) {
+#if defined(__CUDACC__)
+      if (cuda) {
+        floor_us = bench::raw_flag_round_trip_us(0, p.devices_apart, latency_iterations);
+        const int far = p.devices_apart;
+        floor_gbs = [far](std::size_t b) { return bench::memcpy_gbs(0, far, b, 20); };
+        floor_name = "raw flag between blocks";
+        copy_name = far == 0 ? "cudaMemcpy D2D" : "cudaMemcpyPeer";
+      }
+#endif
+      if (!cuda) {
+        floor_us = cpu_raw_flag_round_trip_us(latency_iterations * 10);
+        floor_gbs = [](std::size_t b) { return host_memcpy_gbs(b, 20); };
+        floor_name = "raw flag between threads";
+        copy_name = "memcpy";
+      }
+    }
+#if GRMA_BENCH_MPI
+    if (p.remote && mpi_ready) {
+      floor_name = "MPI ping-pong, host buffers";
+      copy_name = "MPI stream, host buffers";
+    }
+#endif
+    // Latency: ranks 0 and the path's other end (few ranks per device).
+    const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
+    const int partner = p.ends(ranks_latency);
+    std::snprintf(line, sizeof line, "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s\n",
+                  p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor");
+    report += line;
+    if (json)
+      std::fprintf(json, "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\",\n     \"latency\": [\n",
+                   first_path ? "" : ",\n", p.name, floor_name, copy_name);
+    first_path = false;
+    bool first = true;
+    for (std::size_t bytes : latency_sizes) {
+      const int iterations = bytes <= 4096 ? latency_iterations : latency_iterations / 10;
+      double us[3];
+      const bench::mode how[3] = {bench::mode::notified_put, bench::mode::notified_get, bench::mode::signal_put};
+      int bad = 0;
+      for (int k = 0; k < 3; ++k) {
+        show.step(std::string(p.name) + ": ping-pong " + std::to_string(bytes) + " B");
+        const results r = run(bench::ping_pong{bytes, iterations, how[k], partner}, ranks_latency);
+        us[k] = r.seconds / iterations * 1e6;
+        bad += r.mismatches;
+      }
+      double floor_here = floor_us;
+#if GRMA_BENCH_MPI
+      if (p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process))
+        floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
+#endif
+      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s%s\n", bytes, us[0], us[1], us[2],
+                    format(floor_here, "%.3f").c_str(), bad ? "  DATA MISMATCH" : "");
+      report += line;
+      if (json)
+        std::fprintf(json,
+                     "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
+                     "\"signal_put_us\": %.4f, \"floor_us\": %s, \"mismatches\": %d}",
+                     first ? "" : ",\n", bytes, us[0], us[1], us[2],
+                     std::isnan(floor_here) ? "null" : format(floor_here, "%.4f").c_str(), bad);
+      first = false;
+    }
+    // Bandwidth: one rank, then all pairs of the path (the full job).
+    const int pairs = p.pairs(full), offset = p.offset(full);
+    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s\n", p.name,
+                  pairs, "bytes/rank", "one rank", "all pairs", "copy floor");
+    report += line;
+    if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [\n");
+    first = true;
+    for (std::size_t bytes : bandwidth_sizes) {
+      const int iterations = o.quick ? 4 : 20;
+      show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, one rank");
+      const results one = run(bench::bandwidth{bytes, iterations, 1, offset}, full);
+      show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, all pairs");
+      const results all = run(bench::bandwidth{bytes, iterations, pairs, offset}, full);
+      const double one_gbs = double(bytes) * iterations / one.seconds / 1e9;
+      const double all_gbs = double(bytes) * iterations * pairs / all.seconds / 1e9;
+      double copy = floor_gbs(bytes * std::size_t(pairs));
+#if GRMA_BENCH_MPI
+      if (p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process))
+        copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
+#endif
+      std::snprintf(line, sizeof line, "%10zu %13.2f %13.2f %14s\n", bytes, one_gbs, all_gbs,
+                    format(copy, "%.2f").c_str());
+      report += line;
+      if (json)
+        std::fprintf(json,
+                     "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %.3f, "
+                     "\"pairs\": %d, \"copy_floor_gbs\": %s}",
+                     first ? "" : ",\n", bytes, one_gbs, all_gbs, pairs,
+                     std::isnan(copy) ? "null" : format(copy, "%.3f").c_str());
+      first = false;
+    }
+    // Message rate: every pair, many small puts in flight.
+    show.step(std::string(p.name) + ": message rate");
+    const results rate = run(bench::message_rate{message_count, message_batch, pairs, offset}, full);
+    const double per_second = double(message_count) * pairs / rate.seconds;
+    std::snprintf(line, sizeof line, "%s: message rate, 8-byte notified puts: %.3g per second (%d pairs)\n",
+                  p.name, per_second, pairs);
+    report += line;
+    if (json)
+      std::fprintf(json, "\n     ],\n     \"message_rate\": {\"messages_per_s\": %.1f, \"pairs\": %d}\n    }",
+                   per_second, pairs);
+  }
+  // Matching throughput, once: up to 8 senders, a rank's worth of pending notifications.
+  const int senders = std::min(8, job.rank_count - 1);
+  const int per_sender = int(std::min<std::uint32_t>(32, rt.settings().match_capacity / std::uint32_t(std::max(1, senders))));
+  const char* order_name[3] = {"oldest first", "newest first", "wildcards"};
+  report += "\nnotification matching at rank 0 [matches per second]\n";
+  if (json) std::fprintf(json, "\n  ],\n  \"matching\": [\n");
+  for (int order = 0; order < 3 && senders > 0; ++order) {
+    show.step(std::string("matching, ") + order_name[order]);
+    const int rounds = o.quick ? 3 : 50;
+    const results m = run(bench::matching{senders, per_sender, rounds, order}, full);
+    const double per_second = double(senders) * per_sender * rounds / m.seconds;
+    std::snprintf(line, sizeof line, "%14s: %.3g (%d senders x %d tags)\n", order_name[order], per_second,
+                  senders, per_sender);
+    report += line;
+    if (json)
+      std::fprintf(json, "%s    {\"order\": \"%s\", \"matches_per_s\": %.1f, \"senders\": %d, \"tags\": %d}",
+                   order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
+  }
+  show.finish();
+  if (json) {
+    std::fprintf(json, "\n  ]\n}\n");
+    std::fclose(json);
+  }
+  if (lead) {
+    std::printf("grma-bench: %s backend, %d device%s per node, %d node%s, %d threads per rank, %d ranks per device%s\n",
+                cuda ? "cuda" : "cpu", devices_per_node, devices_per_node == 1 ? "" : "s", job.node_count,
+                job.node_count == 1 ? "" : "s", threads, full, o.quick ? " (quick)" : "");
+    std::printf("%s\nJSON: %s\n", report.c_str(), o.json.c_str());
+  }
+  return 0;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "grma-bench: %s\n", e.what());
+  return 1;
+}

@@ -1,0 +1,60 @@
+// The MPI floors the inter-node benchmarks measure grma against, in the same
+// run: a ping-pong and a stream of host buffers between MPI_COMM_WORLD
+// process 0 and process `peer` (only those two call them).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <vector>
+
+namespace bench {
+
+inline int process() {
+  int p = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &p);
+  return p;
+}
+
+// MPI_Send/MPI_Recv round trip, in microseconds (after 20 for warm-up).
+inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1) {
+  std::vector<unsigned char> buffer(bytes == 0 ? 1 : bytes, 1);
+  const int me = process(), other = me == 0 ? peer : 0;
+  double start = 0;
+  for (int it = -20; it < iterations; ++it) {
+    if (it == 0) start = MPI_Wtime();
+    if (me == 0) {
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD);
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD);
+    }
+  }
+  return (MPI_Wtime() - start) / iterations * 1e6;
+}
+
+// Process 0 sends `iterations` messages of `bytes` to `peer`, which answers
+// the last with an empty one: GB/s. An empty message first lines them up.
+inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer = 1) {
+  std::vector<unsigned char> buffer(bytes, 1);
+  const int me = process(), other = me == 0 ? peer : 0;
+  auto empty = [&](bool send, int tag) {
+    if (send)
+      MPI_Send(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD);
+    else
+      MPI_Recv(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  };
+  empty(me != 0, 10);
+  const double start = MPI_Wtime();
+  for (int it = 0; it < iterations; ++it) {
+    if (me == 0)
+      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD);
+    else
+      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  empty(me != 0, 9);
+  return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
+}
+
+}  // namespace bench
