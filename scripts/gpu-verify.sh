@@ -72,6 +72,9 @@ if [ -x build/gpu/bench/grma-bench-remote ]; then
     mpirun -np 2 --bind-to none sh -c \
     "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench-remote --json $out/remote.json"
 fi
+# grma-bench: every path of a job over all GPUs here (up to two).
+step grma-bench env GRMA_DEVICES=$([ "$gpus" -ge 2 ] && echo 2 || echo 1) \
+  ./build/gpu/bench/grma-bench --json "$out/grma-bench.json"
 # Horizontal diffusion (papers/000 §4.3), grma beside the kernel-boundary
 # baseline, every result checked against the serial reference; on one GPU
 # and on two; then the model (Hockney fits of the benchmarks' figures) and
@@ -91,6 +94,7 @@ if [ -x build/gpu/apps/grma-hd ]; then
   fi
   unset GRMA_HEAP_SIZE
   benches=()
+  [ -f "$out/grma-bench.json" ] && benches+=(--bench "$out/grma-bench.json")
   for b in same_device peer_devices remote; do
     [ -f "$out/$b.json" ] && benches+=("--${b//_/-}" "$out/$b.json")
   done
@@ -105,6 +109,7 @@ echo; tail -n 25 "$out/bench-same-device.log"
 [ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
 [ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
 [ -f "$out/bench-remote.log" ] && { echo; tail -n 19 "$out/bench-remote.log"; }
+[ -f "$out/grma-bench.log" ] && { echo; cat "$out/grma-bench.log"; }
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
 echo; cat "$out/summary.txt"
