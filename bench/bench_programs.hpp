@@ -152,6 +152,43 @@ struct message_rate {
   }
 };
 
+// Halo exchange, the stage of a stencil code (papers/000 §4.3): every rank
+// of the job puts `bytes` to each neighbour in the chain of world ranks and
+// waits for both of theirs, `rounds` times; rank 0 times it. A round costs
+// what a latency under load costs: all ranks issue and wait at once.
+struct halo_exchange {
+  std::size_t bytes;
+  int rounds;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const std::size_t area = bytes < 64 ? 64 : (bytes + 63) / 64 * 64;
+    // [from the rank above | from the rank below | my row]
+    auto* buffer = static_cast<unsigned char*>(r.alloc(3 * area));
+    unsigned char* row = buffer + 2 * area;
+    for (std::size_t i = r.thread(); i < area; i += r.threads()) row[i] = (unsigned char)(i + me);
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, buffer, 2 * area);
+    r.barrier(grma::world);
+    const double start = r.wtime();
+    for (int round = 0; round < rounds; ++round) {
+      if (me > 0) r.put_notify(w, me - 1, area, bytes, row, round);
+      if (me + 1 < n) r.put_notify(w, me + 1, 0, bytes, row, round);
+      if (me > 0) r.wait_notifications(w, me - 1, round, 1);
+      if (me + 1 < n) r.wait_notifications(w, me + 1, round, 1);
+    }
+    r.barrier(grma::world);
+    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    for (std::size_t i = r.thread(); i < bytes; i += r.threads()) {
+      if (me > 0) GRMA_ASSERT(r, r.read(&buffer[i]) == (unsigned char)(i + me - 1));
+      if (me + 1 < n) GRMA_ASSERT(r, r.read(&buffer[area + i]) == (unsigned char)(i + me + 1));
+    }
+    r.window_free(w);
+    r.free(buffer);
+  }
+};
+
 // Matching throughput: `senders` ranks (1..senders) each leave `per_sender`
 // notifications with tags 0..per_sender-1 (empty puts) at rank 0, which
 // then matches them all, `rounds` times. `order`: 0 in arrival order per

@@ -3,7 +3,7 @@
 // its progress on stderr, writes JSON (scripts/grma-model.py fits the
 // Hockney model to it and plots it).
 //
-//   grma-bench [--json FILE] [--quick] [--threads N]
+//   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching]
 //
 // Paths come from how the job is started: the same device always (ranks 0
 // and 1); a peer device when the node has two (GRMA_DEVICES=2, or mpirun
@@ -11,8 +11,10 @@
 // GRMA_NODE_ID; processes of a node are consecutive, as mpirun places them).
 // Per path: ping-pong round trips of notified put, notified get and signal
 // put from 8 B up; bandwidth of one rank and of all ranks; the message rate
-// of many 8-byte notified puts in flight. Once per job: notification
-// matching throughput. Floors: a raw flag ping-pong and memcpy (cudaMemcpy,
+// of many 8-byte notified puts in flight. Once per job: a halo exchange of
+// all ranks (each puts a row to both neighbours and waits for theirs: the
+// stage of a stencil code, for the model) and notification matching
+// throughput. Floors: a raw flag ping-pong and memcpy (cudaMemcpy,
 // cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
 // between nodes. NVSHMEM has its own program, grma-bench-nvshmem.
 #include <algorithm>
@@ -47,6 +49,7 @@ struct options {
   std::string json = "grma-bench.json";
   bool quick = false;
   int threads = 256;
+  std::string only;  // paths, halo or matching; empty: all
 };
 
 options parse(int argc, char** argv) {
@@ -59,8 +62,13 @@ options parse(int argc, char** argv) {
       o.json = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
       o.threads = std::atoi(argv[++i]);
+    } else if (a == "--only" && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "paths") || !std::strcmp(argv[i + 1], "halo") ||
+                !std::strcmp(argv[i + 1], "matching"))) {
+      o.only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: grma-bench [--json FILE] [--quick] [--threads N]\n");
+      std::fprintf(stderr,
+                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching]\n");
       std::exit(2);
     }
   }
@@ -178,7 +186,10 @@ int main(int argc, char** argv) try {
     if (2 * b * std::size_t(full) <= heap / 2) bandwidth_sizes.push_back(b);
   const int message_count = o.quick ? 64 : 1024, message_batch = 16;
   const int latency_iterations = o.quick ? 200 : 5000;
-  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) + 3;
+  const auto wanted = [&](const char* section) { return o.only.empty() || o.only == section; };
+  if (!wanted("paths")) paths.clear();
+  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) +
+                    (wanted("halo") ? (o.quick ? 4 : 9) : 0) + (wanted("matching") ? 3 : 0);
   progress show(steps, lead);
 
   auto run = [&](const auto& program, int ranks) {
@@ -307,13 +318,33 @@ int main(int argc, char** argv) try {
       std::fprintf(json, "\n     ],\n     \"message_rate\": {\"messages_per_s\": %.1f, \"pairs\": %d}\n    }",
                    per_second, pairs);
   }
+  // Halo exchange of all ranks of the job, rows of 8 B to 128 KiB.
+  if (json) std::fprintf(json, "\n  ],\n  \"halo\": [\n");
+  if (wanted("halo")) {
+    std::snprintf(line, sizeof line, "\nhalo exchange, all %d ranks [us per round]\n%10s %13s\n",
+                  job.rank_count, "bytes", "round");
+    report += line;
+    bool first = true;
+    for (std::size_t bytes = 8; bytes <= (o.quick ? 512u : std::size_t(128) << 10); bytes *= 4) {
+      show.step("halo exchange " + std::to_string(bytes) + " B");
+      const int rounds = o.quick ? 20 : bytes <= 8192 ? 500 : 100;
+      const results h = run(bench::halo_exchange{bytes, rounds}, full);
+      const double us = h.seconds / rounds * 1e6;
+      std::snprintf(line, sizeof line, "%10zu %13.3f\n", bytes, us);
+      report += line;
+      if (json)
+        std::fprintf(json, "%s    {\"bytes\": %zu, \"round_us\": %.4f, \"ranks\": %d}", first ? "" : ",\n",
+                     bytes, us, job.rank_count);
+      first = false;
+    }
+  }
   // Matching throughput, once: up to 8 senders, a rank's worth of pending notifications.
   const int senders = std::min(8, job.rank_count - 1);
   const int per_sender = int(std::min<std::uint32_t>(32, rt.settings().match_capacity / std::uint32_t(std::max(1, senders))));
   const char* order_name[3] = {"oldest first", "newest first", "wildcards"};
-  report += "\nnotification matching at rank 0 [matches per second]\n";
+  if (wanted("matching")) report += "\nnotification matching at rank 0 [matches per second]\n";
   if (json) std::fprintf(json, "\n  ],\n  \"matching\": [\n");
-  for (int order = 0; order < 3 && senders > 0; ++order) {
+  for (int order = 0; order < 3 && senders > 0 && wanted("matching"); ++order) {
     show.step(std::string("matching, ") + order_name[order]);
     const int rounds = o.quick ? 3 : 50;
     const results m = run(bench::matching{senders, per_sender, rounds, order}, full);

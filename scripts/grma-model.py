@@ -11,7 +11,7 @@ the prediction beside the measurement. With --plots DIR, writes PNG plots
 baseline; HD time against width, grma beside the baseline and the model.
 
   scripts/grma-model.py [--bench F] [--same-device F] [--peer-devices F] [--remote F]
-                        [--hd F ...] [--plots DIR]
+                        [--hd F[:LABEL] ...] [--halo F ...] [--plots DIR]
 Standard library only, except for the plots.
 """
 import argparse
@@ -120,8 +120,20 @@ def print_table(paths):
     print()
 
 
-def predict(hd, paths):
-    """{(width, variant): predicted us} for grma-hd's results (papers/000 §4.3.2)."""
+def halo_segments(halos, ranks):
+    """Hockney segments of a halo exchange of `ranks` ranks (grma-bench), or None."""
+    for data in halos:
+        points = [(h["bytes"], h["round_us"]) for h in data.get("halo", []) if h["ranks"] == ranks]
+        if points:
+            return hockney(points)
+    return None
+
+
+def predict(hd, paths, loaded=None):
+    """{(width, variant): predicted us} for grma-hd's results (papers/000 §4.3.2).
+    With `loaded` (the Hockney segments of a halo exchange of all the job's
+    ranks), an exchange costs a round of it instead of the ping-pong's
+    one-way time: the latency under the load of every rank at once."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
     devices = hd["devices"] * max(1, hd.get("processes", 1)) if hd["processes"] > 1 else hd["devices"]
     compute = [r for r in hd["results"] if r["variant"] == "compute"]
@@ -137,6 +149,8 @@ def predict(hd, paths):
         return None, None
     segments = paths[path]["put"]
     copies = devices > 1
+    if loaded is not None:
+        segments, copies = loaded, True
     predicted = {}
     for r in hd["results"]:
         n = r["width"]
@@ -159,21 +173,25 @@ def predict(hd, paths):
         else:
             continue
         predicted[(n, r["variant"])] = t
-    return predicted, {"path": path, "memory_gbs": memory / 1e3}
+    return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
+                       "memory_gbs": memory / 1e3}
 
 
-def print_hd(hd, predicted, about, label):
+def print_hd(hd, predicted, about, label, loaded=None):
     print(f"Horizontal diffusion, {label}: {hd['devices']} device(s) x {hd['ranks_per_device']} ranks, "
-          f"{hd['rows_per_rank']} rows per rank; model: {about['path']} path, "
-          f"B_M {about['memory_gbs']:.0f} GB/s per device")
+          f"{hd['rows_per_rank']} rows per rank; model: latency from the {about['path']}, "
+          f"B_M {about['memory_gbs']:.0f} GB/s per device"
+          + ("; loaded: a round of the halo exchange of all ranks" if loaded else ""))
     print(f"{'width':>7} {'variant':>10} {'grma [us]':>10} {'model [us]':>11} {'model/grma':>11} "
-          f"{'baseline [us]':>14} {'baseline/grma':>14}")
+          f"{'loaded [us]':>12} {'loaded/grma':>12} {'baseline [us]':>14} {'baseline/grma':>14}")
     for r in hd["results"]:
         key = (r["width"], r["variant"])
         if key not in predicted:
             continue
         g, m, b = r["grma_us"], predicted[key], r.get("baseline_us")
+        l = loaded[key] if loaded else None
         print(f"{r['width']:>7} {r['variant']:>10} {g:>10.2f} {m:>11.2f} {m / g:>11.2f} "
+              f"{(f'{l:.2f}' if l else '-'):>12} {(f'{l / g:.2f}' if l else '-'):>12} "
               f"{(f'{b:.2f}' if b else '-'):>14} {(f'{b / g:.2f}' if b else '-'):>14}")
     print()
 
@@ -232,7 +250,7 @@ def plots(args, paths, hds):
         fig.savefig(file, dpi=110)
         plt.close(fig)
         written.append(file)
-    for hd, predicted, label in hds:
+    for hd, predicted, label, loaded in hds:
         fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=False)
         for ax, variant in zip(axes, ("hd", "overlap", "nooverlap")):
             rows = [r for r in hd["results"] if r["variant"] == variant]
@@ -242,7 +260,10 @@ def plots(args, paths, hds):
                 ax.plot(widths, [r["baseline_us"] for r in rows], marker="s", label="kernel-boundary baseline")
             if predicted:
                 ax.plot(widths, [predicted[(w, variant)] for w in widths], linestyle="--", color="gray",
-                        label="model")
+                        label="model (ping-pong latency)")
+            if loaded:
+                ax.plot(widths, [loaded[(w, variant)] for w in widths], linestyle=":", color="black",
+                        label="model (halo exchange under load)")
             ax.set(xscale="log", yscale="log", xlabel="grid width", ylabel="us per iteration",
                    title=f"{variant.upper() if variant == 'hd' else 'HD-' + variant.upper()} ({label})")
             ax.legend(fontsize=8)
@@ -261,23 +282,28 @@ def main():
     parser.add_argument("--peer-devices")
     parser.add_argument("--remote")
     parser.add_argument("--hd", action="append", default=[], metavar="FILE[:LABEL]")
+    parser.add_argument("--halo", action="append", default=[], metavar="FILE",
+                        help="grma-bench JSON with a halo exchange of as many ranks as an --hd run")
     parser.add_argument("--plots", metavar="DIR")
     args = parser.parse_args()
     paths = paths_from(args)
     if not paths:
         parser.error("give at least one benchmark JSON (--bench, --same-device, --peer-devices, --remote)")
     print_table(paths)
+    halos = [load(f) for f in ([args.bench] if args.bench else []) + args.halo]
     hds = []
     for spec in args.hd:
         file, _, label = spec.partition(":")
         hd = load(file)
         label = label or f"{hd['devices']} device{'s' if hd['devices'] > 1 else ''}"
         predicted, about = predict(hd, paths)
+        segments = halo_segments(halos, hd["ranks"])
+        loaded = predict(hd, paths, segments)[0] if segments and predicted else None
         if predicted is None:
             print(f"{file}: no model (needs the compute variant and the path's benchmark)", file=sys.stderr)
         else:
-            print_hd(hd, predicted, about, label)
-        hds.append((hd, predicted, label))
+            print_hd(hd, predicted, about, label, loaded)
+        hds.append((hd, predicted, label, loaded))
     if args.plots:
         plots(args, paths, hds)
 
