@@ -132,7 +132,7 @@ def halo_segments(halos, ranks):
 def predict(hd, paths, loaded=None):
     """{(width, variant): predicted us} for grma-hd's results (papers/000 §4.3.2).
     With `loaded` (the Hockney segments of a halo exchange of all the job's
-    ranks), an exchange costs a round of it instead of the ping-pong's
+    ranks), an exchange's latency is a round of it instead of the ping-pong's
     one-way time: the latency under the load of every rank at once."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
     devices = hd["devices"] * max(1, hd.get("processes", 1)) if hd["processes"] > 1 else hd["devices"]
@@ -150,7 +150,11 @@ def predict(hd, paths, loaded=None):
     segments = paths[path]["put"]
     copies = devices > 1
     if loaded is not None:
-        segments, copies = loaded, True
+        # The latency under load, the bandwidth of the path: only the rows
+        # between devices are copied (the halo benchmark copies every row,
+        # so its own slope is memory contention HD does not have).
+        load_latency = segment_for(loaded, 8)[1]
+        segments = [(start, load_latency, bandwidth) for start, _, bandwidth in segments]
     predicted = {}
     for r in hd["results"]:
         n = r["width"]
