@@ -166,11 +166,18 @@ int main(int argc, char** argv) try {
   const int devices_per_node = job.device_count;
   const int full = job.ranks_per_device;  // as many as fit (GPU) or GRMA_RANKS_PER_DEVICE (CPU)
 
+  // The paths pair ranks by position: a node's processes must come one
+  // after another, and every node must have as many (mpirun's default).
+  const int processes_per_node = job.process_count / job.node_count;
+  if (job.process_count % job.node_count != 0 || job.process_index / processes_per_node != job.node_index)
+    throw std::runtime_error("process " + std::to_string(job.process_index) + " is on node " +
+                             std::to_string(job.node_index) + " of " + std::to_string(job.node_count) +
+                             ": grma-bench needs each node's processes consecutive and equal in number");
   std::vector<path> paths{{"same device", 0, false}};
   if (devices_per_node >= 2) paths.push_back({"peer device", 1, false});
   if (job.node_count >= 2) paths.push_back({"other node", devices_per_node, true});
   // The first process of the next node: the other end of the inter-node path.
-  [[maybe_unused]] const int far_process = job.process_count / job.node_count;
+  [[maybe_unused]] const int far_process = processes_per_node;
 #if GRMA_BENCH_MPI
   int mpi_ready = 0;
   MPI_Initialized(&mpi_ready);
@@ -189,7 +196,7 @@ int main(int argc, char** argv) try {
   const auto wanted = [&](const char* section) { return o.only.empty() || o.only == section; };
   if (!wanted("paths")) paths.clear();
   const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) +
-                    (wanted("halo") ? (o.quick ? 4 : 9) : 0) + (wanted("matching") ? 3 : 0);
+                    (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0);
   progress show(steps, lead);
 
   auto run = [&](const auto& program, int ranks) {
@@ -253,31 +260,35 @@ int main(int argc, char** argv) try {
       const int iterations = bytes <= 4096 ? latency_iterations : latency_iterations / 10;
       double us[3];
       const bench::mode how[3] = {bench::mode::notified_put, bench::mode::notified_get, bench::mode::signal_put};
-      int bad = 0;
       for (int k = 0; k < 3; ++k) {
         show.step(std::string(p.name) + ": ping-pong " + std::to_string(bytes) + " B");
         const results r = run(bench::ping_pong{bytes, iterations, how[k], partner}, ranks_latency);
         us[k] = r.seconds / iterations * 1e6;
-        bad += r.mismatches;
       }
       double floor_here = floor_us;
 #if GRMA_BENCH_MPI
       if (p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process))
         floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
 #endif
-      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s%s\n", bytes, us[0], us[1], us[2],
-                    format(floor_here, "%.3f").c_str(), bad ? "  DATA MISMATCH" : "");
+      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s\n", bytes, us[0], us[1], us[2],
+                    format(floor_here, "%.3f").c_str());
       report += line;
       if (json)
         std::fprintf(json,
                      "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
-                     "\"signal_put_us\": %.4f, \"floor_us\": %s, \"mismatches\": %d}",
+                     "\"signal_put_us\": %.4f, \"floor_us\": %s}",
                      first ? "" : ",\n", bytes, us[0], us[1], us[2],
-                     std::isnan(floor_here) ? "null" : format(floor_here, "%.4f").c_str(), bad);
+                     std::isnan(floor_here) ? "null" : format(floor_here, "%.4f").c_str());
       first = false;
     }
-    // Bandwidth: one rank, then all pairs of the path (the full job).
+    // Bandwidth: one rank, then all pairs of the path (the full job). With
+    // one rank per device the same device has no pairs: nothing to measure.
     const int pairs = p.pairs(full), offset = p.offset(full);
+    if (pairs == 0) {
+      report += std::string(p.name) + ": bandwidth and message rate need two ranks per device\n";
+      if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
+      continue;
+    }
     std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s\n", p.name,
                   pairs, "bytes/rank", "one rank", "all pairs", "copy floor");
     report += line;

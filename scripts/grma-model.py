@@ -48,7 +48,7 @@ def hockney(points):
     if single <= 0.10 or len(points) < 5:
         return best
     best_error = single
-    for k in range(2, len(points) - 1):
+    for k in range(2, len(points) - 2):  # at least three points on each side
         low, high = points[:k + 1], points[k:]  # the bend's point belongs to both fits
         l1, b1 = weighted_fit(low)
         l2, b2 = weighted_fit(high)
@@ -68,9 +68,12 @@ def segment_for(segments, size):
 
 
 def halo_time(segments, size, copies):
-    """t_Halo: one latency, then the bytes (none where the halo is not copied)."""
+    """t_Halo: one latency, then the bytes; a halo that is not copied (no-copy
+    on one device) costs the latency of the smallest message."""
+    if not copies:
+        return segment_for(segments, 8)[1]
     _, latency, bandwidth = segment_for(segments, max(size, 1))
-    return latency + (size / bandwidth if copies else 0.0)
+    return latency + size / bandwidth
 
 
 def load(path):
@@ -135,7 +138,7 @@ def predict(hd, paths, loaded=None):
     ranks), an exchange's latency is a round of it instead of the ping-pong's
     one-way time: the latency under the load of every rank at once."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
-    devices = hd["devices"] * max(1, hd.get("processes", 1)) if hd["processes"] > 1 else hd["devices"]
+    devices, nodes = hd["devices"], hd.get("nodes", 1)
     compute = [r for r in hd["results"] if r["variant"] == "compute"]
     if not compute:
         return None, None
@@ -144,7 +147,7 @@ def predict(hd, paths, loaded=None):
     # Halos cross to a peer device where the job has several; the slowest
     # path bounds the iteration (papers/000 §4.3.2, "Choosing GPU RMA Model
     # Parameters"). Halos between ranks of one device are not copied (no-copy).
-    path = "peer device" if devices > 1 else "same device"
+    path = "remote" if nodes > 1 else "peer device" if devices > 1 else "same device"
     if path not in paths or "put" not in paths[path]:
         return None, None
     segments = paths[path]["put"]

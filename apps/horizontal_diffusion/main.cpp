@@ -164,10 +164,11 @@ int main(int argc, char** argv) try {
   if (lead && json == nullptr) usage("cannot write " + o.json);
   if (json)
     std::fprintf(json,
-                 "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"processes\": %d,\n  "
+                 "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"nodes\": %d,\n  \"processes\": %d,\n  "
                  "\"ranks\": %d,\n  \"ranks_per_device\": %d,\n  \"threads_per_rank\": %d,\n  "
                  "\"rows_per_rank\": %d,\n  \"iterations\": %d,\n  \"results\": [\n",
-                 cuda ? "cuda" : "cpu", info.device_count, info.process_count, info.rank_count,
+                 cuda ? "cuda" : "cpu", info.device_count * info.node_count, info.node_count,
+                 info.process_count, info.rank_count,
                  info.ranks_per_device, info.threads_per_rank, o.rows, o.iterations);
   bool all_good = true, first = true;
   for (const int n : o.widths) {
@@ -221,7 +222,13 @@ int main(int argc, char** argv) try {
                   grma_error > tolerance || base_error > tolerance ? "  WRONG" : "");
       if (v == hd::variant::compute)
         std::printf("%8s %10s memory bandwidth per device %.1f GB/s\n", "", "", memory_gbs);
-      auto number = [](double x) { return std::isnan(x) ? std::string("null") : std::to_string(x); };
+      // JSON has no NaN or infinity: null stands for "not measured" or "no match".
+      auto number = [](double x) {
+        if (!std::isfinite(x)) return std::string("null");
+        char text[32];
+        std::snprintf(text, sizeof text, "%.6g", x);
+        return std::string(text);
+      };
       std::fprintf(json,
                    "%s    {\"width\": %d, \"variant\": \"%s\", \"grma_us\": %s, \"baseline_us\": %s, "
                    "\"grma_error\": %s, \"baseline_error\": %s%s}",

@@ -75,7 +75,7 @@ class basic_rank {
   GRMA_INLINE void free(void* pointer) {
     if (pointer == nullptr) return;
     P::sync();  // no thread of the rank still uses the block
-    if (leader()) free_offset(pointer);
+    if (leader()) free_offset(pointer, call::free);
     P::sync();
   }
 
@@ -112,7 +112,7 @@ class basic_rank {
       fail(errc::shared_pointer_mismatch, call::free_shared, std::int64_t(address),
            std::int64_t((result >> 40) & 0x7fffff));
     // After the collective: every rank has stopped using the block.
-    if (l.rank == 0 && leader() && pointer != nullptr) free_offset(pointer);
+    if (l.rank == 0 && leader() && pointer != nullptr) free_offset(pointer, call::free_shared);
     P::sync();
   }
 
@@ -854,17 +854,17 @@ class basic_rank {
     return offset;
   }
 
-  GRMA_INLINE void free_offset(void* pointer) {
+  GRMA_INLINE void free_offset(void* pointer, call where) {
     auto* p = static_cast<unsigned char*>(pointer);
     const std::int64_t address = std::int64_t(reinterpret_cast<std::uintptr_t>(pointer));
-    if (p < v_->heap || p >= v_->heap + v_->heap_size) fail(errc::invalid_free, call::free, address);
+    if (p < v_->heap || p >= v_->heap + v_->heap_size) fail(errc::invalid_free, where, address);
     detail::heap_allocator& a = *v_->allocator;
-    waiter wait(*this, call::free, {address, 0, 0, 0});
+    waiter wait(*this, where, {address, 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     const detail::heap_free_result result = detail::heap_release(a, v_->heap, std::uint64_t(p - v_->heap));
     detail::heap_unlock<S>(a);
-    if (result == detail::heap_free_result::already_free) fail(errc::double_free, call::free, address);
-    if (result != detail::heap_free_result::ok) fail(errc::invalid_free, call::free, address);
+    if (result == detail::heap_free_result::already_free) fail(errc::double_free, where, address);
+    if (result != detail::heap_free_result::ok) fail(errc::invalid_free, where, address);
     completed();
   }
 

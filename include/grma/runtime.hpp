@@ -43,6 +43,8 @@ class runtime {
 
   // The layout a run of `program` with these options would have (papers/000
   // Listing 2.1). On a GPU the rank count depends on the program's kernel.
+  // In a job of several processes the first call is collective (the
+  // processes tell each other their nodes): call it on every process.
   template <class Program>
   rank_info info(const Program& program, const launch_options& options = {}) const {
 #if defined(__CUDACC__)

@@ -112,6 +112,8 @@ rank_info runtime::info_cpu(const launch_options& options) const {
     info.node_count = *std::max_element(node_of.begin(), node_of.end()) + 1;
     info.device_count =
         devices * int(std::count(node_of.begin(), node_of.end(), info.node_index));
+    info.device_index =  // among this node's devices: after those of its earlier processes
+        devices * int(std::count(node_of.begin(), node_of.begin() + group.index(), info.node_index));
   }
   return info;
 }

@@ -226,6 +226,15 @@ TEST(Errors, SharedBlockTooLarge) {
                                    "the heap of 1048576 bytes"));
 }
 
+TEST(Errors, SharedFreeOfAForeignPointer) {
+  static int not_grma_memory = 0;  // the same pointer on every rank
+  const grma::error e = expect_failure([](auto& r) { r.free_shared(&not_grma_memory); });
+  EXPECT_EQ(e.code(), grma::errc::invalid_free);
+  EXPECT_EQ(e.rank(), 0);  // the device's rank 0 frees
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 0: free_shared: pointer 0x"));
+  EXPECT_THAT(e.what(), HasSubstr("was not returned by alloc, or was freed already"));
+}
+
 TEST(Errors, SharedBlockFreedWithDifferentPointers) {
   const grma::error e = expect_failure([](auto& r) {
     auto* block = static_cast<unsigned char*>(r.alloc_shared(256));
