@@ -4,6 +4,10 @@
 // Hockney model to it and plots it).
 //
 //   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching]
+//              [--backends all|cuda|cpu]
+//
+// Each backend the machine has runs in turn (the CUDA backend when a GPU is
+// visible, then the CPU backend); the JSON holds one run per backend.
 //
 // Paths come from how the job is started: the same device always (ranks 0
 // and 1); a peer device when the node has two (GRMA_DEVICES=2, or mpirun
@@ -50,6 +54,7 @@ struct options {
   bool quick = false;
   int threads = 256;
   std::string only;  // paths, halo or matching; empty: all
+  std::string backends = "all";  // all, cuda or cpu
 };
 
 options parse(int argc, char** argv) {
@@ -62,13 +67,18 @@ options parse(int argc, char** argv) {
       o.json = argv[++i];
     } else if (a == "--threads" && i + 1 < argc) {
       o.threads = std::atoi(argv[++i]);
+    } else if (a == "--backends" && i + 1 < argc &&
+               (!std::strcmp(argv[i + 1], "all") || !std::strcmp(argv[i + 1], "cuda") ||
+                !std::strcmp(argv[i + 1], "cpu"))) {
+      o.backends = argv[++i];
     } else if (a == "--only" && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "paths") || !std::strcmp(argv[i + 1], "halo") ||
                 !std::strcmp(argv[i + 1], "matching"))) {
       o.only = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching]\n");
+                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching] "
+                   "[--backends all|cuda|cpu]\n");
       std::exit(2);
     }
   }
@@ -145,20 +155,10 @@ std::string format(double v, const char* f) {
   return text;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const options o = parse(argc, argv);
-  // GPU ranks are many: unless GRMA_HEAP_SIZE says otherwise, give each
-  // device's heap room for all ranks' bandwidth buffers.
-  grma::settings s = grma::settings::from_environment();
-  auto runtime = std::make_unique<grma::runtime>(s);
-  if (runtime->backend() == grma::backend_kind::cuda && std::getenv("GRMA_HEAP_SIZE") == nullptr) {
-    s.heap_size = std::uint64_t(6) << 30;
-    runtime.reset();
-    runtime = std::make_unique<grma::runtime>(s);
-  }
-  grma::runtime& rt = *runtime;
+// Every figure of one backend: the paths of the job, the halo exchange and
+// matching. Writes the run's JSON object (json is null on other processes)
+// and returns the text report.
+std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
   const int threads = cuda ? o.threads : 1;
   const grma::rank_info job = rt.info(bench::matching{}, {.threads_per_rank = threads});
@@ -206,10 +206,8 @@ int main(int argc, char** argv) try {
     return out;
   };
 
-  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
-  if (lead && json == nullptr) throw std::runtime_error("cannot write " + o.json);
   if (json)
-    std::fprintf(json, "{\n  \"backend\": \"%s\",\n  \"threads_per_rank\": %d,\n  \"ranks_per_device\": %d,\n  \"paths\": [\n",
+    std::fprintf(json, "    {\"backend\": \"%s\", \"threads_per_rank\": %d, \"ranks_per_device\": %d,\n    \"paths\": [\n",
                  cuda ? "cuda" : "cpu", threads, full);
   std::string report;
   char line[256];
@@ -368,16 +366,56 @@ int main(int argc, char** argv) try {
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
   show.finish();
+  if (json) std::fprintf(json, "\n  ]}");
+  char header[256];
+  std::snprintf(header, sizeof header,
+                "grma-bench: %s backend, %d device%s per node, %d node%s, %d threads per rank, %d ranks per device%s\n",
+                cuda ? "cuda" : "cpu", devices_per_node, devices_per_node == 1 ? "" : "s", job.node_count,
+                job.node_count == 1 ? "" : "s", threads, full, o.quick ? " (quick)" : "");
+  return header + report;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const options o = parse(argc, argv);
+  // Each backend this build and machine have: the GPUs first, when there
+  // are any, then the CPU backend (a program compiled by nvcc runs on both).
+  std::vector<grma::backend_kind> backends;
+  {
+    const grma::runtime probe(grma::settings::from_environment());
+    if (probe.backend() == grma::backend_kind::cuda) backends.push_back(grma::backend_kind::cuda);
+    if (o.backends != "cuda") backends.push_back(grma::backend_kind::cpu);
+    if (o.backends == "cpu" && backends.front() == grma::backend_kind::cuda) backends.erase(backends.begin());
+    if (backends.empty()) throw std::runtime_error("--backends cuda, but no GPU is visible");
+  }
+  std::FILE* json = nullptr;
+  bool lead = false, first = true;
+  std::string reports;
+  for (const grma::backend_kind b : backends) {
+    grma::settings s = grma::settings::from_environment();
+    s.backend = b;
+    // GPU ranks are many: unless GRMA_HEAP_SIZE says otherwise, give each
+    // device's heap room for all ranks' bandwidth buffers.
+    if (b == grma::backend_kind::cuda && std::getenv("GRMA_HEAP_SIZE") == nullptr)
+      s.heap_size = std::uint64_t(6) << 30;
+    grma::runtime rt(s);
+    if (first) {
+      lead = rt.info(bench::matching{}, {.threads_per_rank = 1}).process_index == 0;
+      json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+      if (lead && json == nullptr) throw std::runtime_error("cannot write " + o.json);
+      if (json) std::fprintf(json, "{\n  \"runs\": [\n");
+    } else if (json) {
+      std::fprintf(json, ",\n");
+    }
+    first = false;
+    reports += measure(rt, o, json) + "\n";
+  }
   if (json) {
     std::fprintf(json, "\n  ]\n}\n");
     std::fclose(json);
   }
-  if (lead) {
-    std::printf("grma-bench: %s backend, %d device%s per node, %d node%s, %d threads per rank, %d ranks per device%s\n",
-                cuda ? "cuda" : "cpu", devices_per_node, devices_per_node == 1 ? "" : "s", job.node_count,
-                job.node_count == 1 ? "" : "s", threads, full, o.quick ? " (quick)" : "");
-    std::printf("%s\nJSON: %s\n", report.c_str(), o.json.c_str());
-  }
+  if (lead) std::printf("%sJSON: %s\n", reports.c_str(), o.json.c_str());
   return 0;
 } catch (const grma::error& e) {
   std::fprintf(stderr, "%s\n", e.what());

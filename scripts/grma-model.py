@@ -81,6 +81,15 @@ def load(path):
         return json.load(f)
 
 
+def runs_of(data):
+    """grma-bench's runs, one per backend (a file of one run before "runs")."""
+    return data["runs"] if "runs" in data else [data]
+
+
+def bench_runs(path):
+    return runs_of(load(path))
+
+
 def fit_latency(latency):
     """Hockney segments of put and get from a list of ping-pong entries."""
     entry = {}
@@ -95,8 +104,8 @@ def paths_from(args):
     """{path: {"put": segments, "get": segments}} from one-way times in us:
     grma-bench's JSON (every path it measured), or the per-path benchmarks'."""
     paths = {}
-    if args.bench:
-        for p in load(args.bench)["paths"]:
+    if args.bench:  # its first run: the GPUs' when it had any
+        for p in bench_runs(args.bench)[0]["paths"]:
             paths["remote" if p["name"] == "other node" else p["name"]] = fit_latency(p["latency"])
     for name, path in (("same device", args.same_device), ("peer device", args.peer_devices),
                        ("remote", args.remote)):
@@ -123,12 +132,14 @@ def print_table(paths):
     print()
 
 
-def halo_segments(halos, ranks):
-    """Hockney segments of a halo exchange of `ranks` ranks (grma-bench), or None."""
+def halo_segments(halos, ranks, backend):
+    """Hockney segments of a halo exchange of `ranks` ranks on `backend`
+    (grma-bench), or None."""
     for data in halos:
-        points = [(h["bytes"], h["round_us"]) for h in data.get("halo", []) if h["ranks"] == ranks]
-        if points:
-            return hockney(points)
+        for run in runs_of(data):
+            points = [(h["bytes"], h["round_us"]) for h in run.get("halo", []) if h["ranks"] == ranks]
+            if points and run["backend"] == backend:
+                return hockney(points)
     return None
 
 
@@ -219,9 +230,10 @@ def plots(args, paths, hds):
                ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
                 [("notified_put_gbs", "grma put"), ("notified_get_gbs", "grma get"),
                  ("mpi_host_gbs", "MPI host buffers")])]
-    if args.bench:  # grma-bench: each path beside the floors it measured
-        for p in load(args.bench)["paths"]:
-            sources.append((("remote" if p["name"] == "other node" else p["name"]) + " (grma-bench)", p,
+    if args.bench:  # grma-bench: each path of each backend beside the floors it measured
+        for run in bench_runs(args.bench):
+          for p in run["paths"]:
+            sources.append((("remote" if p["name"] == "other node" else p["name"]) + f" (grma-bench, {run['backend']})", p,
                             [("floor_us", p["floor"])],
                             [("one_rank_gbs", "grma, one rank"), ("all_pairs_gbs", "grma, all pairs"),
                              ("copy_floor_gbs", p["copy_baseline"])]))
@@ -237,7 +249,7 @@ def plots(args, paths, hds):
                            ("notified_get_us", "grma notified get")] + floors:
             if data["latency"][0].get(key) is not None:
                 left.plot(sizes, [p[key] for p in data["latency"]], marker="o", label=label)
-        fitted = paths.get(name.replace(" (grma-bench)", ""), {})
+        fitted = paths.get(name.split(" (grma-bench")[0], {}) if "cpu)" not in name else {}
         if "put" in fitted:
             model = [2 * halo_time(fitted["put"], s, True) for s in sizes]
             left.plot(sizes, model, linestyle="--", color="gray", label="Hockney fit (put)")
@@ -253,7 +265,7 @@ def plots(args, paths, hds):
                   ylabel="GB/s", title=f"{name}: bandwidth")
         right.legend(fontsize=8)
         fig.tight_layout()
-        file = os.path.join(args.plots, name.replace(" (", "_").replace(")", "").replace(" ", "_") + ".png")
+        file = os.path.join(args.plots, name.replace(" (", "_").replace(")", "").replace(", ", "_").replace(" ", "_") + ".png")
         fig.savefig(file, dpi=110)
         plt.close(fig)
         written.append(file)
@@ -304,7 +316,7 @@ def main():
         hd = load(file)
         label = label or f"{hd['devices']} device{'s' if hd['devices'] > 1 else ''}"
         predicted, about = predict(hd, paths)
-        segments = halo_segments(halos, hd["ranks"])
+        segments = halo_segments(halos, hd["ranks"], hd["backend"])
         loaded = predict(hd, paths, segments)[0] if segments and predicted else None
         if predicted is None:
             print(f"{file}: no model (needs the compute variant and the path's benchmark)", file=sys.stderr)
