@@ -24,15 +24,17 @@ int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
   const grma::topology t = rt.topology();
   const grma::settings& s = rt.settings();
-  std::printf("backend: %s (GRMA_BACKEND), devices in a job: %zu (GRMA_DEVICES)\n\n",
+  // Under mpirun every process knows the job; the first one prints it.
+  if (rt.info(empty_program{}, {.threads_per_rank = 32}).process_index != 0) return 0;
+  std::printf("backend: %s (GRMA_BACKEND), devices in a job: %zu (GRMA_DEVICES per process)\n\n",
               backend_name(t.backend), t.devices.size());
 
-  std::printf("devices\n  %-5s %-7s %-28s %-14s %10s %6s %12s\n", "job", "ordinal", "name",
-              "bus", "memory MiB", t.backend == grma::backend_kind::cuda ? "SMs" : "cores",
-              "smem/block");
+  std::printf("devices\n  %-5s %-7s %-4s %-7s %-28s %-14s %10s %6s %12s\n", "job", "process", "node",
+              "ordinal", "name", "bus", "memory MiB",
+              t.backend == grma::backend_kind::cuda ? "SMs" : "cores", "smem/block");
   for (const grma::device_description& d : t.devices)
-    std::printf("  %-5d %-7d %-28s %-14s %10llu %6d %12zu\n", d.index, d.ordinal, d.name.c_str(),
-                d.bus_id.empty() ? "-" : d.bus_id.c_str(),
+    std::printf("  %-5d %-7d %-4d %-7d %-28s %-14s %10llu %6d %12zu\n", d.index, d.process, d.node,
+                d.ordinal, d.name.c_str(), d.bus_id.empty() ? "-" : d.bus_id.c_str(),
                 static_cast<unsigned long long>(d.memory_bytes >> 20), d.multiprocessors,
                 d.shared_memory_per_block);
 

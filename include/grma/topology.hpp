@@ -17,12 +17,16 @@ enum class path_kind {
   peer_nvlink,     // peer access with native atomics (NVLink class)
   peer_pcie,       // peer access without native atomics (PCIe)
   no_peer_access,  // not peer-reachable: a run over both is refused for now
+  shared_memory,   // CPU backend: another process's arena on this node, mapped
+  other_node,      // another node: the processes' network engines move the data
 };
 
 const char* to_string(path_kind p);
 
 struct device_description {
   int index = 0;  // in the job
+  int process = 0;  // the process that drives it
+  int node = 0;     // the node that process is on
   int ordinal = 0;  // CUDA device ordinal (GPUs)
   std::string name;
   std::string bus_id;  // PCI bus id (GPUs)
@@ -31,6 +35,10 @@ struct device_description {
   std::size_t shared_memory_per_block = 0;
 };
 
+// The devices of the job and the path between each pair. For the CPU
+// backend in a job of several processes: every process's devices (the call
+// is then collective the first time, as runtime::info is); for the CUDA
+// backend: this process's.
 struct topology {
   backend_kind backend = backend_kind::cpu;
   std::vector<device_description> devices;

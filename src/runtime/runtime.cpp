@@ -73,6 +73,8 @@ const char* to_string(path_kind p) {
     case path_kind::peer_nvlink: return "peer (NVLink class)";
     case path_kind::peer_pcie: return "peer (PCIe)";
     case path_kind::no_peer_access: return "no peer access";
+    case path_kind::shared_memory: return "shared memory";
+    case path_kind::other_node: return "other node (network)";
   }
   return "?";
 }
@@ -84,15 +86,30 @@ grma::topology runtime::topology() const {
     return detail::cuda_topology(impl_->settings);
   }
 #endif
+  // Every process's arenas, in world order: a process's own reach each
+  // other in its memory, those of its node's processes through shared
+  // memory, the rest through the network engines.
   grma::topology t;
   t.backend = backend_kind::cpu;
-  const int devices = std::max(1, impl_->settings.devices);
-  for (int d = 0; d < devices; ++d)
-    t.devices.push_back({d, 0, "CPU arena " + std::to_string(d), "", impl_->settings.heap_size,
+  const int per_process = std::max(1, impl_->settings.devices);
+  const detail::process_group& group = detail::process_group::get();
+  const std::vector<int> node_of =
+      group.count() > 1 ? group.nodes(impl_->settings.node_id) : std::vector<int>{0};
+  const int devices = per_process * group.count();
+  for (int d = 0; d < devices; ++d) {
+    const int process = d / per_process;
+    t.devices.push_back({d, process, node_of[std::size_t(process)], 0,
+                         "CPU arena " + std::to_string(d), "", impl_->settings.heap_size,
                          int(std::thread::hardware_concurrency()), 0});
-  t.paths.assign(std::size_t(devices),
-                 std::vector<path_kind>(std::size_t(devices), path_kind::process_memory));
-  for (int d = 0; d < devices; ++d) t.paths[std::size_t(d)][std::size_t(d)] = path_kind::same_device;
+  }
+  t.paths.assign(std::size_t(devices), std::vector<path_kind>(std::size_t(devices)));
+  for (const device_description& a : t.devices)
+    for (const device_description& b : t.devices)
+      t.paths[std::size_t(a.index)][std::size_t(b.index)] =
+          a.index == b.index       ? path_kind::same_device
+          : a.process == b.process ? path_kind::process_memory
+          : a.node == b.node       ? path_kind::shared_memory
+                                   : path_kind::other_node;
   return t;
 }
 

@@ -142,8 +142,8 @@ topology cuda_topology(const settings& s) {
     cuda_check(cudaGetDeviceProperties(&prop, first + d), "cudaGetDeviceProperties");
     char bus[32] = {};
     cuda_check(cudaDeviceGetPCIBusId(bus, sizeof bus, first + d), "cudaDeviceGetPCIBusId");
-    t.devices.push_back({d, first + d, prop.name, bus, prop.totalGlobalMem,
-                         prop.multiProcessorCount, prop.sharedMemPerBlock});
+    t.devices.push_back({d, process_group::get().index(), 0, first + d, prop.name, bus,
+                         prop.totalGlobalMem, prop.multiProcessorCount, prop.sharedMemPerBlock});
   }
   t.paths.assign(std::size_t(devices), std::vector<path_kind>(std::size_t(devices)));
   for (int d = 0; d < devices; ++d)
