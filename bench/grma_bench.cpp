@@ -85,15 +85,13 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-// One way two ranks reach each other. With `ranks` per device, rank 0 and
-// rank partner(ranks) are on the two ends; rank i and i + offset(ranks) pair
-// up for the all-ranks figures, `pairs(ranks)` of them.
+// One way two ranks reach each other. With `ranks` per device, rank i and
+// rank i + offset(ranks) are the two ends, for i < offset(ranks): on one
+// device its two halves, else devices `devices_apart` apart.
 struct path {
   const char* name;
   int devices_apart;  // 0: same device; else how many devices lie between the two ends
   bool remote;
-  int ends(int ranks) const { return devices_apart == 0 ? 1 : devices_apart * ranks; }
-  int pairs(int ranks) const { return devices_apart == 0 ? ranks / 2 : devices_apart * ranks; }
   int offset(int ranks) const { return devices_apart == 0 ? ranks / 2 : devices_apart * ranks; }
 };
 
@@ -149,9 +147,11 @@ class progress {
   bool shown_;
 };
 
-std::string format(double v, const char* f) {
-  char text[32] = "-";
-  if (!std::isnan(v)) std::snprintf(text, sizeof text, f, v);
+// `v` printed with `f`, or `none` when it was not measured (NaN).
+std::string format(double v, const char* f, const char* none = "-") {
+  if (std::isnan(v)) return none;
+  char text[32];
+  std::snprintf(text, sizeof text, f, v);
   return text;
 }
 
@@ -245,7 +245,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
 #endif
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
-    const int partner = p.ends(ranks_latency);
+    const int partner = p.offset(ranks_latency);
     std::snprintf(line, sizeof line, "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s\n",
                   p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor");
     report += line;
@@ -276,12 +276,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                      "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
                      "\"signal_put_us\": %.4f, \"floor_us\": %s}",
                      first ? "" : ",\n", bytes, us[0], us[1], us[2],
-                     std::isnan(floor_here) ? "null" : format(floor_here, "%.4f").c_str());
+                     format(floor_here, "%.4f", "null").c_str());
       first = false;
     }
     // Bandwidth: one rank, then all pairs of the path (the full job). With
     // one rank per device the same device has no pairs: nothing to measure.
-    const int pairs = p.pairs(full), offset = p.offset(full);
+    const int offset = p.offset(full), pairs = offset;
     if (pairs == 0) {
       report += std::string(p.name) + ": bandwidth and message rate need two ranks per device\n";
       if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
@@ -313,7 +313,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                      "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %.3f, "
                      "\"pairs\": %d, \"copy_floor_gbs\": %s}",
                      first ? "" : ",\n", bytes, one_gbs, all_gbs, pairs,
-                     std::isnan(copy) ? "null" : format(copy, "%.3f").c_str());
+                     format(copy, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.

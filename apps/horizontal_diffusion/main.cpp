@@ -123,6 +123,15 @@ double check_against_reference(const std::vector<double>& grids, int sets, int m
   return worst;
 }
 
+// `x` printed with `f`, or `none` where there is no figure: not measured
+// (NaN), or no match at all (infinity; JSON has neither).
+std::string format(double x, const char* f, const char* none = "-") {
+  if (!std::isfinite(x)) return none;
+  char text[32];
+  std::snprintf(text, sizeof text, f, x);
+  return text;
+}
+
 // Results must match the reference up to rounding (the GPU fuses
 // multiply-adds): values are below 1, differences below 1e-12.
 constexpr double tolerance = 1e-12;
@@ -211,31 +220,21 @@ int main(int argc, char** argv) try {
       // iteration (lap, fli, flj: read one, write one; out: read two, write one).
       const double memory_gbs = 9.0 * 8.0 * (o.rows - 2) * double(n) * info.ranks_per_device /
                                 (grma_us * 1e-6) / 1e9;
-      auto cell = [](double x, const char* format) {
-        char text[32] = "-";
-        if (!std::isnan(x)) std::snprintf(text, sizeof text, format, x);
-        return std::string(text);
-      };
-      std::printf("%8d %10s %14s %18s %14s %12s %12s%s\n", n, name_of(v), cell(grma_us, "%.2f").c_str(),
-                  cell(base_us, "%.2f").c_str(), cell(base_us / grma_us, "%.2f").c_str(),
-                  cell(grma_error, "%.1e").c_str(), cell(base_error, "%.1e").c_str(),
+      std::printf("%8d %10s %14s %18s %14s %12s %12s%s\n", n, name_of(v), format(grma_us, "%.2f").c_str(),
+                  format(base_us, "%.2f").c_str(), format(base_us / grma_us, "%.2f").c_str(),
+                  format(grma_error, "%.1e").c_str(), format(base_error, "%.1e").c_str(),
                   grma_error > tolerance || base_error > tolerance ? "  WRONG" : "");
       if (v == hd::variant::compute)
         std::printf("%8s %10s memory bandwidth per device %.1f GB/s\n", "", "", memory_gbs);
-      // JSON has no NaN or infinity: null stands for "not measured" or "no match".
-      auto number = [](double x) {
-        if (!std::isfinite(x)) return std::string("null");
-        char text[32];
-        std::snprintf(text, sizeof text, "%.6g", x);
-        return std::string(text);
-      };
       std::fprintf(json,
                    "%s    {\"width\": %d, \"variant\": \"%s\", \"grma_us\": %s, \"baseline_us\": %s, "
                    "\"grma_error\": %s, \"baseline_error\": %s%s}",
-                   first ? "" : ",\n", n, name_of(v), number(grma_us).c_str(),
-                   number(base_us).c_str(), number(grma_error).c_str(), number(base_error).c_str(),
+                   first ? "" : ",\n", n, name_of(v), format(grma_us, "%.6g", "null").c_str(),
+                   format(base_us, "%.6g", "null").c_str(),
+                   format(grma_error, "%.6g", "null").c_str(),
+                   format(base_error, "%.6g", "null").c_str(),
                    v == hd::variant::compute
-                       ? (", \"memory_gbs_per_device\": " + number(memory_gbs)).c_str()
+                       ? (", \"memory_gbs_per_device\": " + format(memory_gbs, "%.6g", "null")).c_str()
                        : "");
       first = false;
     }
