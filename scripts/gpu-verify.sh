@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Builds grma with CUDA on a GPU machine, runs the GPU tests, the examples,
 # compute-sanitizer and the benchmarks. Logs and JSON go to $OUT (or ./gpu-out).
-#   scripts/gpu-verify.sh [all|quick]
+#   scripts/gpu-verify.sh [all|tests|bench]
+# `tests` builds and runs the tests and the sanitizers, `bench` the benchmarks,
+# horizontal diffusion and the model (a second call on a machine that keeps
+# build/gpu builds nothing again); `all` does both.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -22,11 +25,14 @@ nvshmem=$(python3 -c "import nvidia.nvshmem; print(list(nvidia.nvshmem.__path__)
 step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON -DGRMA_NVSHMEM_HOME="$nvshmem"
 step build cmake --build build/gpu -j"$(nproc)"
+tests() { [ "$what" = all ] || [ "$what" = tests ]; }
+benchmarks() { [ "$what" = all ] || [ "$what" = bench ]; }
+gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
+if tests; then
 step example-hello ./build/gpu/examples/grma-hello
 step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
 step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
-gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
-if [ "$what" = all ] && [ -d build/gpu/tests/gpu ]; then
+if [ -d build/gpu/tests/gpu ]; then
   step gpu-tests ctest --test-dir build/gpu -L '^gpu$' --output-on-failure --timeout 1200
   # One process driving two GPUs (GRMA_DEVICES=2): the suite over peer memory.
   if [ "$gpus" -ge 2 ]; then
@@ -52,9 +58,14 @@ if [ -x "$conf" ]; then
   step sanitize-synccheck timeout 70 $san --tool synccheck $conf --gtest_filter='*ranks3_threads128*'
   if [ "$gpus" -ge 2 ]; then
     step sanitize-memcheck-x2 env GRMA_DEVICES=2 timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
+    # One process per GPU (CUDA IPC), each under the sanitizer.
+    step sanitize-memcheck-mpi2 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      timeout 200 mpirun -np 2 -x GRMA_BACKEND $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
   fi
   unset GRMA_BACKEND
 fi
+fi  # tests
+if benchmarks; then
 step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
 if [ "$gpus" -ge 2 ]; then
   step bench-peer-devices ./build/gpu/bench/grma-bench-peer-devices --json "$out/peer_devices.json"
@@ -100,12 +111,13 @@ if [ -x build/gpu/apps/grma-hd ]; then
   done
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
+fi  # benchmarks
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
   echo "== $(basename "$f")"
   grep -h -m6 -E "SUMMARY|tests passed|^\[  (PASSED|FAILED)|^========= +(Invalid|Race|Barrier|Error)" "$f"
 done
-echo; tail -n 25 "$out/bench-same-device.log"
+[ -f "$out/bench-same-device.log" ] && { echo; tail -n 25 "$out/bench-same-device.log"; }
 [ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
 [ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
 [ -f "$out/bench-remote.log" ] && { echo; tail -n 19 "$out/bench-remote.log"; }

@@ -19,6 +19,7 @@ enum class path_kind {
   no_peer_access,  // not peer-reachable: a run over both is refused for now
   shared_memory,   // CPU backend: another process's arena on this node, mapped
   other_node,      // another node: the processes' network engines move the data
+  not_visible,     // a GPU of this node that this process cannot see (its launcher's choice)
 };
 
 const char* to_string(path_kind p);
@@ -35,10 +36,9 @@ struct device_description {
   std::size_t shared_memory_per_block = 0;
 };
 
-// The devices of the job and the path between each pair. For the CPU
-// backend in a job of several processes: every process's devices (the call
-// is then collective the first time, as runtime::info is); for the CUDA
-// backend: this process's.
+// The devices of the job and the path between each pair: in a job of
+// several processes every process's devices (the call is then collective, as
+// runtime::info's first call is).
 struct topology {
   backend_kind backend = backend_kind::cpu;
   std::vector<device_description> devices;

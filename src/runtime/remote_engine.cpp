@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -21,7 +22,9 @@ using clock = std::chrono::steady_clock;
 // Messages only engines exchange, beside the ranks' remote_op (same header).
 constexpr auto wire_get_reply = remote_op(16);  // a get's data (inline or following)
 constexpr auto wire_ack = remote_op(17);        // `bytes` operations of `origin` are in place
-constexpr auto wire_abort = remote_op(18);      // an error_record follows
+constexpr auto wire_abort = remote_op(18);      // an error_record follows, then `bytes` of report
+// The longest watchdog report an engine accepts with an abort.
+constexpr std::uint64_t max_report_bytes = std::uint64_t(1) << 20;
 constexpr auto wire_done = remote_op(19);       // the sender's ranks are done and acknowledged
 constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
@@ -88,6 +91,8 @@ struct remote_engine::state {
   std::atomic<bool> local_done{false};
   mutable std::mutex failure_mutex;
   std::string failure;
+  std::string forwarded_report;  // another node's watchdog report (under failure_mutex)
+  std::function<std::string()> local_report;  // this process's watchdog report, if it fired
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence, unsigned run)
       : nodes(n), views(std::move(v)), silence_seconds(silence), net(run) {}
@@ -235,7 +240,7 @@ struct remote_engine::state {
       unacknowledged -= c.bytes;
       store_count(delivered, c.origin, false, c.bytes);
     }
-    if (c.op == wire_abort) receive_abort(from);
+    if (c.op == wire_abort) receive_abort(from, c.bytes);
     if (c.op == wire_done) done_from[std::size_t(from)] = true;
     if (c.op == wire_beat && c.offset != signatures[std::size_t(from)]) {
       signatures[std::size_t(from)] = c.offset;
@@ -500,16 +505,34 @@ struct remote_engine::state {
     stop_trusting(from, r);
   }
 
-  void receive_abort(int from) {
+  // An abort from another node: its error record and, when its watchdog
+  // ended the job, the watchdog's report, which this process then reports.
+  void receive_abort(int from, std::uint64_t report_bytes) {
     abort_seen = true;  // no need to forward what another node sent
+    if (report_bytes > max_report_bytes) {
+      malformed(from, -1, call::runtime, "sent an abort with an oversized report");
+      return;
+    }
     auto record = std::make_shared<error_record>();
-    net.receive(from, channel::data, record.get(), sizeof(error_record), [this, record](int) {
+    auto report = std::make_shared<std::string>(report_bytes, '\0');
+    auto abort = [this, record, report, from](int) {
+      if (!report->empty()) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (forwarded_report.empty())
+          forwarded_report = "grma: process " + std::to_string(from) + " (node " +
+                             std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " + *report;
+      }
       if (record->code != 0) {
         fail_job(*record);
       } else {
+        // Release: the forwarded report is stored before anyone sees the abort.
         store_release<scope::system>(first->control->abort, 1u);
       }
-    });
+    };
+    // The two parts arrive in order on one channel: the abort waits for the last.
+    net.receive(from, channel::data, record.get(), sizeof(error_record),
+                report_bytes == 0 ? std::function<void(int)>(abort) : [record, report](int) {});
+    if (report_bytes != 0) net.receive(from, channel::data, report->data(), report_bytes, abort);
   }
 
   void lose(const std::string& why) {
@@ -527,12 +550,18 @@ struct remote_engine::state {
       abort_seen = true;
       auto record = std::make_shared<error_record>();
       if (load_acquire<scope::system>(control.error_claimed) != 0) *record = control.error;
+      // No record: this process's watchdog may have fired (it stores its
+      // report before it raises the abort we acquired).
+      auto report = std::make_shared<std::string>(
+          record->code == 0 && local_report ? local_report() : std::string());
       remote_command c{};
       c.op = wire_abort;
+      c.bytes = report->size();
       for (int p = 0; p < nodes.processes; ++p)
         if (remote_process(p)) {  // done ones too: they wait for the others
           send_header(p, c);
           net.send(p, channel::data, record.get(), sizeof(error_record), [record] {});
+          if (!report->empty()) net.send(p, channel::data, report->data(), report->size(), [report] {});
         }
     }
     const clock::time_point now = clock::now();
@@ -665,7 +694,8 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
 }
 
-void remote_engine::start() {
+void remote_engine::start(std::function<std::string()> local_report) {
+  s_->local_report = std::move(local_report);
   s_->heard.assign(s_->heard.size(), clock::now());
   thread_ = std::thread([this] { s_->loop(); });
 }
@@ -685,6 +715,11 @@ const std::atomic<std::uint64_t>& remote_engine::others_progress() const {
 std::string remote_engine::failure() const {
   std::lock_guard<std::mutex> lock(s_->failure_mutex);
   return s_->failure;
+}
+
+std::string remote_engine::forwarded_report() const {
+  std::lock_guard<std::mutex> lock(s_->failure_mutex);
+  return s_->forwarded_report;
 }
 
 }  // namespace grma::detail

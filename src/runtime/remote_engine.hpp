@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -37,7 +38,9 @@ class remote_engine {
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views, double silence_seconds);
   // Starts the engine's thread, which makes MPI calls from then on: only
   // once the thread in run() makes none (MPI_THREAD_SERIALIZED).
-  void start();
+  // `local_report` gives this process's watchdog report (empty unless it
+  // fired), which goes to the other nodes with the abort.
+  void start(std::function<std::string()> local_report);
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
   remote_engine& operator=(const remote_engine&) = delete;
@@ -49,6 +52,9 @@ class remote_engine {
   // Why the engine ended the job (a lost process, a network error), else
   // empty. A process named here may not take part in collectives any more.
   std::string failure() const;
+
+  // Another node's watchdog report, when that ended the job; else empty.
+  std::string forwarded_report() const;
 
   // A count that grows whenever a process on another node reports that its
   // ranks moved (with its beats): the watchdog's view of the other nodes.

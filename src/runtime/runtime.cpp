@@ -75,6 +75,7 @@ const char* to_string(path_kind p) {
     case path_kind::no_peer_access: return "no peer access";
     case path_kind::shared_memory: return "shared memory";
     case path_kind::other_node: return "other node (network)";
+    case path_kind::not_visible: return "not visible here";
   }
   return "?";
 }

@@ -3,30 +3,61 @@
 // it: process 0 must not hang. It ends with a message naming process 1 and a
 // nonzero status (for a kill the launcher may be first; a stopped process
 // only grma's watch can notice), and the job leaves nothing in /dev/shm.
+// The same program runs on the CPU backend and on GPUs (one per process):
+// rank 1 says it is past the barrier through host memory, and a host thread
+// of its process then signals the whole process, as a crash would.
 #include <signal.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
+
+#if defined(__CUDACC__)
+#include <cuda_runtime.h>
+#endif
 
 #include <grma/grma.hpp>
 
 struct killed_midway {
-  int signal;
+  int* started;  // host memory that ranks write (mapped pinned memory on a GPU)
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     void* memory = r.alloc(64);
     grma::window w = r.window_create(grma::world, memory, 64);
     r.barrier(grma::world);
-#if !GRMA_DEVICE_CODE
-    if (r.rank(grma::world) == 1) raise(signal);  // the whole process, mid-run
-#endif
+    if (r.rank(grma::world) == 1 && r.thread() == 0) *static_cast<volatile int*>(started) = 1;
     if (r.rank(grma::world) == 0) r.wait_notifications(w, 1, 0, 1);  // never sent
-    r.window_free(w);
+    r.window_free(w);  // rank 1 waits here for rank 0 until its process goes
   }
 };
 
+// A flag ranks of this process can write and its host threads read.
+int* host_flag(const grma::runtime& rt) {
+#if defined(__CUDACC__)
+  if (rt.backend() == grma::backend_kind::cuda) {
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, sizeof(int), cudaHostAllocMapped) != cudaSuccess) return nullptr;
+    *static_cast<int*>(p) = 0;
+    return static_cast<int*>(p);  // unified addressing: the same pointer on the GPU
+  }
+#endif
+  (void)rt;
+  static int flag = 0;
+  return &flag;
+}
+
 int main(int argc, char** argv) {
   grma::runtime rt(argc, argv);
-  rt.run(killed_midway{argc > 1 && std::strcmp(argv[1], "stop") == 0 ? SIGSTOP : SIGKILL});
+  const int signal = argc > 1 && std::strcmp(argv[1], "stop") == 0 ? SIGSTOP : SIGKILL;
+  int* started = host_flag(rt);
+  if (started == nullptr) return 2;
+  // Only the process that runs rank 1 ever sees the flag set.
+  std::thread([started, signal] {
+    while (*static_cast<volatile int*>(started) == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    raise(signal);
+  }).detach();
+  rt.run(killed_midway{started}, {.ranks_per_device = 1});
   return 0;
 }

@@ -17,6 +17,9 @@
 //   late    a node whose ranks finish 7 s after the others': the job succeeds
 //   late_assert  a rank fails after the other node's ranks have returned:
 //           every process reports its assertion
+//   stuck   rank 0 waits for a notification nobody sends while the other
+//           node's ranks have returned: its watchdog ends the job, and the
+//           other node reports that watchdog's report
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -229,6 +232,15 @@ struct late {
   }
 };
 
+struct stuck {
+  template <class Rank>
+  void operator()(Rank& r) const {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    if (r.rank(grma::world) == 0) r.wait_notifications(w, 1, 9, 1);  // never sent
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -246,8 +258,10 @@ int main(int argc, char** argv) try {
     rt.run(windows{});
   } else if (which == "late" || which == "late_assert") {
     rt.run(late{which == "late_assert"});
+  } else if (which == "stuck") {
+    rt.run(stuck{});
   } else {
-    std::fprintf(stderr, "usage: %s flood|large|forged|order|windows|late|late_assert [--grma-...]\n",
+    std::fprintf(stderr, "usage: %s flood|large|forged|order|windows|late|late_assert|stuck [--grma-...]\n",
                  argv[0]);
     return 2;
   }

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -131,38 +132,82 @@ rank_info cuda_rank_info(const cuda_plan& plan, int devices) {
   return job_layout(plan.ranks, plan.threads, devices, group.index(), group.count(), first);
 }
 
+namespace {
+
+// One GPU as every process of a job sees it: plain data, for all_gather.
+struct gpu_record {
+  int ordinal;
+  int multiprocessors;
+  std::uint64_t memory_bytes;
+  std::uint64_t shared_memory_per_block;
+  char name[256];  // as cudaDeviceProp has it
+  char bus_id[32];
+};
+
+gpu_record describe_gpu(int ordinal) {
+  cudaDeviceProp prop{};
+  cuda_check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
+  gpu_record g{};
+  g.ordinal = ordinal;
+  g.multiprocessors = prop.multiProcessorCount;
+  g.memory_bytes = prop.totalGlobalMem;
+  g.shared_memory_per_block = prop.sharedMemPerBlock;
+  std::snprintf(g.name, sizeof g.name, "%s", prop.name);
+  cuda_check(cudaDeviceGetPCIBusId(g.bus_id, sizeof g.bus_id, ordinal), "cudaDeviceGetPCIBusId");
+  return g;
+}
+
+// How GPU `from` reaches GPU `to` of the same node, asked by their bus ids:
+// a launcher may give each process only its own GPU to see.
+path_kind peer_path(const char* from_bus, const char* to_bus) {
+  int from = 0, to = 0;
+  if (cudaDeviceGetByPCIBusId(&from, from_bus) != cudaSuccess ||
+      cudaDeviceGetByPCIBusId(&to, to_bus) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return path_kind::not_visible;
+  }
+  int access = 0, atomics = 0;
+  cuda_check(cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, from, to),
+             "cudaDeviceGetP2PAttribute");
+  cuda_check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported, from, to),
+             "cudaDeviceGetP2PAttribute");
+  return !access ? path_kind::no_peer_access : atomics ? path_kind::peer_nvlink : path_kind::peer_pcie;
+}
+
+}  // namespace
+
+// Every process's GPUs, in job order (under mpirun one per process; the
+// call is then collective, as runtime::info is), and the path of each pair.
 topology cuda_topology(const settings& s) {
   const int devices = cuda_job_devices(s);
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+  std::vector<gpu_record> mine;
+  for (int d = 0; d < devices; ++d) mine.push_back(describe_gpu(first + d));
+  const process_group& group = process_group::get();
+  std::vector<gpu_record> all(mine.size() * std::size_t(group.count()));
+  std::vector<int> node_of{0};
+  if (group.count() > 1) {
+    group.all_gather(mine.data(), mine.size() * sizeof(gpu_record), all.data());
+    node_of = group.nodes(s.node_id);
+  } else {
+    all = mine;
+  }
   topology t;
   t.backend = backend_kind::cuda;
-  for (int d = 0; d < devices; ++d) {
-    cudaDeviceProp prop{};
-    cuda_check(cudaGetDeviceProperties(&prop, first + d), "cudaGetDeviceProperties");
-    char bus[32] = {};
-    cuda_check(cudaDeviceGetPCIBusId(bus, sizeof bus, first + d), "cudaDeviceGetPCIBusId");
-    t.devices.push_back({d, process_group::get().index(), 0, first + d, prop.name, bus,
-                         prop.totalGlobalMem, prop.multiProcessorCount, prop.sharedMemPerBlock});
+  for (std::size_t d = 0; d < all.size(); ++d) {
+    const gpu_record& g = all[d];
+    const int process = int(d) / devices;
+    t.devices.push_back({int(d), process, node_of[std::size_t(process)], g.ordinal, g.name, g.bus_id,
+                         g.memory_bytes, g.multiprocessors, std::size_t(g.shared_memory_per_block)});
   }
-  t.paths.assign(std::size_t(devices), std::vector<path_kind>(std::size_t(devices)));
-  for (int d = 0; d < devices; ++d)
-    for (int e = 0; e < devices; ++e) {
-      path_kind& p = t.paths[std::size_t(d)][std::size_t(e)];
-      if (d == e) {
-        p = path_kind::same_device;
-        continue;
-      }
-      int access = 0, atomics = 0;
-      cuda_check(cudaDeviceGetP2PAttribute(&access, cudaDevP2PAttrAccessSupported, first + d,
-                                           first + e),
-                 "cudaDeviceGetP2PAttribute");
-      cuda_check(cudaDeviceGetP2PAttribute(&atomics, cudaDevP2PAttrNativeAtomicSupported,
-                                           first + d, first + e),
-                 "cudaDeviceGetP2PAttribute");
-      p = !access ? path_kind::no_peer_access
-                  : atomics ? path_kind::peer_nvlink : path_kind::peer_pcie;
-    }
+  t.paths.assign(all.size(), std::vector<path_kind>(all.size()));
+  for (const device_description& a : t.devices)
+    for (const device_description& b : t.devices)
+      t.paths[std::size_t(a.index)][std::size_t(b.index)] =
+          a.index == b.index ? path_kind::same_device
+          : a.node != b.node ? path_kind::other_node
+                             : peer_path(a.bus_id.c_str(), b.bus_id.c_str());
   return t;
 }
 
