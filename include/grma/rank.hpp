@@ -412,12 +412,14 @@ class basic_rank {
       const detail::pending_list& pending = r_.local().pending;
       detail::rank_status& st = r_.status();
       unmatched_ = pending.size;
-      for (std::uint32_t i = 0; i < pending.size && i < std::uint32_t(detail::unmatched_shown); ++i) {
+      int i = 0;
+      detail::pending_for_each(pending, [&](const detail::notification& n) {
         detail::notification& shown = st.unmatched_head[i];
-        detail::store_relaxed<detail::scope::system>(shown.window, pending.items[i].window);
-        detail::store_relaxed<detail::scope::system>(shown.source, pending.items[i].source);
-        detail::store_relaxed<detail::scope::system>(shown.tag, pending.items[i].tag);
-      }
+        detail::store_relaxed<detail::scope::system>(shown.window, n.window);
+        detail::store_relaxed<detail::scope::system>(shown.source, n.source);
+        detail::store_relaxed<detail::scope::system>(shown.tag, n.tag);
+        return ++i < detail::unmatched_shown;
+      });
       detail::store_relaxed<detail::scope::system>(st.unmatched, std::int32_t(pending.size));
     }
 

@@ -40,7 +40,7 @@ class rank_inbox {
  public:
   rank_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity)
       : items_(pending_capacity),
-        pending_{0, pending_capacity, items_.data()},
+        pending_{0, pending_capacity, items_.data(), 0, 0},
         ring_(ring_capacity) {}
 
   void push(const notification& n) {
@@ -60,7 +60,10 @@ class rank_inbox {
 
   std::vector<fields> pending_contents() const {
     std::vector<fields> out;
-    for (std::uint32_t i = 0; i < pending_.size; ++i) out.push_back(fields_of(pending_.items[i]));
+    grma::detail::pending_for_each(pending_, [&](const notification& n) {
+      out.push_back(fields_of(n));
+      return true;
+    });
     return out;
   }
   std::vector<fields> ring_contents() const {
@@ -159,6 +162,22 @@ TEST(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
   EXPECT_FALSE(inbox.match({window_a, any, any, 1}));
   EXPECT_TRUE(inbox.match({window_key(0, 2), any, any, 1}));
   EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 2, 9}}));
+}
+
+// Taking from the middle leaves a hole; a full list closes its holes before
+// it takes the next arrival, and the order stays the arrival order.
+TEST(Matching, ClosesHolesWhenItNeedsTheRoom) {
+  rank_inbox inbox(4, 8);
+  for (int tag = 0; tag < 4; ++tag) inbox.push({window_a, 0, tag});
+  ASSERT_FALSE(inbox.match({window_a, 0, 9, 1}));  // all four move to the pending list
+  ASSERT_TRUE(inbox.match({window_a, 0, 1, 1}));
+  ASSERT_TRUE(inbox.match({window_a, 0, 2, 1}));
+  inbox.push({window_a, 0, 4});
+  inbox.push({window_a, 0, 5});
+  EXPECT_TRUE(inbox.match({window_a, 0, 5, 1}));  // two holes closed to take 4 and 5
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_a, 0, 0}, {window_a, 0, 3}, {window_a, 0, 4}}));
+  EXPECT_TRUE(inbox.match({window_a, any, any, 3}));
+  EXPECT_TRUE(inbox.contents().empty());
 }
 
 TEST(Matching, TooFewMatchesRemoveNothing) {

@@ -199,7 +199,7 @@ GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
   l = rank_local{};
   for (ring_reader& r : l.inbox) r.mask = queue_capacity - 1;
   for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
-  l.pending = pending_list{0, match_capacity, pending_items};
+  l.pending = pending_list{0, match_capacity, pending_items, 0, 0};
 }
 
 enum class rank_state : std::int32_t { idle = 0, running, blocked, finished, failed };
@@ -359,7 +359,7 @@ struct device_view {
 
   // The ring of world rank `target` that producers on device `from` write.
   GRMA_INLINE notification_ring& queue(int target, int from) const {
-    const int d = device_of(target);
+    const int d = devices == 1 ? 0 : device_of(target);  // one device: no division on the put path
     const std::uint64_t index = std::uint64_t(target - d * ranks) * std::uint64_t(devices) + from;
     return *reinterpret_cast<notification_ring*>(peer_queues[d] + queue_stride * index);
   }

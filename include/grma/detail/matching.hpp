@@ -9,6 +9,9 @@
 // list, oldest first. The ring is drained into the list only as far as a query
 // needs, so a rank that holds many unmatched notifications leaves the rest in
 // its ring and its producers feel back-pressure instead of losing anything.
+// A match leaves a hole where it took an entry; the list closes its holes
+// only when it needs the room, so taking one entry out of a long list costs
+// no shifting of the others.
 #pragma once
 
 #include <cstdint>
@@ -90,6 +93,10 @@ GRMA_INLINE constexpr std::uint32_t window_key(std::uint32_t slot, std::uint32_t
   return (generation << 16) | (slot & 0xffffu);
 }
 
+// A window key no window has (generations start at 1): marks a hole in the
+// pending list, which no query matches.
+inline constexpr std::uint32_t no_window = 0;
+
 struct match_query {
   std::uint32_t window;  // window_key
   std::int32_t source;   // or any_source (-1)
@@ -103,12 +110,52 @@ GRMA_INLINE constexpr bool matches(const notification& n, const match_query& q) 
 }
 
 // Unmatched notifications of one rank, oldest first. `items` points at
-// `capacity` entries owned by the same rank.
+// `capacity` entries owned by the same rank; items[first, end) hold the
+// `size` notifications and holes (window no_window) between them.
 struct pending_list {
   std::uint32_t size;
   std::uint32_t capacity;
   notification* items;
+  std::uint32_t first;
+  std::uint32_t end;
 };
+
+// Moves the held notifications to items[0, size), in order.
+GRMA_INLINE void pending_close_holes(pending_list& p) {
+  std::uint32_t kept = 0;
+  for (std::uint32_t i = p.first; i < p.end; ++i)
+    if (p.items[i].window != no_window) p.items[kept++] = p.items[i];
+  p.first = 0;
+  p.end = kept;
+}
+
+// Adds the newest notification; true when that closed the holes first
+// (entries moved). The caller checks size < capacity.
+GRMA_INLINE bool pending_append(pending_list& p, const notification& n) {
+  const bool close = p.end == p.capacity;
+  if (close) pending_close_holes(p);
+  p.items[p.end++] = n;
+  ++p.size;
+  return close;
+}
+
+// Takes out the notification at index i (in [first, end)), leaving a hole.
+GRMA_INLINE void pending_remove(pending_list& p, std::uint32_t i) {
+  p.items[i].window = no_window;
+  if (--p.size == 0) {
+    p.first = p.end = 0;
+    return;
+  }
+  while (p.items[p.first].window == no_window) ++p.first;
+  while (p.items[p.end - 1].window == no_window) --p.end;
+}
+
+// Calls f(n) for each held notification, oldest first, until f returns false.
+template <class F>
+GRMA_INLINE void pending_for_each(const pending_list& p, F&& f) {
+  for (std::uint32_t i = p.first; i < p.end; ++i)
+    if (p.items[i].window != no_window && !f(p.items[i])) return;
+}
 
 // A rank's rings, one per device of the job (each written by that device's
 // ranks), consecutive in memory. Arrival order across rings is the order the
@@ -134,7 +181,7 @@ GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers, bool
 // Tries to match `q`. On success removes the q.count oldest matches and
 // returns true; otherwise leaves the notifications as they were (though some
 // may have moved from the rings into the pending list, in order) and returns
-// false.
+// false. A query never matches a hole (q.window is a real window's key).
 //
 // `readers` are the consumer's private heads in its rings. Slots are handed
 // back to producers when the match fails (the rank is about to wait) or once
@@ -152,7 +199,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
         release_rings<S>(in, readers, false);
         return true;
       }
-      pending.items[pending.size++] = n;  // not this one: the general path goes on from here
+      pending_append(pending, n);  // not this one: the general path goes on from here
       break;
     }
     if (pending.size == 0) {
@@ -160,9 +207,11 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
       return false;
     }
   }
+  // The oldest match's place: the removal below starts there.
   std::int32_t found = 0;
-  for (std::uint32_t i = 0; i < pending.size && found < q.count; ++i)
-    if (matches(pending.items[i], q)) ++found;
+  std::uint32_t oldest = pending.end;
+  for (std::uint32_t i = pending.first; i < pending.end && found < q.count; ++i)
+    if (matches(pending.items[i], q) && found++ == 0) oldest = i;
   // Take arrivals round robin over the rings until enough match, the list is
   // full or the rings are empty.
   for (bool took = true; took && found < q.count;) {
@@ -171,24 +220,21 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
       notification n;
       if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
       took = true;
-      pending.items[pending.size++] = n;
-      if (matches(n, q)) ++found;
+      // Appending may close the holes, which moves the entries: the removal
+      // then looks from the start.
+      if (pending_append(pending, n)) oldest = pending.first;
+      if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
   }
   release_rings<S>(in, readers, found < q.count);
   if (found < q.count) return false;
 
-  // Stable compaction: drop the first q.count matches, keep the rest in order.
-  std::uint32_t kept = 0;
-  std::int32_t removed = 0;
-  for (std::uint32_t i = 0; i < pending.size; ++i) {
-    if (removed < q.count && matches(pending.items[i], q)) {
+  // Take out the q.count oldest matches; the rest keep their places.
+  for (std::int32_t removed = 0; removed < q.count; ++oldest)
+    if (matches(pending.items[oldest], q)) {
+      pending_remove(pending, oldest);
       ++removed;
-      continue;
     }
-    pending.items[kept++] = pending.items[i];
-  }
-  pending.size = kept;
   return true;
 }
 
@@ -200,10 +246,10 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
 template <scope S>
 GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& in,
                                      ring_reader* readers, std::uint32_t key) {
-  std::uint32_t kept = 0;
-  for (std::uint32_t i = 0; i < pending.size; ++i)
-    if (pending.items[i].window != key) pending.items[kept++] = pending.items[i];
-  pending.size = kept;
+  for (std::uint32_t i = pending.first; i < pending.end; ++i)
+    if (pending.items[i].window == key) pending.items[i].window = no_window;
+  pending_close_holes(pending);
+  pending.size = pending.end;
   for (int r = 0; r < in.count; ++r) {
     notification_ring& ring = in.ring(r);
     ring_reader& reader = readers[r];
@@ -212,7 +258,7 @@ GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& i
         static_cast<std::uint32_t>(reader.head + 1), n)) {
       if (n.window != key) {
         if (pending.size == pending.capacity) break;  // no room: it stays in the ring
-        pending.items[pending.size++] = n;
+        pending_append(pending, n);
       }
       ++reader.head;
     }
