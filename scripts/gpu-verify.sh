@@ -94,9 +94,9 @@ hd="./build/gpu/apps/grma-hd --iterations 200 --check-iterations 2"
 if [ -x build/gpu/apps/grma-hd ]; then
   export GRMA_HEAP_SIZE=12G
   step sanitize-memcheck-hd env GRMA_RANKS_PER_DEVICE=6 timeout 120 $san --tool memcheck $hd \
-    --widths 40,300 --iterations 2 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"
+    --widths 40,300 --iterations 2 --repeats 1 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"
   step sanitize-racecheck-hd env GRMA_RANKS_PER_DEVICE=4 timeout 120 $san --tool racecheck $hd \
-    --widths 300 --iterations 2 --variants overlap --no-baseline --json "$out/hd_racecheck.json"
+    --widths 300 --iterations 2 --repeats 1 --variants overlap --no-baseline --json "$out/hd_racecheck.json"
   step hd-1gpu env GRMA_DEVICES=1 $hd --widths 64,128,256,512,1024,2048,4096,8192,16384 --json "$out/hd_1gpu.json"
   models=(--hd "$out/hd_1gpu.json:1 GPU")
   if [ "$gpus" -ge 2 ]; then

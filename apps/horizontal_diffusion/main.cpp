@@ -4,8 +4,8 @@
 // JSON (scripts/grma-model.py predicts the times from grma-bench's figures).
 //
 //   grma-hd [--widths 64,256,...] [--variants hd,overlap,nooverlap,compute]
-//           [--rows R] [--iterations N] [--check-iterations K] [--no-baseline]
-//           [--json FILE]
+//           [--rows R] [--iterations N] [--repeats K] [--check-iterations K]
+//           [--no-baseline] [--json FILE]
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +31,7 @@ struct options {
                                     hd::variant::compute};
   int rows = 4;
   int iterations = 20;
+  int repeats = 5;           // timed runs of each figure; the median is reported
   int check_iterations = 3;  // 0: no check
   bool baseline = true;
   std::string json = "hd.json";
@@ -49,7 +50,7 @@ const char* name_of(hd::variant v) {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
-               "hd,overlap,nooverlap,compute] [--rows R] [--iterations N] [--check-iterations K] "
+               "hd,overlap,nooverlap,compute] [--rows R] [--iterations N] [--repeats K] [--check-iterations K] "
                "[--no-baseline] [--json FILE]\n",
                why.c_str());
   std::exit(2);
@@ -91,6 +92,8 @@ options parse(int argc, char** argv) {
       o.rows = positive(value(), "--rows");
     } else if (a == "--iterations") {
       o.iterations = positive(value(), "--iterations");
+    } else if (a == "--repeats") {
+      o.repeats = positive(value(), "--repeats");
     } else if (a == "--check-iterations") {
       o.check_iterations = positive(value(), "--check-iterations");
     } else if (a == "--no-baseline") {
@@ -132,6 +135,21 @@ std::string format(double x, const char* f, const char* none = "-") {
   return text;
 }
 
+// The median of `runs`; NaN for none.
+double median(std::vector<double> runs) {
+  if (runs.empty()) return NAN;
+  std::sort(runs.begin(), runs.end());
+  const std::size_t h = runs.size() / 2;
+  return runs.size() % 2 == 1 ? runs[h] : (runs[h - 1] + runs[h]) / 2;
+}
+
+// `runs` as a JSON array.
+std::string json_list(const std::vector<double>& runs) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < runs.size(); ++i) out += (i == 0 ? "" : ", ") + format(runs[i], "%.6g", "null");
+  return out + "]";
+}
+
 // Results must match the reference up to rounding (the GPU fuses
 // multiply-adds): values are below 1, differences below 1e-12.
 constexpr double tolerance = 1e-12;
@@ -162,10 +180,10 @@ int main(int argc, char** argv) try {
           " MiB per device: set GRMA_HEAP_SIZE=" + std::to_string((heap_needed >> 20) + 1) + "M");
   if (lead) {
     std::printf("horizontal diffusion: %s backend, %d device%s, %d ranks per device x %d threads, "
-                "%d rows per rank (grid %d x width), %d iterations\n",
+                "%d rows per rank (grid %d x width), %d iterations; times: median of %d runs\n",
                 cuda ? "cuda" : "cpu", info.device_count * info.node_count,
                 info.device_count * info.node_count == 1 ? "" : "s", info.ranks_per_device, info.threads_per_rank,
-                o.rows, m, o.iterations);
+                o.rows, m, o.iterations, o.repeats);
     std::printf("%8s %10s %14s %18s %14s %12s %12s\n", "width", "variant", "grma [us/it]",
                 "baseline [us/it]", "baseline/grma", "grma error", "base error");
   }
@@ -184,12 +202,26 @@ int main(int argc, char** argv) try {
     for (const hd::variant v : o.variants) {
       const int sets = hd::data_sets(v);
       const bool checked = o.check_iterations > 0 && v != hd::variant::compute;
-      // The grma version: timed, then (separately) checked.
-      hd::result_header header{};
-      rt.run(hd::grma_program{v, o.rows, n, o.iterations, false},
-             {.userdata = &header, .userdata_size = sizeof header});
-      const double grma_us = header.seconds / o.iterations * 1e6;
-      double grma_error = NAN, base_error = NAN, base_us = NAN;
+      // Timed runs of grma and the baseline, taking turns so that both see
+      // the machine alike; each figure is their median (the first run's
+      // warm-up and a disturbed run do not decide it).
+#if defined(__CUDACC__)
+      const bool with_baseline = baseline && v != hd::variant::compute;
+      const hd::baseline_job job{v, devices_here, info.ranks_per_device, info.threads_per_rank,
+                                 o.rows, n, o.iterations};
+#endif
+      std::vector<double> grma_runs, base_runs;
+      for (int k = 0; k < o.repeats; ++k) {
+        hd::result_header header{};
+        rt.run(hd::grma_program{v, o.rows, n, o.iterations, false},
+               {.userdata = &header, .userdata_size = sizeof header});
+        grma_runs.push_back(header.seconds / o.iterations * 1e6);
+#if defined(__CUDACC__)
+        if (with_baseline) base_runs.push_back(hd::run_baseline(job, nullptr) / o.iterations * 1e6);
+#endif
+      }
+      const double grma_us = median(grma_runs), base_us = median(base_runs);
+      double grma_error = NAN, base_error = NAN;
       if (checked) {
         std::vector<double> area(sizeof(hd::result_header) / sizeof(double) +
                                  std::size_t(sets) * std::size_t(m) * std::size_t(n));
@@ -201,18 +233,13 @@ int main(int argc, char** argv) try {
         all_good = all_good && grma_error <= tolerance;
       }
 #if defined(__CUDACC__)
-      if (baseline && v != hd::variant::compute) {
-        const hd::baseline_job job{v, devices_here, info.ranks_per_device, info.threads_per_rank,
-                                   o.rows, n, o.iterations};
-        base_us = hd::run_baseline(job, nullptr) / o.iterations * 1e6;
-        if (checked) {
-          std::vector<double> grids;
-          hd::baseline_job check_job = job;
-          check_job.iterations = o.check_iterations;
-          hd::run_baseline(check_job, &grids);
-          base_error = check_against_reference(grids, sets, m, n, 0, m, o.check_iterations);
-          all_good = all_good && base_error <= tolerance;
-        }
+      if (with_baseline && checked) {
+        std::vector<double> grids;
+        hd::baseline_job check_job = job;
+        check_job.iterations = o.check_iterations;
+        hd::run_baseline(check_job, &grids);
+        base_error = check_against_reference(grids, sets, m, n, 0, m, o.check_iterations);
+        all_good = all_good && base_error <= tolerance;
       }
 #endif
       if (!lead) continue;
@@ -228,9 +255,11 @@ int main(int argc, char** argv) try {
         std::printf("%8s %10s memory bandwidth per device %.1f GB/s\n", "", "", memory_gbs);
       std::fprintf(json,
                    "%s    {\"width\": %d, \"variant\": \"%s\", \"grma_us\": %s, \"baseline_us\": %s, "
+                   "\"grma_us_runs\": %s, \"baseline_us_runs\": %s, "
                    "\"grma_error\": %s, \"baseline_error\": %s%s}",
                    first ? "" : ",\n", n, name_of(v), format(grma_us, "%.6g", "null").c_str(),
-                   format(base_us, "%.6g", "null").c_str(),
+                   format(base_us, "%.6g", "null").c_str(), json_list(grma_runs).c_str(),
+                   json_list(base_runs).c_str(),
                    format(grma_error, "%.6g", "null").c_str(),
                    format(base_error, "%.6g", "null").c_str(),
                    v == hd::variant::compute
