@@ -25,6 +25,9 @@ nvshmem=$(python3 -c "import nvidia.nvshmem; print(list(nvidia.nvshmem.__path__)
 step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON -DGRMA_NVSHMEM_HOME="$nvshmem"
 step build cmake --build build/gpu -j"$(nproc)"
+san="compute-sanitizer --error-exitcode 9"
+conf="./build/gpu/tests/gpu/grma-conformance-tests"
+hd="./build/gpu/apps/grma-hd --iterations 200 --check-iterations 2"
 tests() { [ "$what" = all ] || [ "$what" = tests ]; }
 benchmarks() { [ "$what" = all ] || [ "$what" = bench ]; }
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader | wc -l)
@@ -49,8 +52,6 @@ step gpu-error-bad-target expect bad-target "grma: rank 1: put_notify: rank 5 is
 step gpu-error-watchdog expect stuck "grma: watchdog: no progress for .*rank 0: wait_notifications\\(window 0, source 1, tag 9, count 1\\)"
 # compute-sanitizer on the portable conformance programs at small sizes (the
 # tools slow kernels down a hundredfold and more).
-san="compute-sanitizer --error-exitcode 9"
-conf="./build/gpu/tests/gpu/grma-conformance-tests"
 if [ -x "$conf" ]; then
   export GRMA_BACKEND=cuda
   step sanitize-memcheck timeout 150 $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*:*ranks3_threads128*'
@@ -63,6 +64,13 @@ if [ -x "$conf" ]; then
       timeout 200 mpirun -np 2 -x GRMA_BACKEND $san --tool memcheck $conf --gtest_filter='*ranks2_threads32*'
   fi
   unset GRMA_BACKEND
+fi
+# Horizontal diffusion under the sanitizers, small.
+if [ -x build/gpu/apps/grma-hd ]; then
+  step sanitize-memcheck-hd env GRMA_HEAP_SIZE=12G GRMA_RANKS_PER_DEVICE=6 timeout 120 $san --tool memcheck $hd \
+    --widths 40,300 --iterations 2 --repeats 1 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"
+  step sanitize-racecheck-hd env GRMA_HEAP_SIZE=12G GRMA_RANKS_PER_DEVICE=4 timeout 120 $san --tool racecheck $hd \
+    --widths 300 --iterations 2 --repeats 1 --variants overlap --no-baseline --json "$out/hd_racecheck.json"
 fi
 fi  # tests
 if benchmarks; then
@@ -90,13 +98,8 @@ step grma-bench env GRMA_DEVICES=$([ "$gpus" -ge 2 ] && echo 2 || echo 1) \
 # baseline, every result checked against the serial reference; on one GPU
 # and on two; then the model (Hockney fits of the benchmarks' figures) and
 # the plots.
-hd="./build/gpu/apps/grma-hd --iterations 200 --check-iterations 2"
 if [ -x build/gpu/apps/grma-hd ]; then
   export GRMA_HEAP_SIZE=12G
-  step sanitize-memcheck-hd env GRMA_RANKS_PER_DEVICE=6 timeout 120 $san --tool memcheck $hd \
-    --widths 40,300 --iterations 2 --repeats 1 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"
-  step sanitize-racecheck-hd env GRMA_RANKS_PER_DEVICE=4 timeout 120 $san --tool racecheck $hd \
-    --widths 300 --iterations 2 --repeats 1 --variants overlap --no-baseline --json "$out/hd_racecheck.json"
   step hd-1gpu env GRMA_DEVICES=1 $hd --widths 64,128,256,512,1024,2048,4096,8192,16384 --json "$out/hd_1gpu.json"
   models=(--hd "$out/hd_1gpu.json:1 GPU")
   if [ "$gpus" -ge 2 ]; then
