@@ -37,8 +37,8 @@ struct device_description {
 };
 
 // The devices of the job and the path between each pair: in a job of
-// several processes every process's devices (the call is then collective, as
-// runtime::info's first call is).
+// several processes every process's devices (every call is then collective
+// on the CUDA backend, the first on the CPU backend).
 struct topology {
   backend_kind backend = backend_kind::cpu;
   std::vector<device_description> devices;

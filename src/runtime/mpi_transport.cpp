@@ -138,7 +138,8 @@ bool mpi_transport::idle() const {
 }
 
 void mpi_transport::abandon() {
-  // A send left to MPI may still read its buffer: what keeps the buffer
+  // A send left to MPI may still read its buffer, and a cancelled receive
+  // that had already matched may still write it: what keeps the buffer
   // alive (the completion's captures) is kept for the process's lifetime.
   // Only a failed run leaves anything here.
   static auto* kept = new std::vector<std::function<void(int)>>;
@@ -147,7 +148,7 @@ void mpi_transport::abandon() {
       if (t.receiving) MPI_Cancel(&t.pieces[i]);
       MPI_Request_free(&t.pieces[i]);
     }
-    if (!t.receiving) kept->push_back(std::move(t.done));
+    kept->push_back(std::move(t.done));
   }
   s_->open.clear();
 }

@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "grma/error.hpp"
 #include "grma/types.hpp"
@@ -22,9 +22,10 @@ using clock = std::chrono::steady_clock;
 // Messages only engines exchange, beside the ranks' remote_op (same header).
 constexpr auto wire_get_reply = remote_op(16);  // a get's data (inline or following)
 constexpr auto wire_ack = remote_op(17);        // `bytes` operations of `origin` are in place
-constexpr auto wire_abort = remote_op(18);      // an error_record follows, then `bytes` of report
-// The longest watchdog report an engine accepts with an abort.
-constexpr std::uint64_t max_report_bytes = std::uint64_t(1) << 20;
+constexpr auto wire_abort = remote_op(18);      // an error_record and `bytes` of report follow
+// How long a forwarded abort waits for the report of a watchdog of this
+// node that has claimed it but not finished writing it.
+constexpr double report_wait_seconds = 1.0;
 constexpr auto wire_done = remote_op(19);       // the sender's ranks are done and acknowledged
 constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
@@ -91,8 +92,7 @@ struct remote_engine::state {
   std::atomic<bool> local_done{false};
   mutable std::mutex failure_mutex;
   std::string failure;
-  std::string forwarded_report;  // another node's watchdog report (under failure_mutex)
-  std::function<std::string()> local_report;  // this process's watchdog report, if it fired
+  clock::time_point abort_noticed{};  // when this engine first saw its node's abort
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence, unsigned run)
       : nodes(n), views(std::move(v)), silence_seconds(silence), net(run) {}
@@ -505,34 +505,67 @@ struct remote_engine::state {
     stop_trusting(from, r);
   }
 
-  // An abort from another node: its error record and, when its watchdog
+  // An abort from another node: its error record and, when a watchdog there
   // ended the job, the watchdog's report, which this process then reports.
   void receive_abort(int from, std::uint64_t report_bytes) {
     abort_seen = true;  // no need to forward what another node sent
-    if (report_bytes > max_report_bytes) {
+    if (report_bytes > sizeof(job_control::report)) {
       malformed(from, -1, call::runtime, "sent an abort with an oversized report");
       return;
     }
-    auto record = std::make_shared<error_record>();
-    auto report = std::make_shared<std::string>(report_bytes, '\0');
-    auto abort = [this, record, report, from](int) {
-      if (!report->empty()) {
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (forwarded_report.empty())
-          forwarded_report = "grma: process " + std::to_string(from) + " (node " +
-                             std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " + *report;
-      }
-      if (record->code != 0) {
-        fail_job(*record);
+    auto message = std::make_shared<std::vector<unsigned char>>(sizeof(error_record) + report_bytes);
+    net.receive(from, channel::data, message->data(), message->size(), [this, message, from](int) {
+      error_record record;
+      std::memcpy(&record, message->data(), sizeof record);
+      // Left for every process of this node (one of them may see the abort
+      // and stop before its own engine has received this).
+      if (message->size() > sizeof record)
+        leave_report(*first->control,
+                     "grma: process " + std::to_string(from) + " (node " +
+                         std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " +
+                         std::string(reinterpret_cast<const char*>(message->data()) + sizeof record,
+                                     message->size() - sizeof record));
+      if (record.code != 0) {
+        fail_job(record);
       } else {
-        // Release: the forwarded report is stored before anyone sees the abort.
+        // Release: the report is left before anyone sees the abort.
         store_release<scope::system>(first->control->abort, 1u);
       }
-    };
-    // The two parts arrive in order on one channel: the abort waits for the last.
-    net.receive(from, channel::data, record.get(), sizeof(error_record),
-                report_bytes == 0 ? std::function<void(int)>(abort) : [record, report](int) {});
-    if (report_bytes != 0) net.receive(from, channel::data, report->data(), report_bytes, abort);
+    });
+  }
+
+  // Sends this node's abort to the other nodes once: its error record, or
+  // the report of this node's watchdog when that ended the job (false while
+  // that report is still being written, for at most report_wait_seconds).
+  bool forward_abort() {
+    const job_control& control = *first->control;
+    error_record record{};
+    std::uint32_t report_length = 0;
+    if (load_acquire<scope::system>(control.error_claimed) != 0) {
+      record = control.error;
+    } else if (load_relaxed<scope::system>(control.report_claimed) != 0) {
+      // Acquire: the report's text and length, written before `ready`.
+      if (load_acquire<scope::system>(control.report_ready) != 0) {
+        report_length = control.report_length;
+      } else {
+        const clock::time_point now = clock::now();
+        if (abort_noticed == clock::time_point{}) abort_noticed = now;
+        if (std::chrono::duration<double>(now - abort_noticed).count() < report_wait_seconds)
+          return false;
+      }
+    }
+    auto message = std::make_shared<std::vector<unsigned char>>(sizeof record + report_length);
+    std::memcpy(message->data(), &record, sizeof record);
+    std::memcpy(message->data() + sizeof record, control.report, report_length);
+    remote_command c{};
+    c.op = wire_abort;
+    c.bytes = report_length;
+    for (int p = 0; p < nodes.processes; ++p)
+      if (remote_process(p)) {  // done ones too: they wait for the others
+        send_header(p, c);
+        net.send(p, channel::data, message->data(), message->size(), [message] {});
+      }
+    return true;
   }
 
   void lose(const std::string& why) {
@@ -545,25 +578,8 @@ struct remote_engine::state {
 
   // Forwards this node's abort, beats, and looks for silent processes.
   void watch() {
-    const job_control& control = *first->control;
-    if (!abort_seen && load_acquire<scope::system>(control.abort) != 0) {
-      abort_seen = true;
-      auto record = std::make_shared<error_record>();
-      if (load_acquire<scope::system>(control.error_claimed) != 0) *record = control.error;
-      // No record: this process's watchdog may have fired (it stores its
-      // report before it raises the abort we acquired).
-      auto report = std::make_shared<std::string>(
-          record->code == 0 && local_report ? local_report() : std::string());
-      remote_command c{};
-      c.op = wire_abort;
-      c.bytes = report->size();
-      for (int p = 0; p < nodes.processes; ++p)
-        if (remote_process(p)) {  // done ones too: they wait for the others
-          send_header(p, c);
-          net.send(p, channel::data, record.get(), sizeof(error_record), [record] {});
-          if (!report->empty()) net.send(p, channel::data, report->data(), report->size(), [report] {});
-        }
-    }
+    if (!abort_seen && load_acquire<scope::system>(first->control->abort) != 0)
+      abort_seen = forward_abort();
     const clock::time_point now = clock::now();
     if (now < next_beat) return;
     next_beat = now + std::chrono::duration_cast<clock::duration>(
@@ -633,7 +649,7 @@ struct remote_engine::state {
         if (local) drop_held();
         send_acks();
         watch();
-        if (local && aborted) break;
+        if (local && aborted && abort_seen) break;  // forwarded (or another node's)
         if (local && !said_done && unacknowledged == 0 && gets.empty()) {
           said_done = true;
           remote_command c{};
@@ -694,8 +710,7 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
 }
 
-void remote_engine::start(std::function<std::string()> local_report) {
-  s_->local_report = std::move(local_report);
+void remote_engine::start() {
   s_->heard.assign(s_->heard.size(), clock::now());
   thread_ = std::thread([this] { s_->loop(); });
 }
@@ -715,11 +730,6 @@ const std::atomic<std::uint64_t>& remote_engine::others_progress() const {
 std::string remote_engine::failure() const {
   std::lock_guard<std::mutex> lock(s_->failure_mutex);
   return s_->failure;
-}
-
-std::string remote_engine::forwarded_report() const {
-  std::lock_guard<std::mutex> lock(s_->failure_mutex);
-  return s_->forwarded_report;
 }
 
 }  // namespace grma::detail

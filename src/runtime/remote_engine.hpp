@@ -5,14 +5,14 @@
 //  - checks every request from another node against this node's window
 //    table (a target trusts nothing it receives), writes or reads the data,
 //    and only then publishes the notification or signal and acknowledges;
-//  - forwards an abort to the other nodes, and ends the job with a message
-//    when another node's process stops answering or the network fails.
+//  - forwards an abort to the other nodes (with the report a watchdog left
+//    in the node's control block), and ends the job with a message when
+//    another node's process stops answering or the network fails.
 // The ranks' side is in rank.hpp (issue_remote, flush_remote, collective_at).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -38,9 +38,7 @@ class remote_engine {
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views, double silence_seconds);
   // Starts the engine's thread, which makes MPI calls from then on: only
   // once the thread in run() makes none (MPI_THREAD_SERIALIZED).
-  // `local_report` gives this process's watchdog report (empty unless it
-  // fired), which goes to the other nodes with the abort.
-  void start(std::function<std::string()> local_report);
+  void start();
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
   remote_engine& operator=(const remote_engine&) = delete;
@@ -52,9 +50,6 @@ class remote_engine {
   // Why the engine ended the job (a lost process, a network error), else
   // empty. A process named here may not take part in collectives any more.
   std::string failure() const;
-
-  // Another node's watchdog report, when that ended the job; else empty.
-  std::string forwarded_report() const;
 
   // A count that grows whenever a process on another node reports that its
   // ranks moved (with its beats): the watchdog's view of the other nodes.

@@ -1,5 +1,7 @@
 #include "watchdog.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <sstream>
 
 #include "grma/error.hpp"
@@ -103,6 +105,23 @@ std::string blocked_ranks_report(const std::vector<const device_view*>& job, dou
     }
   }
   return s.str();
+}
+
+void leave_report(job_control& c, const std::string& report) {
+  if (!compare_exchange_acquire<scope::system>(c.report_claimed, 0u, 1u)) return;
+  constexpr char cut[] = " [...]";
+  const std::size_t n = std::min(report.size(), sizeof c.report);
+  std::memcpy(c.report, report.data(), n);
+  if (n < report.size()) std::memcpy(c.report + n - (sizeof cut - 1), cut, sizeof cut - 1);
+  c.report_length = std::uint32_t(n);
+  // Release: the text and its length are in place before `report_ready`.
+  store_release<scope::system>(c.report_ready, 1u);
+}
+
+std::string left_report(const job_control& c) {
+  // Acquire: pairs with leave_report's release.
+  if (load_acquire<scope::system>(c.report_ready) == 0) return {};
+  return std::string(c.report, c.report_length);
 }
 
 }  // namespace grma::detail

@@ -21,4 +21,13 @@ bool any_rank_blocked(const std::vector<const device_view*>& job);
 // the notifications it holds unmatched, as the rank published them.
 std::string blocked_ranks_report(const std::vector<const device_view*>& job, double idle_seconds);
 
+// The report of the watchdog that ended the job, where every process of the
+// node and the network engines find it: the first caller claims the node's
+// control block and leaves `report` there (cut to fit); later callers leave
+// nothing. A network engine leaves another node's report the same way.
+void leave_report(job_control& c, const std::string& report);
+
+// The report left in the control block, or empty.
+std::string left_report(const job_control& c);
+
 }  // namespace grma::detail

@@ -8,6 +8,7 @@
 // of its process then signals the whole process, as a crash would.
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -18,6 +19,15 @@
 
 #include <grma/grma.hpp>
 
+// Sets the flag a host thread of this process polls.
+GRMA_HOST_DEVICE inline void raise_flag(int* flag) {
+#if GRMA_DEVICE_CODE
+  *static_cast<volatile int*>(flag) = 1;  // mapped host memory, read by the host
+#else
+  std::atomic_ref<int>(*flag).store(1, std::memory_order_release);
+#endif
+}
+
 struct killed_midway {
   int* started;  // host memory that ranks write (mapped pinned memory on a GPU)
 
@@ -26,7 +36,7 @@ struct killed_midway {
     void* memory = r.alloc(64);
     grma::window w = r.window_create(grma::world, memory, 64);
     r.barrier(grma::world);
-    if (r.rank(grma::world) == 1 && r.thread() == 0) *static_cast<volatile int*>(started) = 1;
+    if (r.rank(grma::world) == 1 && r.thread() == 0) raise_flag(started);
     if (r.rank(grma::world) == 0) r.wait_notifications(w, 1, 0, 1);  // never sent
     r.window_free(w);  // rank 1 waits here for rank 0 until its process goes
   }
@@ -54,7 +64,7 @@ int main(int argc, char** argv) {
   if (started == nullptr) return 2;
   // Only the process that runs rank 1 ever sees the flag set.
   std::thread([started, signal] {
-    while (*static_cast<volatile int*>(started) == 0)
+    while (std::atomic_ref<int>(*started).load(std::memory_order_acquire) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     raise(signal);
   }).detach();

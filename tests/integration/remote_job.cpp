@@ -20,6 +20,8 @@
 //   stuck   rank 0 waits for a notification nobody sends while the other
 //           node's ranks have returned: its watchdog ends the job, and the
 //           other node reports that watchdog's report
+//   stuck_node  the same with every rank of the first node waiting (run with
+//           two processes per node, whose watchdogs may both fire)
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -233,11 +235,14 @@ struct late {
 };
 
 struct stuck {
+  bool whole_node;  // every rank of the first half of the world (the first node) waits
   template <class Rank>
   void operator()(Rank& r) const {
     void* memory = r.alloc(64);
     grma::window w = r.window_create(grma::world, memory, 64);
-    if (r.rank(grma::world) == 0) r.wait_notifications(w, 1, 9, 1);  // never sent
+    const int me = r.rank(grma::world);
+    if (me == 0 || (whole_node && 2 * me < r.size(grma::world)))
+      r.wait_notifications(w, 1, 9, 1);  // never sent
   }
 };
 
@@ -258,10 +263,11 @@ int main(int argc, char** argv) try {
     rt.run(windows{});
   } else if (which == "late" || which == "late_assert") {
     rt.run(late{which == "late_assert"});
-  } else if (which == "stuck") {
-    rt.run(stuck{});
+  } else if (which == "stuck" || which == "stuck_node") {
+    rt.run(stuck{which == "stuck_node"});
   } else {
-    std::fprintf(stderr, "usage: %s flood|large|forged|order|windows|late|late_assert|stuck [--grma-...]\n",
+    std::fprintf(stderr,
+                 "usage: %s flood|large|forged|order|windows|late|late_assert|stuck|stuck_node [--grma-...]\n",
                  argv[0]);
     return 2;
   }

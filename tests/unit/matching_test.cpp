@@ -58,6 +58,8 @@ class rank_inbox {
     return matched;
   }
 
+  const pending_list& pending() const { return pending_; }
+
   std::vector<fields> pending_contents() const {
     std::vector<fields> out;
     grma::detail::pending_for_each(pending_, [&](const notification& n) {
@@ -259,6 +261,117 @@ TEST(MatchingRandomized, AgreesWithReferenceModel) {
       const bool expected = model.match(q);
       ASSERT_EQ(inbox.match(q), expected) << "seed " << seed << ", step " << step;
       ASSERT_EQ(inbox.contents(), model.contents()) << "seed " << seed << ", step " << step;
+    }
+  }
+}
+
+// The specification with the runtime's bounds: a pending list of `capacity`
+// and a ring behind it, drained into the list only as far as a query needs
+// and as the list has room; purge drops a window from both, as far as the
+// list has room for the others' entries on the way.
+class bounded_reference {
+ public:
+  explicit bounded_reference(std::size_t capacity) : capacity_(capacity) {}
+
+  void push(const notification& n) { ring_.push_back(n); }
+  std::size_t held() const { return pending_.size() + ring_.size(); }
+
+  bool match(const match_query& q) {
+    int found = 0;
+    for (const notification& n : pending_)
+      if (found < q.count && matches(n, q)) ++found;
+    while (found < q.count && pending_.size() < capacity_ && !ring_.empty()) {
+      pending_.push_back(ring_.front());
+      ring_.pop_front();
+      if (matches(pending_.back(), q)) ++found;
+    }
+    if (found < q.count) return false;
+    int removed = 0;
+    for (auto it = pending_.begin(); it != pending_.end() && removed < q.count;)
+      if (matches(*it, q)) {
+        it = pending_.erase(it);
+        ++removed;
+      } else {
+        ++it;
+      }
+    return true;
+  }
+
+  void purge(std::uint32_t key) {
+    std::erase_if(pending_, [&](const notification& n) { return n.window == key; });
+    while (!ring_.empty()) {
+      if (ring_.front().window != key) {
+        if (pending_.size() == capacity_) break;
+        pending_.push_back(ring_.front());
+      }
+      ring_.pop_front();
+    }
+  }
+
+  std::vector<fields> pending_contents() const { return contents_of(pending_); }
+  std::vector<fields> ring_contents() const { return contents_of(ring_); }
+
+ private:
+  static bool matches(const notification& n, const match_query& q) {
+    return grma::detail::matches(n, q);
+  }
+  static std::vector<fields> contents_of(const std::deque<notification>& d) {
+    std::vector<fields> out;
+    for (const notification& n : d) out.push_back(fields_of(n));
+    return out;
+  }
+  std::size_t capacity_;
+  std::deque<notification> pending_, ring_;
+};
+
+// The pending list's bookkeeping: `size` entries in [first, end), which
+// start and end with one (no hole at either end), and first = end = 0 when
+// it is empty.
+::testing::AssertionResult well_formed(const pending_list& p) {
+  std::uint32_t held = 0;
+  for (std::uint32_t i = p.first; i < p.end; ++i) held += p.items[i].window != grma::detail::no_window;
+  const bool ends_held = p.size == 0 ? p.first == 0 && p.end == 0
+                                     : p.items[p.first].window != grma::detail::no_window &&
+                                           p.items[p.end - 1].window != grma::detail::no_window;
+  if (p.first <= p.end && p.end <= p.capacity && held == p.size && ends_held)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "size " << p.size << ", first " << p.first << ", end "
+                                       << p.end << ", held " << held;
+}
+
+// Full pending lists, holes closed in the middle of a match, counts up to
+// six and purges, against the bounded model.
+TEST(MatchingRandomized, AgreesWithTheBoundedModelUnderPressure) {
+  constexpr unsigned sequences = 5000;
+  constexpr int steps = 120;
+  const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
+  for (unsigned seed = 1; seed <= sequences; ++seed) {
+    std::mt19937 rng(seed);
+    const auto pick = [&](int low, int high) {
+      return std::uniform_int_distribution<int>(low, high)(rng);
+    };
+    const std::uint32_t pending_capacity = std::uint32_t(pick(1, 8));
+    const std::uint32_t ring_capacity = 8u << pick(0, 1);
+    rank_inbox inbox(pending_capacity, ring_capacity);
+    bounded_reference model(pending_capacity);
+    for (int step = 0; step < steps; ++step) {
+      const int what = pick(0, 99);
+      if (what < 50) {
+        if (model.ring_contents().size() == ring_capacity) continue;  // a producer would wait
+        const notification n{windows[pick(0, 2)], pick(0, 2), pick(0, 1)};
+        inbox.push(n);
+        model.push(n);
+      } else if (what < 95) {
+        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 6)};
+        ASSERT_EQ(inbox.match(q), model.match(q)) << "seed " << seed << ", step " << step;
+      } else {
+        const std::uint32_t key = windows[pick(0, 2)];
+        inbox.purge(key);
+        model.purge(key);
+      }
+      ASSERT_TRUE(well_formed(inbox.pending())) << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.pending_contents(), model.pending_contents()) << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.ring_contents(), model.ring_contents()) << "seed " << seed << ", step " << step;
     }
   }
 }

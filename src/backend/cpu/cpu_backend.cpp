@@ -13,6 +13,7 @@
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "../../runtime/progress.hpp"
+#include "../../runtime/watchdog.hpp"
 #include "../../runtime/remote_engine.hpp"
 #include "cpu_arena.hpp"
 #include "shared_segment.hpp"
@@ -196,24 +197,11 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
                                                 reachable, /*silence_seconds=*/5.0);
     });
+  if (network) network->start();
   std::vector<std::unique_ptr<progress_engine>> progress;
   for (const device_view* v : mine)
     progress.push_back(std::make_unique<progress_engine>(
         *v, job, s.timeout_seconds, stdout, network ? &network->others_progress() : nullptr));
-  // The engine's thread asks the progress engines for a watchdog report, so
-  // it stops before they go, also when this function throws.
-  struct network_stop {
-    remote_engine* engine;
-    ~network_stop() {
-      if (engine) engine->finish();
-    }
-  } stop_network{network.get()};
-  if (network)
-    network->start([&progress] {
-      for (auto& p : progress)
-        if (std::string r = p->watchdog_report(); !r.empty()) return r;
-      return std::string();
-    });
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
@@ -228,11 +216,12 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     p->stop();
     if (report.empty()) report = p->watchdog_report();
   }
-  // Another node's watchdog ended the job: report what it saw.
-  if (report.empty() && network) report = network->forwarded_report();
+  const job_control& control = *mine[0]->control;
+  // Another process's watchdog ended the job (of this node, or of another
+  // node, whose report an engine left here): report what it saw.
+  if (report.empty()) report = left_report(control);
   std::string lost = watch ? watch->failure() : std::string();
   if (lost.empty() && network) lost = network->failure();
-  const job_control& control = *mine[0]->control;
   // A lost process cannot take part in the agreement below.
   if (!lost.empty()) throw_failure(failure, report, lost, control);
   // Every process, failed or not, reaches this step before any unmaps its

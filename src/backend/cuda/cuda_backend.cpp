@@ -176,15 +176,19 @@ path_kind peer_path(const char* from_bus, const char* to_bus) {
 
 }  // namespace
 
-// Every process's GPUs, in job order (under mpirun one per process; the
-// call is then collective, as runtime::info is), and the path of each pair.
+// Every process's GPUs, in job order (under mpirun one per process; every
+// call is then collective), and the path of each pair.
 topology cuda_topology(const settings& s) {
-  const int devices = cuda_job_devices(s);
-  int first = 0;
-  cuda_check(cudaGetDevice(&first), "cudaGetDevice");
-  std::vector<gpu_record> mine;
-  for (int d = 0; d < devices; ++d) mine.push_back(describe_gpu(first + d));
   const process_group& group = process_group::get();
+  int devices = 0;
+  std::vector<gpu_record> mine;
+  // A process that fails here must not leave the others in the gathering.
+  on_all_processes(group, "while describing its GPUs", [&] {
+    devices = cuda_job_devices(s);
+    int first = 0;
+    cuda_check(cudaGetDevice(&first), "cudaGetDevice");
+    for (int d = 0; d < devices; ++d) mine.push_back(describe_gpu(first + d));
+  });
   std::vector<gpu_record> all(mine.size() * std::size_t(group.count()));
   std::vector<int> node_of{0};
   if (group.count() > 1) {
@@ -205,7 +209,8 @@ topology cuda_topology(const settings& s) {
   for (const device_description& a : t.devices)
     for (const device_description& b : t.devices)
       t.paths[std::size_t(a.index)][std::size_t(b.index)] =
-          a.index == b.index ? path_kind::same_device
+          a.index == b.index || (a.node == b.node && a.bus_id == b.bus_id)
+              ? path_kind::same_device  // two processes may share a GPU
           : a.node != b.node ? path_kind::other_node
                              : peer_path(a.bus_id.c_str(), b.bus_id.c_str());
   return t;
