@@ -384,9 +384,9 @@ int main(int argc, char** argv) try {
   std::vector<grma::backend_kind> backends;
   {
     const grma::runtime probe(grma::settings::from_environment());
-    if (probe.backend() == grma::backend_kind::cuda) backends.push_back(grma::backend_kind::cuda);
+    const bool gpu = probe.backend() == grma::backend_kind::cuda;
+    if (gpu && o.backends != "cpu") backends.push_back(grma::backend_kind::cuda);
     if (o.backends != "cuda") backends.push_back(grma::backend_kind::cpu);
-    if (o.backends == "cpu" && backends.front() == grma::backend_kind::cuda) backends.erase(backends.begin());
     if (backends.empty()) throw std::runtime_error("--backends cuda, but no GPU is visible");
   }
   std::FILE* json = nullptr;

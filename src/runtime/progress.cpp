@@ -6,6 +6,7 @@
 #include "watchdog.hpp"
 
 namespace grma::detail {
+
 progress_engine::progress_engine(const device_view& view, std::vector<const device_view*> job,
                                  double timeout_seconds, std::FILE* log_out,
                                  const std::atomic<std::uint64_t>* others)
@@ -65,14 +66,16 @@ void progress_engine::loop() {
             blocked_ranks_report(job_, std::chrono::duration<double>(now - last_move).count());
         std::fprintf(stderr, "%s\n", report.c_str());
         std::fflush(stderr);
-        leave_report(*view_.control, report);
+        const bool left = leave_report(*view_.control, report);
         {
           std::lock_guard<std::mutex> lock(report_mutex_);
           report_ = std::move(report);
         }
         // Release: the report is stored (here and in the control block)
         // before ranks leave their waits and engines forward the abort.
-        store_release<scope::system>(view_.control->abort, 1u);
+        // Where another watchdog of the node left its report first, that
+        // one raises the abort (after its report is complete).
+        if (left) store_release<scope::system>(view_.control->abort, 1u);
       }
     }
     if (!printed) std::this_thread::sleep_for(std::chrono::microseconds(200));

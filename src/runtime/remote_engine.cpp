@@ -23,9 +23,6 @@ using clock = std::chrono::steady_clock;
 constexpr auto wire_get_reply = remote_op(16);  // a get's data (inline or following)
 constexpr auto wire_ack = remote_op(17);        // `bytes` operations of `origin` are in place
 constexpr auto wire_abort = remote_op(18);      // an error_record and `bytes` of report follow
-// How long a forwarded abort waits for the report of a watchdog of this
-// node that has claimed it but not finished writing it.
-constexpr double report_wait_seconds = 1.0;
 constexpr auto wire_done = remote_op(19);       // the sender's ranks are done and acknowledged
 constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
@@ -92,7 +89,6 @@ struct remote_engine::state {
   std::atomic<bool> local_done{false};
   mutable std::mutex failure_mutex;
   std::string failure;
-  clock::time_point abort_noticed{};  // when this engine first saw its node's abort
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence, unsigned run)
       : nodes(n), views(std::move(v)), silence_seconds(silence), net(run) {}
@@ -534,38 +530,27 @@ struct remote_engine::state {
     });
   }
 
-  // Sends this node's abort to the other nodes once: its error record, or
-  // the report of this node's watchdog when that ended the job (false while
-  // that report is still being written, for at most report_wait_seconds).
-  bool forward_abort() {
+  // Sends this node's abort to the other nodes: its error record, or the
+  // report that a watchdog of this node left before it raised the abort.
+  void forward_abort() {
     const job_control& control = *first->control;
     error_record record{};
-    std::uint32_t report_length = 0;
-    if (load_acquire<scope::system>(control.error_claimed) != 0) {
+    std::string report;
+    if (load_acquire<scope::system>(control.error_claimed) != 0)
       record = control.error;
-    } else if (load_relaxed<scope::system>(control.report_claimed) != 0) {
-      // Acquire: the report's text and length, written before `ready`.
-      if (load_acquire<scope::system>(control.report_ready) != 0) {
-        report_length = control.report_length;
-      } else {
-        const clock::time_point now = clock::now();
-        if (abort_noticed == clock::time_point{}) abort_noticed = now;
-        if (std::chrono::duration<double>(now - abort_noticed).count() < report_wait_seconds)
-          return false;
-      }
-    }
-    auto message = std::make_shared<std::vector<unsigned char>>(sizeof record + report_length);
+    else
+      report = left_report(control);
+    auto message = std::make_shared<std::vector<unsigned char>>(sizeof record + report.size());
     std::memcpy(message->data(), &record, sizeof record);
-    std::memcpy(message->data() + sizeof record, control.report, report_length);
+    std::memcpy(message->data() + sizeof record, report.data(), report.size());
     remote_command c{};
     c.op = wire_abort;
-    c.bytes = report_length;
+    c.bytes = report.size();
     for (int p = 0; p < nodes.processes; ++p)
       if (remote_process(p)) {  // done ones too: they wait for the others
         send_header(p, c);
         net.send(p, channel::data, message->data(), message->size(), [message] {});
       }
-    return true;
   }
 
   void lose(const std::string& why) {
@@ -578,8 +563,10 @@ struct remote_engine::state {
 
   // Forwards this node's abort, beats, and looks for silent processes.
   void watch() {
-    if (!abort_seen && load_acquire<scope::system>(first->control->abort) != 0)
-      abort_seen = forward_abort();
+    if (!abort_seen && load_acquire<scope::system>(first->control->abort) != 0) {
+      abort_seen = true;
+      forward_abort();
+    }
     const clock::time_point now = clock::now();
     if (now < next_beat) return;
     next_beat = now + std::chrono::duration_cast<clock::duration>(
@@ -649,7 +636,7 @@ struct remote_engine::state {
         if (local) drop_held();
         send_acks();
         watch();
-        if (local && aborted && abort_seen) break;  // forwarded (or another node's)
+        if (local && aborted) break;
         if (local && !said_done && unacknowledged == 0 && gets.empty()) {
           said_done = true;
           remote_command c{};

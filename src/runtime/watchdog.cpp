@@ -107,8 +107,8 @@ std::string blocked_ranks_report(const std::vector<const device_view*>& job, dou
   return s.str();
 }
 
-void leave_report(job_control& c, const std::string& report) {
-  if (!compare_exchange_acquire<scope::system>(c.report_claimed, 0u, 1u)) return;
+bool leave_report(job_control& c, const std::string& report) {
+  if (!compare_exchange_acquire<scope::system>(c.report_claimed, 0u, 1u)) return false;
   constexpr char cut[] = " [...]";
   const std::size_t n = std::min(report.size(), sizeof c.report);
   std::memcpy(c.report, report.data(), n);
@@ -116,6 +116,7 @@ void leave_report(job_control& c, const std::string& report) {
   c.report_length = std::uint32_t(n);
   // Release: the text and its length are in place before `report_ready`.
   store_release<scope::system>(c.report_ready, 1u);
+  return true;
 }
 
 std::string left_report(const job_control& c) {

@@ -23,9 +23,11 @@ std::string blocked_ranks_report(const std::vector<const device_view*>& job, dou
 
 // The report of the watchdog that ended the job, where every process of the
 // node and the network engines find it: the first caller claims the node's
-// control block and leaves `report` there (cut to fit); later callers leave
-// nothing. A network engine leaves another node's report the same way.
-void leave_report(job_control& c, const std::string& report);
+// control block, leaves `report` there (cut to fit) and returns true; it
+// raises the job's abort after this, so whoever sees the abort finds the
+// report. Later callers leave nothing. A network engine leaves another
+// node's report the same way.
+bool leave_report(job_control& c, const std::string& report);
 
 // The report left in the control block, or empty.
 std::string left_report(const job_control& c);

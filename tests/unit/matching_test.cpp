@@ -234,6 +234,16 @@ TEST(Matching, FullPendingListLeavesTheRestInTheRing) {
   EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{}));
 }
 
+// Uniform integers in [low, high] from a sequence seeded with `seed`.
+class picker {
+ public:
+  explicit picker(unsigned seed) : rng_(seed) {}
+  int operator()(int low, int high) { return std::uniform_int_distribution<int>(low, high)(rng_); }
+
+ private:
+  std::mt19937 rng_;
+};
+
 // Random pushes and queries over few windows, sources and tags, so matches and
 // wildcards are frequent. The number of unmatched notifications stays below
 // the pending capacity (the full list is tested above).
@@ -242,10 +252,7 @@ TEST(MatchingRandomized, AgreesWithReferenceModel) {
   constexpr int steps = 40;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 2)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
-    std::mt19937 rng(seed);
-    const auto pick = [&](int low, int high) {
-      return std::uniform_int_distribution<int>(low, high)(rng);
-    };
+    picker pick(seed);
     const std::uint32_t pending_capacity = 4u << pick(0, 2);
     rank_inbox inbox(pending_capacity, pending_capacity << pick(0, 1));
     reference_matcher model;
@@ -346,10 +353,7 @@ TEST(MatchingRandomized, AgreesWithTheBoundedModelUnderPressure) {
   constexpr int steps = 120;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
-    std::mt19937 rng(seed);
-    const auto pick = [&](int low, int high) {
-      return std::uniform_int_distribution<int>(low, high)(rng);
-    };
+    picker pick(seed);
     const std::uint32_t pending_capacity = std::uint32_t(pick(1, 8));
     const std::uint32_t ring_capacity = 8u << pick(0, 1);
     rank_inbox inbox(pending_capacity, ring_capacity);

@@ -230,10 +230,8 @@ struct job_control {
   std::uint32_t abort;          // nonzero: every rank leaves its wait with errc::aborted
   std::uint32_t error_claimed;  // set by the first failing rank after it wrote `error`
   error_record error;
-  // The report of the node's watchdog that ended the job, which the network
-  // engines send to the other nodes: the first watchdog to fire claims it,
-  // writes the text (cut to fit) and its length, sets `report_ready` with
-  // release, and only then raises `abort`.
+  // The report of the watchdog that ended the job, for every process of the
+  // node and for the other nodes (src/runtime/watchdog.hpp, leave_report).
   std::uint32_t report_claimed;
   std::uint32_t report_ready;
   std::uint32_t report_length;
