@@ -151,16 +151,17 @@ class basic_rank {
           // The entries are written under the lock too: a network engine
           // may check a request for this window as soon as it is claimed.
           lock_window_table();
-          const std::uint32_t s =
-              c == world && spans_nodes()
-                  ? detail::window_table_claim_across_nodes(t, c.id, std::uint32_t(l.size))
-                  : detail::window_table_claim(t, c.id, std::uint32_t(l.size));
-          if (s != t.capacity)
+          const std::uint32_t s = c == world && spans_nodes()
+                                      ? detail::window_table_find_across_nodes(t, c.id)
+                                      : detail::window_table_find(t);
+          if (s != t.capacity) {
             for (int i = 0; i < l.size; ++i) {
               const std::uint64_t at = arrivals[i].payload[0];
               t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), arrivals[i].payload[1],
                                std::uint32_t(at >> 56), 0};
             }
+            detail::window_slot_take(t.slots[s], c.id, std::uint32_t(l.size));
+          }
           unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};
           return (std::uint64_t(t.slots[s].generation) << 32) | s;
@@ -207,11 +208,8 @@ class basic_rank {
                               const void* source, int tag) {
     const access a = check_access(w, target, offset, bytes, source, call::put_notify);
     check_tag(tag, call::put_notify);
-    if (on_other_node(a)) {
-      detail::remote_command c = remote_request(detail::remote_op::put_notify, w, a, offset, bytes, tag, source);
-      issue_remote(c, call::put_notify);
-      return;
-    }
+    if (on_other_node(a))
+      return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source, call::put_notify);
     // The ticket first: the atomic's round trip overlaps the copy.
     const std::uint64_t ticket = take_ticket(a);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
@@ -225,12 +223,9 @@ class basic_rank {
                               void* destination, int tag) {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
-    if (on_other_node(a)) {
-      detail::remote_command c =
-          remote_request(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination);
-      issue_remote(c, call::get_notify);
-      return;
-    }
+    if (on_other_node(a))
+      return remote_access(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination,
+                           call::get_notify);
     const std::uint64_t ticket = take_ticket(a);
     const unsigned char* source = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
@@ -264,14 +259,9 @@ class basic_rank {
     const std::uint64_t at = check_signal(a, target, w, signal_offset, call::put_signal);
     if (op != signal_op::set && op != signal_op::add)
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
-    if (on_other_node(a)) {
-      detail::remote_command c = remote_request(detail::remote_op::put_signal, w, a, offset, bytes, 0, source);
-      c.signal_op = std::uint8_t(op);
-      c.signal_offset = signal_offset;
-      c.signal_value = value;
-      issue_remote(c, call::put_signal);
-      return;
-    }
+    if (on_other_node(a))
+      return remote_access(detail::remote_op::put_signal, w, a, offset, bytes, 0, source,
+                           call::put_signal, signal_offset, value, op);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(heap_of(a) + at);
@@ -554,13 +544,7 @@ class basic_rank {
         if (!across || v_->on_node(v_->device_of(i))) await(i);
       if (across) {
         P::sync();  // the node has arrived
-        if (leader()) {
-          detail::remote_command arrive{};
-          arrive.op = detail::remote_op::arrive;
-          arrive.origin = world_rank_;
-          arrive.offset = epoch;
-          push_command(arrive, what);
-        }
+        if (leader()) announce_arrival(epoch, what);
         for (int i = P::thread_index(); i < l.size; i += P::thread_count())
           if (!v_->on_node(v_->device_of(i))) await(i);
       }
@@ -731,25 +715,19 @@ class basic_rank {
 
   // ---- the inter-node path: the process's network engine does the work ----
 
-  // Whether the job spans nodes. Only the CPU backend runs such jobs so far:
-  // device code leaves the inter-node path out, which would cost the rank
-  // kernels' fast paths registers.
-  GRMA_INLINE bool spans_nodes() const {
-#if GRMA_DEVICE_CODE
-    return false;
-#else
-    return v_->nodes > 1;
-#endif
-  }
+  // Whether the job spans nodes.
+  GRMA_INLINE bool spans_nodes() const { return v_->nodes > 1; }
 
   // Whether the target's range is on another node (only world windows span nodes).
   GRMA_INLINE bool on_other_node(const access& a) const {
     return spans_nodes() && !v_->on_node(int(a.entry.device));
   }
 
-  GRMA_INLINE detail::remote_command remote_request(detail::remote_op op, window w, const access& a,
-                                                    std::size_t offset, std::size_t bytes, int tag,
-                                                    const void* buffer) const {
+  // A put, get or signal to another node: the engine's command.
+  GRMA_INLINE void remote_access(detail::remote_op op, window w, const access& a,
+                                   std::size_t offset, std::size_t bytes, int tag, const void* buffer,
+                                   call where, std::size_t signal_offset = 0,
+                                   std::uint64_t signal_value = 0, signal_op sop = signal_op::set) {
     detail::remote_command c{};
     c.op = op;
     c.origin = world_rank_;
@@ -759,7 +737,10 @@ class basic_rank {
     c.offset = offset;
     c.bytes = bytes;
     c.address = std::uint64_t(reinterpret_cast<std::uintptr_t>(buffer));
-    return c;
+    c.signal_op = std::uint8_t(sop);
+    c.signal_offset = signal_offset;
+    c.signal_value = signal_value;
+    issue_remote(c, where);
   }
 
   // Queues a command for the engine (the leading thread). The ring is in host
@@ -801,6 +782,16 @@ class basic_rank {
     }
     P::sync();  // a get's destination is the rank's to read
     completed();
+  }
+
+  // The node's ranks have arrived at world collective `epoch`: the engine
+  // tells the other nodes.
+  GRMA_INLINE void announce_arrival(std::uint64_t epoch, call what) {
+    detail::remote_command arrive{};
+    arrive.op = detail::remote_op::arrive;
+    arrive.origin = world_rank_;
+    arrive.offset = epoch;
+    push_command(arrive, what);
   }
 
   // Before a collective: waits until every remote operation this rank issued

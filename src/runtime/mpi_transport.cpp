@@ -9,6 +9,9 @@
 
 #if GRMA_HAVE_MPI
 #include <mpi.h>
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_Query_cuda_support
+#endif
 #endif
 
 namespace grma::detail {
@@ -66,6 +69,14 @@ mpi_transport::mpi_transport(unsigned run) : s_(std::make_unique<state>()) {
 }
 
 mpi_transport::~mpi_transport() { abandon(); }
+
+bool mpi_transport::reaches_cuda_memory() {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  return MPIX_Query_cuda_support() == 1;  // built with CUDA and running with it
+#else
+  return false;
+#endif
+}
 
 void mpi_transport::send(int to, channel c, const void* buffer, std::size_t bytes,
                          std::function<void()> done) {
@@ -162,6 +173,7 @@ mpi_transport::mpi_transport(unsigned) {
               "grma: a job across nodes needs MPI, and this grma was built without it");
 }
 mpi_transport::~mpi_transport() = default;
+bool mpi_transport::reaches_cuda_memory() { return false; }
 void mpi_transport::send(int, channel, const void*, std::size_t, std::function<void()>) {}
 void mpi_transport::receive(int, channel, void*, std::size_t, std::function<void(int)>) {}
 bool mpi_transport::poll() { return false; }

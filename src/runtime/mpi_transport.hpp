@@ -30,6 +30,10 @@ class mpi_transport {
   mpi_transport(const mpi_transport&) = delete;
   mpi_transport& operator=(const mpi_transport&) = delete;
 
+  // Whether sends and receives take GPU memory (a CUDA-aware MPI, asked at
+  // run time); otherwise the engine stages GPU data in host memory.
+  static bool reaches_cuda_memory();
+
   // Start sending or receiving `bytes` (any size: split into messages MPI
   // can count, the same way on both sides). `done` runs inside poll() once
   // the buffer is the caller's again; for a receive it gets the sender.

@@ -144,15 +144,4 @@ std::vector<int> process_group::nodes(const std::string& node_id) const {
   return node;
 }
 
-void process_group::require_one_node(const std::string& node_id) const {
-  if (count_ == 1) return;
-  const std::vector<int> node = nodes(node_id);
-  for (int p = 1; p < count_; ++p)
-    if (node[std::size_t(p)] != node[0])
-      throw error(errc::invalid_config, -1, call::runtime,
-                  "grma: processes 0 and " + std::to_string(p) +
-                      " are on different nodes (GRMA_NODE_ID or the host names differ); the CUDA "
-                      "backend does not run jobs across nodes yet (the CPU backend does)");
-}
-
 }  // namespace grma::detail

@@ -40,10 +40,6 @@ class process_group {
   // Returns the node of each process, numbered in order of first appearance.
   std::vector<int> nodes(const std::string& node_id) const;
 
-  // Collective: throws grma::error unless every process is on this node
-  // (for the CUDA backend, which has no inter-node path yet).
-  void require_one_node(const std::string& node_id) const;
-
  private:
   process_group();
   int index_ = 0;

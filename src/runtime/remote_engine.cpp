@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include "grma/error.hpp"
 #include "grma/types.hpp"
+#include "engine_memory.hpp"
 #include "mpi_transport.hpp"
 #include "watchdog.hpp"
 
@@ -65,6 +67,8 @@ struct remote_engine::state {
   double silence_seconds;
   int ranks_per_device = 0;
   int world_size = 0;
+  // Before `net`: staging buffers that sends in flight hold return to it.
+  std::unique_ptr<engine_memory> memory;
   mpi_transport net;
 
   std::vector<ring_reader> readers;  // of this process's command rings
@@ -90,8 +94,9 @@ struct remote_engine::state {
   mutable std::mutex failure_mutex;
   std::string failure;
 
-  state(const job_nodes& n, std::vector<const device_view*> v, double silence, unsigned run)
-      : nodes(n), views(std::move(v)), silence_seconds(silence), net(run) {}
+  state(const job_nodes& n, std::vector<const device_view*> v, double silence,
+        std::unique_ptr<engine_memory> m, unsigned run)
+      : nodes(n), views(std::move(v)), silence_seconds(silence), memory(std::move(m)), net(run) {}
 
   int device_of(int rank) const { return rank / ranks_per_device; }
   int process_of_rank(int rank) const { return device_of(rank) / nodes.devices_per_process; }
@@ -110,6 +115,17 @@ struct remote_engine::state {
       if (nodes.node_of[std::size_t(process_of_rank(w))] == node) r.push_back(w);
     return r;
   }
+  // Calls f(at, count) for each run of consecutive world ranks in `ranks`
+  // (ascending): a node's arrivals move a run at a time.
+  template <class F>
+  static void for_each_run(const std::vector<int>& ranks, F&& f) {
+    for (std::size_t at = 0, end = 0; at < ranks.size(); at = end) {
+      end = at + 1;
+      while (end < ranks.size() && ranks[end] == ranks[end - 1] + 1) ++end;
+      f(at, end - at);
+    }
+  }
+
   // The process that gathers `node` for world collectives: its lowest.
   int leader_process(int node) const {
     int p = 0;
@@ -163,21 +179,46 @@ struct remote_engine::state {
     if (c.inline_bytes == 0 && c.bytes != 0) send_source(to, c);
   }
 
-  // A put's bytes, sent from the rank's own buffer, which the rank gets
-  // back when the send completes. (Staging copies that let the rank go on at
-  // once measured slower: the many sends in flight cost the transport's
-  // polling more than the waits they saved.)
+  // A put's bytes. Where the network reaches the device, sent from the
+  // rank's own buffer, which the rank gets back when the send completes.
+  // (Staging copies that let the rank go on at once measured slower on the
+  // CPU backend: the many sends in flight cost the transport's polling more
+  // than the waits they saved.) Else from a staging copy: the rank's buffer
+  // is free once the copy is made.
   void send_source(int to, const remote_command& c) {
     const int origin = c.origin;
-    net.send(to, channel::data, reinterpret_cast<const void*>(c.address), c.bytes,
-             [this, origin] { store_count(landed, origin, true, 1); });
+    const auto* source = reinterpret_cast<const unsigned char*>(c.address);
+    if (memory->network_reaches_devices()) {
+      net.send(to, channel::data, source, c.bytes, [this, origin] { store_count(landed, origin, true, 1); });
+      return;
+    }
+    std::shared_ptr<unsigned char> stage = memory->staging(c.bytes);
+    memory->read(stage.get(), source, c.bytes);
+    store_count(landed, origin, true, 1);
+    net.send(to, channel::data, stage.get(), c.bytes, [stage] {});
+  }
+
+  // Receives `bytes` into device memory at `at`, then runs `done`.
+  void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
+    if (memory->network_reaches_devices()) {
+      net.receive(from, channel::data, at, bytes, [done](int) { done(); });
+      return;
+    }
+    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
+    net.receive(from, channel::data, stage.get(), bytes, [this, stage, at, bytes, done](int) {
+      memory->write(at, stage.get(), bytes);
+      done();
+    });
   }
 
   // The node's arrivals at world collective `epoch`, to every other node's leader.
   void forward_arrivals(std::uint64_t epoch) {
     const std::vector<int> ranks = ranks_on(nodes.node_of[std::size_t(nodes.process)]);
     auto data = std::make_shared<std::vector<collective_arrival>>();
-    for (int r : ranks) data->push_back(first->arrivals[0][r]);
+    data->resize(ranks.size());
+    for_each_run(ranks, [&](std::size_t at, std::size_t count) {
+      memory->load_arrivals(&first->arrivals[0][ranks[at]], count, data->data() + at);
+    });
     forwarded = epoch;
     remote_command c{};
     c.op = remote_op::arrive;
@@ -288,12 +329,8 @@ struct remote_engine::state {
     window_entry e{};
     bool live = false;
     if (slot < t.capacity) {
-      while (!compare_exchange_acquire<scope::system>(*t.lock, 0u, 1u)) std::this_thread::yield();
-      s = t.slots[slot];
-      live = window_lookup(t, slot, generation) == window_check::ok;
-      if (live && std::uint32_t(c.target) < s.comm_size) e = t.entry(slot, c.target);
-      // Release: our reads of the table end before its next change.
-      store_release<scope::system>(*t.lock, 0u);
+      memory->read_window(t, slot, c.target, s, e);
+      live = window_lookup(s, generation) == window_check::ok;
     }
     if (slot < t.capacity && about_to_exist(s, generation, from)) return verdict::later;
     if (!live || s.comm != 0 || std::uint32_t(c.target) >= s.comm_size)
@@ -330,7 +367,7 @@ struct remote_engine::state {
       remote_command reply = c;
       reply.op = wire_get_reply;
       if (c.bytes <= remote_inline_bytes) {
-        std::memcpy(reply.data, at, c.bytes);
+        memory->read(reply.data, at, c.bytes);
         reply.inline_bytes = std::uint16_t(c.bytes);
         send_header(from, reply);
         done();
@@ -338,16 +375,23 @@ struct remote_engine::state {
       }
       reply.inline_bytes = 0;
       send_header(from, reply);
-      // Our reads end when the send completes: only then the notification.
-      net.send(from, channel::data, at, c.bytes, done);
+      if (memory->network_reaches_devices()) {
+        // Our reads end when the send completes: only then the notification.
+        net.send(from, channel::data, at, c.bytes, done);
+        return true;
+      }
+      std::shared_ptr<unsigned char> stage = memory->staging(c.bytes);
+      memory->read(stage.get(), at, c.bytes);
+      net.send(from, channel::data, stage.get(), c.bytes, [stage] {});
+      done();  // our reads are done
       return true;
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {
-      std::memcpy(at, c.data, c.inline_bytes);
+      memory->write(at, c.data, c.inline_bytes);
       done();
       return true;
     }
-    net.receive(from, channel::data, at, c.bytes, [done](int) { done(); });
+    receive_data(from, at, c.bytes, done);
     return true;
   }
 
@@ -366,12 +410,8 @@ struct remote_engine::state {
   // acknowledge.
   void complete(const remote_command& c, unsigned char* range) {
     if (c.op == remote_op::put_signal) {
-      auto& word = *reinterpret_cast<std::uint64_t*>(range + c.signal_offset);
-      // Release: the data is visible before the signal.
-      if (signal_op(c.signal_op) == signal_op::add)
-        fetch_add_acq_rel<scope::system>(word, c.signal_value);
-      else
-        store_release<scope::system>(word, c.signal_value);
+      memory->signal(*reinterpret_cast<std::uint64_t*>(range + c.signal_offset),
+                     signal_op(c.signal_op), c.signal_value);
       ++acks[c.origin];
       return;
     }
@@ -385,10 +425,15 @@ struct remote_engine::state {
     bool any = false;
     const device_view& v = view_of(target);
     notification_ring& q = v.queue(target, origin_device);
-    while (!o.held.empty() &&
-           ring_has_credit<scope::system>(q, v.queue_capacity, o.next, o.known_consumed)) {
-      // Release (in ring_publish): the data is visible before the notification.
-      ring_publish<scope::system>(q, v.queue_capacity, o.next++, o.held.front().n);
+    auto has_credit = [&] {
+      // consumed never passes an unpublished ticket: re-read only when full.
+      if (o.next - o.known_consumed < v.queue_capacity) return true;
+      o.known_consumed = memory->consumed(q);
+      return o.next - o.known_consumed < v.queue_capacity;
+    };
+    while (!o.held.empty() && has_credit()) {
+      // The data is visible before the notification (engine_memory).
+      memory->publish(q, v.queue_capacity, o.next++, o.held.front().n);
       ++acks[o.held.front().origin];
       o.held.pop_front();
       any = true;
@@ -414,11 +459,10 @@ struct remote_engine::state {
       return malformed(from, origin, call::get_notify, "answered a get with a bad size");
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {
-      std::memcpy(destination, c.data, c.inline_bytes);
+      memory->write(destination, c.data, c.inline_bytes);
       return store_count(landed, origin, true, 1);
     }
-    net.receive(from, channel::data, destination, c.bytes,
-                [this, origin](int) { store_count(landed, origin, true, 1); });
+    receive_data(from, destination, c.bytes, [this, origin] { store_count(landed, origin, true, 1); });
   }
 
   void send_acks() {
@@ -459,13 +503,9 @@ struct remote_engine::state {
         ++i;
         continue;
       }
-      for (std::size_t k = 0; k < b.ranks.size(); ++k) {
-        collective_arrival& a = arrivals[b.ranks[k]];
-        a.payload[0] = b.arrivals[k].payload[0];
-        a.payload[1] = b.arrivals[k].payload[1];
-        // Release: the payload is visible to the gatherer that sees the stamp.
-        store_release<scope::system>(a.stamp, b.arrivals[k].stamp);
-      }
+      for_each_run(b.ranks, [&](std::size_t at, std::size_t count) {
+        memory->store_arrivals(&arrivals[b.ranks[at]], b.arrivals.data() + at, count);
+      });
       early.erase(early.begin() + std::ptrdiff_t(i));
       any = true;
     }
@@ -477,7 +517,7 @@ struct remote_engine::state {
   // Records the job's error (unless one is recorded) and aborts the node.
   void fail_job(const error_record& r) {
     job_control& control = *first->control;
-    if (compare_exchange_acquire<scope::system>(*first->error_claim, 0u, 1u)) {
+    if (memory->claim_error(*first->error_claim)) {
       control.error = r;
       store_release<scope::system>(control.error_claimed, 1u);
     }
@@ -619,6 +659,7 @@ struct remote_engine::state {
   void loop() {
     std::uint32_t idle = 0;
     try {
+      memory->bind();
       listen();
       while (true) {
         bool busy = take_commands();
@@ -667,8 +708,8 @@ struct remote_engine::state {
 static unsigned runs = 0;
 
 remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
-                             double silence_seconds)
-    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, ++runs)) {
+                             std::unique_ptr<engine_memory> memory, double silence_seconds)
+    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, std::move(memory), ++runs)) {
   state& s = *s_;
   const device_view& own = *s.views[std::size_t(nodes.process * nodes.devices_per_process)];
   s.ranks_per_device = own.ranks;

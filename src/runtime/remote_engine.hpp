@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "grma/detail/device_state.hpp"
+#include "engine_memory.hpp"
 
 namespace grma::detail {
 
@@ -32,10 +33,12 @@ struct job_nodes {
 class remote_engine {
  public:
   // `views`: every device of the job as this process addresses it, null for
-  // devices on other nodes. Collective: every process of the job makes its
-  // engine at the same step. A process that stays silent for
-  // `silence_seconds` is taken for lost.
-  remote_engine(const job_nodes& nodes, std::vector<const device_view*> views, double silence_seconds);
+  // devices on other nodes; `memory`: how the engine reaches its process's
+  // devices. Collective: every process of the job makes its engine at the
+  // same step. A process that stays silent for `silence_seconds` is taken
+  // for lost.
+  remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
+                std::unique_ptr<engine_memory> memory, double silence_seconds);
   // Starts the engine's thread, which makes MPI calls from then on: only
   // once the thread in run() makes none (MPI_THREAD_SERIALIZED).
   void start();

@@ -114,6 +114,26 @@ grma::topology runtime::topology() const {
   return t;
 }
 
+namespace {
+
+// Which node each process of the job is on ({0} for a job of one process).
+std::vector<int> job_nodes_of(const grma::settings& s) {
+  const detail::process_group& group = detail::process_group::get();
+  return group.count() > 1 ? group.nodes(s.node_id) : std::vector<int>{0};
+}
+
+// The node fields of a job's layout: this process's node, how many there
+// are, and the devices of this node's processes.
+void place_on_nodes(rank_info& info, const std::vector<int>& node_of, int devices_per_process) {
+  const int me = detail::process_group::get().index();
+  info.node_index = node_of[std::size_t(me)];
+  info.node_count = *std::max_element(node_of.begin(), node_of.end()) + 1;
+  info.device_count =
+      devices_per_process * int(std::count(node_of.begin(), node_of.end(), info.node_index));
+}
+
+}  // namespace
+
 rank_info runtime::info_cpu(const launch_options& options) const {
   detail::check_launch_options(options);
   int ranks = options.ranks_per_device;
@@ -124,15 +144,10 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   const detail::process_group& group = detail::process_group::get();
   rank_info info = detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(),
                                       group.count(), /*first_device=*/group.index() * devices);
-  if (group.count() > 1) {  // the nodes of the job (jobs across nodes run on the CPU backend)
-    const std::vector<int> node_of = group.nodes(impl_->settings.node_id);
-    info.node_index = node_of[std::size_t(group.index())];
-    info.node_count = *std::max_element(node_of.begin(), node_of.end()) + 1;
-    info.device_count =
-        devices * int(std::count(node_of.begin(), node_of.end(), info.node_index));
-    info.device_index =  // among this node's devices: after those of its earlier processes
-        devices * int(std::count(node_of.begin(), node_of.begin() + group.index(), info.node_index));
-  }
+  const std::vector<int> node_of = job_nodes_of(impl_->settings);
+  place_on_nodes(info, node_of, devices);
+  info.device_index =  // among this node's devices: after those of its earlier processes
+      devices * int(std::count(node_of.begin(), node_of.begin() + group.index(), info.node_index));
   return info;
 }
 
@@ -144,8 +159,13 @@ void runtime::run_cpu(const launch_options& options,
 #if GRMA_HAVE_CUDA
 rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
   detail::cuda_select_device();
-  return detail::cuda_rank_info(detail::plan_cuda(impl_->settings, options, kernel),
-                                detail::cuda_job_devices(impl_->settings));
+  const int devices = detail::cuda_job_devices(impl_->settings);
+  const std::vector<int> node_of = job_nodes_of(impl_->settings);
+  const bool across_nodes = *std::max_element(node_of.begin(), node_of.end()) > 0;
+  rank_info info = detail::cuda_rank_info(
+      detail::plan_cuda(impl_->settings, options, kernel, across_nodes), devices);
+  place_on_nodes(info, node_of, devices);
+  return info;
 }
 
 void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {

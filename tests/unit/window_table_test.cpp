@@ -13,8 +13,16 @@ using grma::detail::window_entry;
 using grma::detail::window_lookup;
 using grma::detail::window_slot;
 using grma::detail::window_table;
-using grma::detail::window_table_claim;
+using grma::detail::window_table_find;
+using grma::detail::window_table_find_across_nodes;
 using grma::detail::window_table_release;
+
+// What window_create does with the table: a free slot, then taking it.
+std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm, std::uint32_t comm_size) {
+  const std::uint32_t s = window_table_find(t);
+  if (s != t.capacity) grma::detail::window_slot_take(t.slots[s], comm, comm_size);
+  return s;
+}
 
 // A table with its slots and entries, zeroed as the runtime creates it.
 class owned_window_table {
@@ -114,6 +122,19 @@ TEST(WindowTable, WorldGenerationsFollowWorldClaimsAlone) {
     ASSERT_EQ(window_table_claim(t->table(), 0, 1), 0u);
     EXPECT_EQ(t->slot(0).generation, 3u);
   }
+}
+
+// World windows of a job across nodes come from the top; the search stops
+// at a window of another communicator rather than step over it.
+TEST(WindowTable, WorldWindowsAcrossNodesTakeSlotsFromTheTop) {
+  owned_window_table windows(4, 2);
+  EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 3u);
+  grma::detail::window_slot_take(windows.table().slots[3], 0, 2);
+  EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 2u) << "past the world's own window";
+  EXPECT_EQ(window_table_claim(windows.table(), 1, 2), 0u) << "device windows from the bottom";
+  grma::detail::window_slot_take(windows.table().slots[2], 1, 2);  // a device window up high
+  EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 4u)
+      << "a device window in the way: no slot";
 }
 
 TEST(WindowTable, EntriesAreOneRowOfMaxRanksPerSlot) {

@@ -71,51 +71,53 @@ struct window_table {
 
 enum class window_check { ok, not_created, freed };
 
-// Is the handle (slot, generation) a live window of this table?
-GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot,
-                                       std::uint32_t generation) {
-  if (generation == 0 || slot >= t.capacity || t.slots[slot].generation == 0)
-    return window_check::not_created;
-  const window_slot& s = t.slots[slot];
+// Is slot `s` the live window of this generation?
+GRMA_INLINE window_check window_lookup(const window_slot& s, std::uint32_t generation) {
+  if (generation == 0 || s.generation == 0) return window_check::not_created;
   if (!s.active || s.generation != generation) return window_check::freed;
   return window_check::ok;
 }
 
+// Is the handle (slot, generation) a live window of this table?
+GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot,
+                                       std::uint32_t generation) {
+  if (slot >= t.capacity) return window_check::not_created;
+  return window_lookup(t.slots[slot], generation);
+}
+
+// Makes a free slot the window of communicator `comm`. The caller has
+// written the window's entries: a network engine that copies the table
+// without its lock (cuda_engine_memory) and finds the slot active finds the
+// entries and the other fields of this window.
 GRMA_INLINE void window_slot_take(window_slot& s, std::uint32_t comm, std::uint32_t comm_size) {
   s.generation = window_next_generation(s, comm);
   s.claims[comm == 0 ? 0 : 1] = (s.generation + 1) / 2;
-  s.active = 1;
   s.comm = comm;
   s.comm_size = comm_size;
+  // Release: the entries and the fields above come before `active`.
+  fence_release<scope::system>();
+  s.active = 1;
 }
 
-// Takes the first free slot for a window over a communicator of comm_size
-// ranks and returns it, or t.capacity when all are in use.
-GRMA_INLINE std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm,
-                                             std::uint32_t comm_size) {
-  for (std::uint32_t i = 0; i < t.capacity; ++i) {
-    if (t.slots[i].active) continue;
-    window_slot_take(t.slots[i], comm, comm_size);
-    return i;
-  }
+// The first free slot, or t.capacity when all are in use.
+GRMA_INLINE std::uint32_t window_table_find(const window_table& t) {
+  for (std::uint32_t i = 0; i < t.capacity; ++i)
+    if (!t.slots[i].active) return i;
   return t.capacity;
 }
 
 // A job across nodes has one table per node. Its world windows come from the
 // same collectives in the same order on every node, and other windows stay
-// on their node. World windows are claimed from the top down and device
-// windows (window_table_claim) from the bottom up, so every node picks the
+// on their node. World windows take slots from the top down and device
+// windows (window_table_find) from the bottom up, so every node picks the
 // same slot and generation for a world window, unless its scan would step
 // over another communicator's window (the node holds more of them than
-// another might): then the claim fails (returns t.capacity) instead.
-GRMA_INLINE std::uint32_t window_table_claim_across_nodes(const window_table& t,
-                                                          std::uint32_t comm,
-                                                          std::uint32_t comm_size) {
+// another might): then there is no slot (t.capacity) instead.
+GRMA_INLINE std::uint32_t window_table_find_across_nodes(const window_table& t, std::uint32_t comm) {
   for (std::uint32_t i = t.capacity; i-- > 0;) {
-    window_slot& s = t.slots[i];
+    const window_slot& s = t.slots[i];
     if (s.active && s.comm == comm) continue;
     if (s.active) break;
-    window_slot_take(s, comm, comm_size);
     return i;
   }
   return t.capacity;

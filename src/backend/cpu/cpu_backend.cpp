@@ -195,7 +195,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   if (nodes > 1)
     on_all_processes(group, "while starting its network engine", [&] {
       network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
-                                                reachable, /*silence_seconds=*/5.0);
+                                                reachable, make_host_engine_memory(),
+                                                /*silence_seconds=*/5.0);
     });
   if (network) network->start();
   std::vector<std::unique_ptr<progress_engine>> progress;

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -14,11 +15,15 @@
 #include <vector>
 
 #include "../../runtime/launch.hpp"
+#include "../../runtime/mpi_transport.hpp"
+#include "../../runtime/remote_engine.hpp"
+#include "../../runtime/watchdog.hpp"
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/progress.hpp"
 #include "../cpu/shared_segment.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "cuda_arena.hpp"
+#include "cuda_engine_memory.hpp"
 #include "grma/error.hpp"
 
 namespace grma::detail {
@@ -51,7 +56,8 @@ bool cuda_device_available() {
   return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
 }
 
-cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel,
+                    bool across_nodes) {
   int device = 0;
   cuda_check(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp prop{};
@@ -73,8 +79,8 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
                  prop.name + " gives a block " + std::to_string(prop.sharedMemPerBlock));
 
   const int per_sm = kernel.blocks_per_sm(plan.threads, plan.shared_bytes);
-  const int most = per_sm * prop.multiProcessorCount;
-  if (most == 0)
+  const int most = per_sm * prop.multiProcessorCount - (across_nodes ? 1 : 0);
+  if (most <= 0)
     config_error("no rank of this program fits on " + std::string(prop.name) + " with " +
                  std::to_string(plan.threads) + " threads, " + std::to_string(registers) +
                  " registers per thread and " + std::to_string(plan.shared_bytes) +
@@ -86,7 +92,8 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
                  std::to_string(most) + " ranks that can be co-resident on " + prop.name + " (" +
                  std::to_string(per_sm) + " per multiprocessor x " +
                  std::to_string(prop.multiProcessorCount) + " multiprocessors at " +
-                 std::to_string(plan.threads) + " threads per rank)");
+                 std::to_string(plan.threads) + " threads per rank" +
+                 (across_nodes ? ", less one for the network engine" : "") + ")");
   return plan;
 }
 
@@ -277,19 +284,23 @@ namespace {
 
 
 // One process per GPU (mpirun): each process's arena on its GPU, exported to
-// the others with CUDA IPC handles; host-visible blocks in shared memory that
-// every process registers with CUDA, so every GPU reaches the job's abort
-// flag and error record (process 0's).
+// the other processes of its node with CUDA IPC handles; host-visible blocks
+// in shared memory that every process of the node registers with CUDA, so
+// every GPU of a node reaches its abort flag and error record (the node's
+// first process's). Processes on other nodes are reached through the
+// network engine, as on the CPU backend.
 void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
   const process_group& group = process_group::get();
-  group.require_one_node(s.node_id);
   const int processes = group.count(), me = group.index();
+  const std::vector<int> node_of = group.nodes(s.node_id);
+  auto here = [&](int p) { return node_of[std::size_t(p)] == node_of[std::size_t(me)]; };
+  const int nodes = *std::max_element(node_of.begin(), node_of.end()) + 1;
   if (processes > max_devices)
     config_error("a job has at most " + std::to_string(max_devices) + " GPUs; " +
                  std::to_string(processes) + " processes of one GPU each");
   int gpu = 0;
   cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
-  const cuda_plan plan = plan_cuda(s, o, kernel);
+  const cuda_plan plan = plan_cuda(s, o, kernel, nodes > 1);
   const std::uint64_t userdata_bytes = agree_on_shape(group, s, plan.ranks, 1, o.userdata_size);
   auto params_of = [&](int j) {
     return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
@@ -319,7 +330,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   host_views[std::size_t(me)] = arena->host_view();
   on_all_processes(group, "while mapping the others' GPU memory", [&] {
     for (int p = 0; p < processes; ++p) {
-      if (p == me) continue;
+      if (p == me || !here(p)) continue;
       hosts.push_back(shared_segment::open(shared_segment::name(tag, "host", p), layout.host_bytes));
       unsigned char* host = hosts.back().data();
       peers.push_back(
@@ -331,33 +342,56 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
           make_view(layout, params_of(p), peer.heap(), peer.control(), host);
     }
   });
-  hosts[0].unlink();  // every process has mapped every block
+  hosts[0].unlink();  // every process of the node has mapped every block
 
-  std::vector<job_control*> beats;  // each process's own host block
-  for (const device_view& v : host_views) beats.push_back(v.control);
+  std::uint32_t node_devices = 0;
+  std::vector<job_control*> beats;  // each process's own host block, null off this node
   std::vector<device_view*> linked, host_linked;
   for (int p = 0; p < processes; ++p) {
+    if (here(p)) node_devices |= 1u << p;
+    beats.push_back(here(p) ? host_views[std::size_t(p)].control : nullptr);
     linked.push_back(&views[std::size_t(p)]);
     host_linked.push_back(&host_views[std::size_t(p)]);
   }
-  link_views(linked.data(), processes, 1, all_devices(processes), 1);
-  link_views(host_linked.data(), processes, 1, all_devices(processes), 1);
+  link_views(linked.data(), processes, 1, node_devices, nodes);
+  link_views(host_linked.data(), processes, 1, node_devices, nodes);
   const device_view& view = views[std::size_t(me)];
   const device_view& host_view = host_views[std::size_t(me)];
-  const std::vector<const device_view*> job(host_linked.begin(), host_linked.end());
+  std::vector<const device_view*> job;        // what the watchdog watches: this node
+  std::vector<const device_view*> reachable;  // by device, null off this node
+  for (int p = 0; p < processes; ++p) {
+    reachable.push_back(here(p) ? host_linked[std::size_t(p)] : nullptr);
+    if (here(p)) job.push_back(host_linked[std::size_t(p)]);
+  }
 
   if (o.userdata_size != 0)
     arena->copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
-  progress_engine progress(host_view, job, s.timeout_seconds, stdout);
+  std::unique_ptr<remote_engine> network;
+  if (nodes > 1)
+    on_all_processes(group, "while starting its network engine", [&] {
+      network = std::make_unique<remote_engine>(
+          job_nodes{processes, me, 1, node_of}, reachable,
+          make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory()), /*silence_seconds=*/5.0);
+    });
+  if (network) network->start();
+  progress_engine progress(host_view, job, s.timeout_seconds, stdout,
+                           network ? &network->others_progress() : nullptr);
   process_watch watch(beats, me, host_view.control, plan.ranks, /*silence_seconds=*/5.0);
   job_control& control = *host_view.control;
   std::string message;
   const int status = kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes,
                                             stream->get(), message);
   if (status != 0) store_release<scope::system>(control.abort, 1u);
+  // The other nodes may still need this GPU's memory: the engine serves
+  // them until every process is done.
+  if (network) network->finish();
   progress.stop();
-  const std::string report = progress.watchdog_report();
-  const std::string lost = watch.failure();
+  std::string report = progress.watchdog_report();
+  // Another process's watchdog ended the job (of this node, or of another
+  // node, whose report an engine left here): report what it saw.
+  if (report.empty()) report = left_report(control);
+  std::string lost = watch.failure();
+  if (lost.empty() && network) lost = network->failure();
   auto fail = [&] {
     if (control.error_claimed != 0) throw error(control.error);
     if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
@@ -387,10 +421,10 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
   const current_device_guard restore(first);
   // Every GPU must fit the same number of ranks (world ranks go device by device).
-  const cuda_plan plan = plan_cuda(s, o, kernel);  // checks the options too
+  const cuda_plan plan = plan_cuda(s, o, kernel, false);  // checks the options too
   for (int d = 1; d < devices; ++d) {
     cuda_check(cudaSetDevice(first + d), "cudaSetDevice");
-    const cuda_plan other = plan_cuda(s, o, kernel);
+    const cuda_plan other = plan_cuda(s, o, kernel, false);
     if (other.ranks < plan.ranks)
       config_error("GPU " + std::to_string(first + d) + " fits " + std::to_string(other.ranks) +
                    " ranks of this program, GPU " + std::to_string(first) + " " +

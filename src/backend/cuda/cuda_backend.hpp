@@ -19,8 +19,11 @@ struct cuda_plan {
 };
 
 // Ranks and threads for `kernel` under these settings and options; an
-// impossible request is an error that gives the numbers.
-cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel);
+// impossible request is an error that gives the numbers. A job across nodes
+// leaves room for one block beside the ranks: the network engine's atomics
+// on the GPU run in a kernel of their own (cuda_engine_memory).
+cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel,
+                    bool across_nodes);
 
 // Under mpirun (several processes), makes process p's GPU the current one:
 // one process per GPU.

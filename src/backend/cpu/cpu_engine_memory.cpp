@@ -1,0 +1,81 @@
+// The network engine's access to CPU-backend devices: they are host memory,
+// so it uses the ranks' own atomics and orderings.
+#include <cstring>
+#include <thread>
+
+#include "../../runtime/engine_memory.hpp"
+
+namespace grma::detail {
+namespace {
+
+class host_engine_memory final : public engine_memory {
+ public:
+  bool network_reaches_devices() const override { return true; }
+
+  std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
+    return std::shared_ptr<unsigned char>(new unsigned char[bytes], std::default_delete<unsigned char[]>());
+  }
+
+  void read(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
+  void write(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
+
+  void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
+                   window_entry& entry) override {
+    // Under the table's lock: a window is claimed and its entries written under it.
+    while (!compare_exchange_acquire<scope::system>(*t.lock, 0u, 1u)) std::this_thread::yield();
+    s = t.slots[slot];
+    if (s.active && target >= 0 && std::uint32_t(target) < s.comm_size) entry = t.entry(slot, target);
+    // Release: our reads of the table end before its next change.
+    store_release<scope::system>(*t.lock, 0u);
+  }
+
+  std::uint64_t consumed(notification_ring& q) override {
+    // Acquire pairs with the consumer's release: its reads of the slots it
+    // released end before we overwrite them.
+    return load_acquire<scope::system>(q.consumed);
+  }
+
+  void publish(notification_ring& q, std::uint32_t capacity, std::uint64_t ticket,
+               const notification& n) override {
+    // Release (in the slot's store): the data is visible before the notification.
+    ring_publish<scope::system>(q, capacity, ticket, n);
+  }
+
+  void signal(std::uint64_t& word, signal_op op, std::uint64_t value) override {
+    // Release: the data is visible before the signal.
+    if (op == signal_op::add)
+      fetch_add_acq_rel<scope::system>(word, value);
+    else
+      store_release<scope::system>(word, value);
+  }
+
+  void load_arrivals(const collective_arrival* from, std::size_t count,
+                     collective_arrival* to) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      // Acquire: the payload the rank wrote before its stamp.
+      to[i].stamp = load_acquire<scope::system>(const_cast<std::uint64_t&>(from[i].stamp));
+      to[i].payload[0] = from[i].payload[0];
+      to[i].payload[1] = from[i].payload[1];
+    }
+  }
+
+  void store_arrivals(collective_arrival* to, const collective_arrival* from,
+                      std::size_t count) override {
+    for (std::size_t i = 0; i < count; ++i) {
+      to[i].payload[0] = from[i].payload[0];
+      to[i].payload[1] = from[i].payload[1];
+      // Release: the payload is visible to the gatherer that sees the stamp.
+      store_release<scope::system>(to[i].stamp, from[i].stamp);
+    }
+  }
+
+  bool claim_error(std::uint32_t& claim) override {
+    return compare_exchange_acquire<scope::system>(claim, 0u, 1u);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<engine_memory> make_host_engine_memory() { return std::make_unique<host_engine_memory>(); }
+
+}  // namespace grma::detail

@@ -1,0 +1,18 @@
+// The network engine's access to a GPU (engine_memory): copies on a stream
+// of its own, beside the running rank kernel, and a one-thread kernel for
+// the atomics the host cannot make on device memory.
+#pragma once
+
+#include <memory>
+
+#include "../../runtime/engine_memory.hpp"
+
+namespace grma::detail {
+
+// For the process's GPU `device`. `network_reaches_devices`: the MPI library
+// is CUDA-aware, so data is sent from and received into GPU memory itself.
+// The atomics' kernel needs room beside the rank kernel: jobs across nodes
+// leave one rank's worth (plan_cuda).
+std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices);
+
+}  // namespace grma::detail

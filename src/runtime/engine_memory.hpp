@@ -1,0 +1,68 @@
+// How a network engine (remote_engine) reaches the state and the data of its
+// process's devices. On the CPU backend that is host memory, with the same
+// atomics the ranks use. A GPU's heap and control block are device memory,
+// which the host reaches only through copies, and where it cannot make an
+// atomic at all: the CUDA backend's version copies on a stream of its own
+// and has a one-thread kernel do the few atomics (cuda_engine_memory).
+//
+// Every call completes before it returns, in call order: what one call
+// wrote is visible to the device's ranks before anything a later call
+// writes (the data of a put before its notification).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "grma/types.hpp"
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+class engine_memory {
+ public:
+  virtual ~engine_memory() = default;
+
+  // On the engine's thread, before any other call (a GPU: make it current).
+  virtual void bind() {}
+
+  // Whether the network sends from and receives into device memory itself
+  // (host memory; CUDA-aware MPI). If not, data goes through staging().
+  virtual bool network_reaches_devices() const = 0;
+  // Host memory for data on its way between a device and the network.
+  virtual std::shared_ptr<unsigned char> staging(std::size_t bytes) = 0;
+
+  // Data: a put's or get's bytes.
+  virtual void read(void* to, const void* from, std::size_t bytes) = 0;
+  virtual void write(void* to, const void* from, std::size_t bytes) = 0;
+
+  // A copy of window table slot `slot` and, when that slot is a live window
+  // with a rank `target`, of the target's entry (else `entry` is left).
+  // Consistent: an entry is never older than the slot it was read with.
+  virtual void read_window(const window_table& t, std::uint32_t slot, std::int32_t target,
+                           window_slot& s, window_entry& entry) = 0;
+
+  // A notification ring's `consumed` count (acquire), and publishing its
+  // next entry: the engine is the ring's only producer.
+  virtual std::uint64_t consumed(notification_ring& q) = 0;
+  virtual void publish(notification_ring& q, std::uint32_t capacity, std::uint64_t ticket,
+                       const notification& n) = 0;
+
+  // Sets or adds to a signal word, after the data before it (release).
+  virtual void signal(std::uint64_t& word, signal_op op, std::uint64_t value) = 0;
+
+  // `count` consecutive arrivals at a world collective: read (acquire on
+  // each stamp), and written payloads first, stamps last (release).
+  virtual void load_arrivals(const collective_arrival* from, std::size_t count,
+                             collective_arrival* to) = 0;
+  virtual void store_arrivals(collective_arrival* to, const collective_arrival* from,
+                              std::size_t count) = 0;
+
+  // Takes the job's error claim (0 -> 1); false when a rank has it.
+  virtual bool claim_error(std::uint32_t& claim) = 0;
+};
+
+// The CPU backend's: devices are host memory.
+std::unique_ptr<engine_memory> make_host_engine_memory();
+
+}  // namespace grma::detail
