@@ -16,7 +16,7 @@ enum class path_kind {
   process_memory,  // CPU backend: another arena of the same process
   peer_nvlink,     // peer access with native atomics (NVLink class)
   peer_pcie,       // peer access without native atomics (PCIe)
-  no_peer_access,  // not peer-reachable: a run over both is refused for now
+  no_peer_access,  // not peer-reachable: with a process per GPU the network engines connect them
   shared_memory,   // CPU backend: another process's arena on this node, mapped
   other_node,      // another node: the processes' network engines move the data
   not_visible,     // a GPU of this node that this process cannot see (its launcher's choice)

@@ -64,4 +64,24 @@ std::uint64_t agree_on_shape(const process_group& group, const settings& s,
   return most_userdata;
 }
 
+std::vector<int> split_by_reach(const std::vector<int>& node_of,
+                                const std::function<bool(int, int)>& reaches) {
+  std::vector<std::vector<int>> groups;  // members, in process order
+  std::vector<int> group_of(node_of.size());
+  for (int p = 0; p < int(node_of.size()); ++p) {
+    std::size_t g = 0;
+    for (; g < groups.size(); ++g) {
+      const std::vector<int>& members = groups[g];
+      if (node_of[std::size_t(members[0])] != node_of[std::size_t(p)]) continue;
+      if (std::all_of(members.begin(), members.end(),
+                      [&](int m) { return reaches(p, m) && reaches(m, p); }))
+        break;
+    }
+    if (g == groups.size()) groups.emplace_back();
+    groups[g].push_back(p);
+    group_of[std::size_t(p)] = int(g);
+  }
+  return group_of;
+}
+
 }  // namespace grma::detail

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 
 #include "grma/settings.hpp"
 #include "grma/types.hpp"
@@ -25,5 +27,13 @@ rank_info job_layout(int ranks_per_device, int threads_per_rank, int devices, in
 std::uint64_t agree_on_shape(const process_group& group, const settings& s,
                              int ranks_per_device, int devices_per_process,
                              std::uint64_t userdata_size);
+
+// The nodes of a job where some processes of one host cannot reach each
+// other's memory: a host's processes form groups in which every pair
+// reaches each other both ways (`reaches(p, q)`), and each group is a node
+// of its own, so pairs between groups go through the network engines.
+// `node_of`: each process's host; nodes are numbered by their first process.
+std::vector<int> split_by_reach(const std::vector<int>& node_of,
+                                const std::function<bool(int, int)>& reaches);
 
 }  // namespace grma::detail

@@ -160,7 +160,7 @@ void runtime::run_cpu(const launch_options& options,
 rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
   detail::cuda_select_device();
   const int devices = detail::cuda_job_devices(impl_->settings);
-  const std::vector<int> node_of = job_nodes_of(impl_->settings);
+  const std::vector<int> node_of = detail::cuda_job_nodes(impl_->settings);
   const bool across_nodes = *std::max_element(node_of.begin(), node_of.end()) > 0;
   rank_info info = detail::cuda_rank_info(
       detail::plan_cuda(impl_->settings, options, kernel, across_nodes), devices);

@@ -223,6 +223,35 @@ topology cuda_topology(const settings& s) {
   return t;
 }
 
+std::vector<int> cuda_job_nodes(const settings& s) {
+  const process_group& group = process_group::get();
+  if (group.count() == 1) return {0};
+  static std::mutex mutex;
+  static std::string kept_for;
+  static std::vector<int> kept;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!kept.empty() && kept_for == s.node_id) return kept;
+  const std::vector<int> hosts = group.nodes(s.node_id);
+  char mine[32] = {};
+  int gpu = 0;
+  on_all_processes(group, "while describing its GPU", [&] {
+    cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
+    cuda_check(cudaDeviceGetPCIBusId(mine, sizeof mine, gpu), "cudaDeviceGetPCIBusId");
+  });
+  std::vector<char> bus(sizeof mine * std::size_t(group.count()));
+  group.all_gather(mine, sizeof mine, bus.data());
+  auto bus_of = [&](int p) { return &bus[sizeof mine * std::size_t(p)]; };
+  kept = split_by_reach(hosts, [&](int p, int q) {
+    if (std::string(bus_of(p)) == bus_of(q)) return true;  // processes may share a GPU
+    const path_kind k = peer_path(bus_of(p), bus_of(q));
+    // Ranks use atomics on peers' memory: peer access alone is not enough.
+    // A GPU this process cannot see: its launcher hid it, so trust it.
+    return k == path_kind::peer_nvlink || k == path_kind::not_visible;
+  });
+  kept_for = s.node_id;
+  return kept;
+}
+
 namespace {
 
 // Every GPU of the job maps every other's memory (NVLink or PCIe peer access).
@@ -244,7 +273,9 @@ void enable_peer_access(int first, int devices) {
       if (!possible || !atomics)
         config_error("GPU " + std::to_string(d) + " cannot " +
                      (possible ? "use atomics on" : "access") + " GPU " + std::to_string(e) +
-                     "'s memory peer to peer (grma-info shows the paths); use fewer GRMA_DEVICES");
+                     "'s memory peer to peer (grma-info shows the paths): run one process per "
+                     "GPU (mpirun), where such pairs go through the network engines, or use "
+                     "fewer GRMA_DEVICES");
       cuda_check(cudaSetDevice(d), "cudaSetDevice");
       const cudaError_t status = cudaDeviceEnablePeerAccess(e, 0);
       if (status == cudaErrorPeerAccessAlreadyEnabled)
@@ -287,12 +318,13 @@ namespace {
 // the other processes of its node with CUDA IPC handles; host-visible blocks
 // in shared memory that every process of the node registers with CUDA, so
 // every GPU of a node reaches its abort flag and error record (the node's
-// first process's). Processes on other nodes are reached through the
-// network engine, as on the CPU backend.
+// first process's). Processes on other nodes, and on this host with a GPU
+// this one cannot reach peer to peer (cuda_job_nodes), are reached through
+// the network engine, as on the CPU backend.
 void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
   const process_group& group = process_group::get();
   const int processes = group.count(), me = group.index();
-  const std::vector<int> node_of = group.nodes(s.node_id);
+  const std::vector<int> node_of = cuda_job_nodes(s);
   auto here = [&](int p) { return node_of[std::size_t(p)] == node_of[std::size_t(me)]; };
   const int nodes = *std::max_element(node_of.begin(), node_of.end()) + 1;
   if (processes > max_devices)

@@ -2,6 +2,8 @@
 // and running it there.
 #pragma once
 
+#include <vector>
+
 #include "grma/settings.hpp"
 #include "grma/topology.hpp"
 #include "grma/types.hpp"
@@ -34,6 +36,12 @@ void cuda_select_device();
 int cuda_job_devices(const settings& s);
 
 rank_info cuda_rank_info(const cuda_plan& plan, int devices);
+
+// Which node each process of a job is on: its host (or GRMA_NODE_ID), and
+// apart from the processes of its host whose GPUs it cannot reach peer to
+// peer with atomics (those pairs go through the network engines).
+// Collective the first time (and when GRMA_NODE_ID changes); then kept.
+std::vector<int> cuda_job_nodes(const settings& s);
 
 // The job's GPUs and the path between each pair.
 topology cuda_topology(const settings& s);
