@@ -118,4 +118,18 @@ double memcpy_gbs(int a, int b, std::size_t bytes, int iterations) {
   return double(bytes) * iterations / seconds / 1e9;
 }
 
+device_buffer::device_buffer(std::size_t bytes) {
+  check(cudaMalloc(&memory_, bytes == 0 ? 1 : bytes), "cudaMalloc");
+}
+
+device_buffer::~device_buffer() { cudaFree(memory_); }
+
+void device_buffer::to_host(void* host, std::size_t bytes) const {
+  check(cudaMemcpy(host, memory_, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+void device_buffer::to_device(const void* host, std::size_t bytes) const {
+  check(cudaMemcpy(memory_, host, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+}
+
 }  // namespace bench

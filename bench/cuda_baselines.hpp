@@ -17,4 +17,19 @@ double raw_flag_round_trip_us(int a, int b, int iterations);
 // cudaMemcpy (a == b) or cudaMemcpyPeer bandwidth from GPU a to GPU b, GB/s.
 double memcpy_gbs(int a, int b, std::size_t bytes, int iterations);
 
+// A buffer on the current GPU and copies between it and host memory: the
+// device side of the staged MPI baselines (mpi_baselines.hpp).
+class device_buffer {
+ public:
+  explicit device_buffer(std::size_t bytes);
+  ~device_buffer();
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  void to_host(void* host, std::size_t bytes) const;
+  void to_device(const void* host, std::size_t bytes) const;
+
+ private:
+  void* memory_ = nullptr;
+};
+
 }  // namespace bench

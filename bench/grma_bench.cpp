@@ -20,7 +20,8 @@
 // stage of a stencil code, for the model) and notification matching
 // throughput. Floors: a raw flag ping-pong and memcpy (cudaMemcpy,
 // cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
-// between nodes. NVSHMEM has its own program, grma-bench-nvshmem.
+// between nodes (host buffers; on GPUs also device buffers staged through
+// host buffers). NVSHMEM has its own program, grma-bench-nvshmem.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -237,17 +238,39 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
         copy_name = "memcpy";
       }
     }
+    // Across nodes on GPUs, also MPI of device buffers staged through host
+    // buffers (the MPI here is not CUDA-aware): what grma's engines do.
+    std::function<double(std::size_t, int)> staged_us = [](std::size_t, int) { return NAN; };
+    std::function<double(std::size_t, int)> staged_gbs = [](std::size_t, int) { return NAN; };
 #if GRMA_BENCH_MPI
     if (p.remote && mpi_ready) {
       floor_name = "MPI ping-pong, host buffers";
       copy_name = "MPI stream, host buffers";
     }
+    const bool measures_mpi = p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process);
+#if defined(__CUDACC__)
+    std::shared_ptr<bench::device_buffer> device;
+    std::shared_ptr<bench::staging> staged;
+    if (measures_mpi && cuda) {
+      device = std::make_shared<bench::device_buffer>(std::max(latency_sizes.back(), widest));
+      staged = std::make_shared<bench::staging>(bench::staging{
+          [device](void* host, std::size_t bytes) { device->to_host(host, bytes); },
+          [device](const void* host, std::size_t bytes) { device->to_device(host, bytes); }});
+      staged_us = [staged, far_process](std::size_t bytes, int iterations) {
+        return bench::mpi_round_trip_us(bytes, iterations, far_process, staged.get());
+      };
+      staged_gbs = [staged, far_process](std::size_t bytes, int iterations) {
+        return bench::mpi_stream_gbs(bytes, iterations, far_process, staged.get());
+      };
+    }
+#endif
 #endif
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
-    std::snprintf(line, sizeof line, "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s\n",
-                  p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor");
+    std::snprintf(line, sizeof line, "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s\n",
+                  p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor",
+                  "staged MPI");
     report += line;
     if (json)
       std::fprintf(json, "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\",\n     \"latency\": [\n",
@@ -265,18 +288,18 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       }
       double floor_here = floor_us;
 #if GRMA_BENCH_MPI
-      if (p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process))
-        floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
+      if (measures_mpi) floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
 #endif
-      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s\n", bytes, us[0], us[1], us[2],
-                    format(floor_here, "%.3f").c_str());
+      const double staged_here = staged_us(bytes, iterations);
+      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s\n", bytes, us[0], us[1], us[2],
+                    format(floor_here, "%.3f").c_str(), format(staged_here, "%.3f").c_str());
       report += line;
       if (json)
         std::fprintf(json,
                      "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
-                     "\"signal_put_us\": %.4f, \"floor_us\": %s}",
+                     "\"signal_put_us\": %.4f, \"floor_us\": %s, \"staged_mpi_us\": %s}",
                      first ? "" : ",\n", bytes, us[0], us[1], us[2],
-                     format(floor_here, "%.4f", "null").c_str());
+                     format(floor_here, "%.4f", "null").c_str(), format(staged_here, "%.4f", "null").c_str());
       first = false;
     }
     // Bandwidth: one rank, then all pairs of the path (the full job). With
@@ -287,8 +310,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
-    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s\n", p.name,
-                  pairs, "bytes/rank", "one rank", "all pairs", "copy floor");
+    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s\n", p.name,
+                  pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "staged MPI");
     report += line;
     if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [\n");
     first = true;
@@ -302,18 +325,18 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       const double all_gbs = double(bytes) * iterations * pairs / all.seconds / 1e9;
       double copy = floor_gbs(bytes * std::size_t(pairs));
 #if GRMA_BENCH_MPI
-      if (p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process))
-        copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
+      if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
 #endif
-      std::snprintf(line, sizeof line, "%10zu %13.2f %13.2f %14s\n", bytes, one_gbs, all_gbs,
-                    format(copy, "%.2f").c_str());
+      const double staged_copy = staged_gbs(bytes, iterations);
+      std::snprintf(line, sizeof line, "%10zu %13.2f %13.2f %14s %14s\n", bytes, one_gbs, all_gbs,
+                    format(copy, "%.2f").c_str(), format(staged_copy, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(json,
                      "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %.3f, "
-                     "\"pairs\": %d, \"copy_floor_gbs\": %s}",
+                     "\"pairs\": %d, \"copy_floor_gbs\": %s, \"staged_mpi_gbs\": %s}",
                      first ? "" : ",\n", bytes, one_gbs, all_gbs, pairs,
-                     format(copy, "%.3f", "null").c_str());
+                     format(copy, "%.3f", "null").c_str(), format(staged_copy, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.

@@ -1,14 +1,24 @@
 // The MPI floors the inter-node benchmarks measure grma against, in the same
 // run: a ping-pong and a stream of host buffers between MPI_COMM_WORLD
-// process 0 and process `peer` (only those two call them).
+// process 0 and process `peer` (only those two call them); with `stage`,
+// of device buffers staged through the host buffers.
 #pragma once
 
 #include <mpi.h>
 
 #include <cstddef>
+#include <functional>
 #include <vector>
 
 namespace bench {
+
+// Data that lives in device memory while MPI (not CUDA-aware) sends host
+// buffers: each message is copied to the host buffer before it is sent and
+// to the device after it arrived.
+struct staging {
+  std::function<void(void* host, std::size_t bytes)> to_host;
+  std::function<void(const void* host, std::size_t bytes)> to_device;
+};
 
 inline int process() {
   int p = 0;
@@ -17,18 +27,27 @@ inline int process() {
 }
 
 // MPI_Send/MPI_Recv round trip, in microseconds (after 20 for warm-up).
-inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1) {
+inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1,
+                                const staging* stage = nullptr) {
   std::vector<unsigned char> buffer(bytes == 0 ? 1 : bytes, 1);
   const int me = process(), other = me == 0 ? peer : 0;
+  auto send = [&] {
+    if (stage) stage->to_host(buffer.data(), bytes);
+    MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD);
+  };
+  auto receive = [&] {
+    MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    if (stage) stage->to_device(buffer.data(), bytes);
+  };
   double start = 0;
   for (int it = -20; it < iterations; ++it) {
     if (it == 0) start = MPI_Wtime();
     if (me == 0) {
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD);
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      send();
+      receive();
     } else {
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 7, MPI_COMM_WORLD);
+      receive();
+      send();
     }
   }
   return (MPI_Wtime() - start) / iterations * 1e6;
@@ -36,7 +55,8 @@ inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1)
 
 // Process 0 sends `iterations` messages of `bytes` to `peer`, which answers
 // the last with an empty one: GB/s. An empty message first lines them up.
-inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer = 1) {
+inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer = 1,
+                             const staging* stage = nullptr) {
   std::vector<unsigned char> buffer(bytes, 1);
   const int me = process(), other = me == 0 ? peer : 0;
   auto empty = [&](bool send, int tag) {
@@ -48,10 +68,13 @@ inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer = 1) {
   empty(me != 0, 10);
   const double start = MPI_Wtime();
   for (int it = 0; it < iterations; ++it) {
-    if (me == 0)
+    if (me == 0) {
+      if (stage) stage->to_host(buffer.data(), bytes);
       MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD);
-    else
+    } else {
       MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (stage) stage->to_device(buffer.data(), bytes);
+    }
   }
   empty(me != 0, 9);
   return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
