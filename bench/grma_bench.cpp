@@ -239,7 +239,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       }
     }
     // Across nodes on GPUs, also MPI of device buffers staged through host
-    // buffers (the MPI here is not CUDA-aware): what grma's engines do.
+    // buffers (the MPI here is not CUDA-aware), as a program without grma
+    // would move them.
     std::function<double(std::size_t, int)> staged_us = [](std::size_t, int) { return NAN; };
     std::function<double(std::size_t, int)> staged_gbs = [](std::size_t, int) { return NAN; };
 #if GRMA_BENCH_MPI

@@ -148,8 +148,10 @@ class basic_rank {
     const detail::window_table& t = v_->windows;
     const std::uint64_t result = collective(
         c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
-          // The entries are written under the lock too: a network engine
-          // may check a request for this window as soon as it is claimed.
+          // The entries are written before the slot is taken, under the
+          // lock: a network engine may check a request for this window as
+          // soon as the slot is active (with the lock, or on a GPU by
+          // copies that find `active` set last: window_slot_take).
           lock_window_table();
           const std::uint32_t s = c == world && spans_nodes()
                                       ? detail::window_table_find_across_nodes(t, c.id)

@@ -51,8 +51,10 @@ class engine_memory {
   // Sets or adds to a signal word, after the data before it (release).
   virtual void signal(std::uint64_t& word, signal_op op, std::uint64_t value) = 0;
 
-  // `count` consecutive arrivals at a world collective: read (acquire on
-  // each stamp), and written payloads first, stamps last (release).
+  // `count` consecutive arrivals at a world collective: read, and written
+  // payloads first, stamps last (release). The engine reads a node's
+  // arrivals only after its gatherer's `arrive` command, which it queued
+  // once it had seen every stamp: then they are all in place.
   virtual void load_arrivals(const collective_arrival* from, std::size_t count,
                              collective_arrival* to) = 0;
   virtual void store_arrivals(collective_arrival* to, const collective_arrival* from,

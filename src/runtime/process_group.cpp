@@ -1,5 +1,7 @@
 #include "process_group.hpp"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -120,28 +122,40 @@ unsigned long long process_group::broadcast(unsigned long long value) const {
   return value;
 }
 
-std::vector<int> process_group::nodes(const std::string& node_id) const {
-  if (!nodes_.empty() && nodes_for_ == node_id) return nodes_;
+std::vector<int> process_group::group_by_name(const std::string& name) const {
   constexpr std::size_t width = 64;
   char mine[width] = {};
-  if (!node_id.empty())
-    std::strncpy(mine, node_id.c_str(), width - 1);
+  if (!name.empty())
+    std::strncpy(mine, name.c_str(), width - 1);
   else
     gethostname(mine, width - 1);
   std::vector<char> all(width * std::size_t(count_));
   all_gather(mine, width, all.data());
   std::vector<std::string> names;
-  std::vector<int> node(static_cast<std::size_t>(count_));
+  std::vector<int> group(static_cast<std::size_t>(count_));
   for (int p = 0; p < count_; ++p) {
-    const std::string name(&all[width * std::size_t(p)]);
+    const std::string each(&all[width * std::size_t(p)]);
     std::size_t i = 0;
-    while (i < names.size() && names[i] != name) ++i;
-    if (i == names.size()) names.push_back(name);
-    node[std::size_t(p)] = int(i);
+    while (i < names.size() && names[i] != each) ++i;
+    if (i == names.size()) names.push_back(each);
+    group[std::size_t(p)] = int(i);
   }
+  return group;
+}
+
+std::vector<int> process_group::nodes(const std::string& node_id) const {
+  if (!nodes_.empty() && nodes_for_ == node_id) return nodes_;
+  nodes_ = group_by_name(node_id);
   nodes_for_ = node_id;
-  nodes_ = node;
-  return node;
+  return nodes_;
+}
+
+int process_group::host_index() const {
+  if (host_index_ < 0) {
+    const std::vector<int> host = group_by_name("");
+    host_index_ = int(std::count(host.begin(), host.begin() + index_, host[std::size_t(index_)]));
+  }
+  return host_index_;
 }
 
 }  // namespace grma::detail

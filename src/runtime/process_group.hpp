@@ -40,6 +40,11 @@ class process_group {
   // Returns the node of each process, numbered in order of first appearance.
   std::vector<int> nodes(const std::string& node_id) const;
 
+  // This process's place among the processes on its host (by host name,
+  // whatever GRMA_NODE_ID says): which of the host's GPUs it takes.
+  // Collective the first time; then kept.
+  int host_index() const;
+
  private:
   process_group();
   int index_ = 0;
@@ -48,6 +53,11 @@ class process_group {
   // on its node, so later calls need no gathering.
   mutable std::string nodes_for_;
   mutable std::vector<int> nodes_;
+  mutable int host_index_ = -1;
+
+  // Collective: each process's group by `name` (empty: the host name),
+  // numbered in order of first appearance.
+  std::vector<int> group_by_name(const std::string& name) const;
 };
 
 // Runs `step` on this process, then checks at a checkpoint that it worked on

@@ -287,10 +287,14 @@ struct remote_engine::state {
   }
 
   // Whether window (slot, generation) is the next this node will create in
-  // that slot: the origin's node finished the collective first. Not forever:
-  // after the job's silence limit the request is refused.
+  // that slot: the origin's node finished the collective first. A copy of
+  // the table made without its lock (engine_memory::read_window on a GPU)
+  // may catch the slot being taken for it: inactive, with that generation
+  // already. Not forever: after the job's silence limit the request is
+  // refused (so is one for a freed window of that generation).
   bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
-    const bool next = !s.active && window_next_generation(s, 0) == generation;
+    const bool next =
+        !s.active && (window_next_generation(s, 0) == generation || s.generation == generation);
     const double waited =
         std::chrono::duration<double>(clock::now() - waiting_since[std::size_t(from)]).count();
     return next && (waiting[std::size_t(from)].empty() || waited < silence_seconds);
@@ -323,8 +327,7 @@ struct remote_engine::state {
     };
     if (!(c.origin >= 0 && c.origin < world_size && process_of_rank(c.origin) == from) || !mine(c.target))
       return refuse(refusal::wrong_process, 0);
-    // A copy of the slot and the target's entry, taken under the table's
-    // lock (a window is claimed and its entries written under it).
+    // A consistent copy of the slot and the target's entry (engine_memory).
     window_slot s{};
     window_entry e{};
     bool live = false;

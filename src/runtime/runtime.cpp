@@ -130,6 +130,8 @@ void place_on_nodes(rank_info& info, const std::vector<int>& node_of, int device
   info.node_count = *std::max_element(node_of.begin(), node_of.end()) + 1;
   info.device_count =
       devices_per_process * int(std::count(node_of.begin(), node_of.end(), info.node_index));
+  info.device_index =  // among this node's devices: after those of its earlier processes
+      devices_per_process * int(std::count(node_of.begin(), node_of.begin() + me, info.node_index));
 }
 
 }  // namespace
@@ -144,10 +146,7 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   const detail::process_group& group = detail::process_group::get();
   rank_info info = detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(),
                                       group.count(), /*first_device=*/group.index() * devices);
-  const std::vector<int> node_of = job_nodes_of(impl_->settings);
-  place_on_nodes(info, node_of, devices);
-  info.device_index =  // among this node's devices: after those of its earlier processes
-      devices * int(std::count(node_of.begin(), node_of.begin() + group.index(), info.node_index));
+  place_on_nodes(info, job_nodes_of(impl_->settings), devices);
   return info;
 }
 

@@ -95,8 +95,7 @@ GRMA_INLINE void window_slot_take(window_slot& s, std::uint32_t comm, std::uint3
   s.comm = comm;
   s.comm_size = comm_size;
   // Release: the entries and the fields above come before `active`.
-  fence_release<scope::system>();
-  s.active = 1;
+  store_release<scope::system>(s.active, 1u);
 }
 
 // The first free slot, or t.capacity when all are in use.

@@ -100,14 +100,17 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
 void cuda_select_device() {
   const process_group& group = process_group::get();
   if (group.count() == 1) return;
+  // The host's processes take its GPUs in order (asked first: collective).
+  const int mine = group.host_index();
   int visible = 0;
   cuda_check(cudaGetDeviceCount(&visible), "cudaGetDeviceCount");
   if (visible == 1) return;  // the launcher gave each process its GPU
-  if (group.index() >= visible)
+  if (mine >= visible)
     config_error("process " + std::to_string(group.index()) + " of " +
-                 std::to_string(group.count()) + " has no GPU of its own: " +
-                 std::to_string(visible) + " are visible (one process per GPU)");
-  cuda_check(cudaSetDevice(group.index()), "cudaSetDevice");
+                 std::to_string(group.count()) + " (" + std::to_string(mine + 1) +
+                 " on its host) has no GPU of its own: " + std::to_string(visible) +
+                 " are visible (one process per GPU)");
+  cuda_check(cudaSetDevice(mine), "cudaSetDevice");
 }
 
 int cuda_job_devices(const settings& s) {
@@ -238,15 +241,29 @@ std::vector<int> cuda_job_nodes(const settings& s) {
     cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
     cuda_check(cudaDeviceGetPCIBusId(mine, sizeof mine, gpu), "cudaDeviceGetPCIBusId");
   });
-  std::vector<char> bus(sizeof mine * std::size_t(group.count()));
+  const std::size_t n = std::size_t(group.count());
+  std::vector<char> bus(sizeof mine * n);
   group.all_gather(mine, sizeof mine, bus.data());
-  auto bus_of = [&](int p) { return &bus[sizeof mine * std::size_t(p)]; };
+  auto bus_of = [&](std::size_t p) { return &bus[sizeof mine * p]; };
+  // What this process sees of each pair of its host: ranks use atomics on
+  // peers' memory, so peer access alone is not enough; a GPU it cannot see
+  // (its launcher hid it) it trusts. Every process's view is gathered and a
+  // pair reaches only where all agree, so every process splits alike.
+  std::vector<unsigned char> seen(n * n, 1);
+  on_all_processes(group, "while asking how its host's GPUs reach each other", [&] {
+    for (std::size_t p = 0; p < n; ++p)
+      for (std::size_t q = 0; q < n; ++q) {
+        if (hosts[p] != hosts[q] || std::string(bus_of(p)) == bus_of(q)) continue;  // may share a GPU
+        const path_kind k = peer_path(bus_of(p), bus_of(q));
+        seen[p * n + q] = k == path_kind::peer_nvlink || k == path_kind::not_visible;
+      }
+  });
+  std::vector<unsigned char> all(n * n * n);
+  group.all_gather(seen.data(), seen.size(), all.data());
   kept = split_by_reach(hosts, [&](int p, int q) {
-    if (std::string(bus_of(p)) == bus_of(q)) return true;  // processes may share a GPU
-    const path_kind k = peer_path(bus_of(p), bus_of(q));
-    // Ranks use atomics on peers' memory: peer access alone is not enough.
-    // A GPU this process cannot see: its launcher hid it, so trust it.
-    return k == path_kind::peer_nvlink || k == path_kind::not_visible;
+    for (std::size_t v = 0; v < n; ++v)
+      if (!all[v * n * n + std::size_t(p) * n + std::size_t(q)]) return false;
+    return true;
   });
   kept_for = s.node_id;
   return kept;
@@ -399,12 +416,17 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   if (o.userdata_size != 0)
     arena->copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
   std::unique_ptr<remote_engine> network;
-  if (nodes > 1)
-    on_all_processes(group, "while starting its network engine", [&] {
-      network = std::make_unique<remote_engine>(
-          job_nodes{processes, me, 1, node_of}, reachable,
-          make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory()), /*silence_seconds=*/5.0);
+  if (nodes > 1) {
+    // Its own step: the engine's constructor makes MPI calls every process must make.
+    std::unique_ptr<engine_memory> memory;
+    on_all_processes(group, "while preparing its network engine", [&] {
+      memory = make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory());
     });
+    on_all_processes(group, "while starting its network engine", [&] {
+      network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of}, reachable,
+                                                std::move(memory), /*silence_seconds=*/5.0);
+    });
+  }
   if (network) network->start();
   progress_engine progress(host_view, job, s.timeout_seconds, stdout,
                            network ? &network->others_progress() : nullptr);

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <bit>
+#include <cstddef>
 #include <map>
 #include <mutex>
 
@@ -67,18 +68,20 @@ class cuda_engine_memory final : public engine_memory {
       : device_(device), network_reaches_devices_(network_reaches_devices) {
     // Loads the atomics' kernels now: loaded lazily at their first launch,
     // they would wait for the running rank kernel, which may wait for them.
-    cudaFuncAttributes attributes{};
-    cuda_check(cudaFuncGetAttributes(&attributes, add_signal), "loading the network engine's kernels");
-    cuda_check(cudaFuncGetAttributes(&attributes, claim_word), "loading the network engine's kernels");
-    // Non-blocking: the legacy default stream would wait for the rank kernel.
-    cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-               "cudaStreamCreateWithFlags (network engine)");
-    cuda_check(cudaMalloc(reinterpret_cast<void**>(&won_), sizeof *won_), "cudaMalloc (network engine)");
+    try {
+      cudaFuncAttributes attributes{};
+      cuda_check(cudaFuncGetAttributes(&attributes, add_signal), "loading the network engine's kernels");
+      cuda_check(cudaFuncGetAttributes(&attributes, claim_word), "loading the network engine's kernels");
+      // Non-blocking: the legacy default stream would wait for the rank kernel.
+      cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                 "cudaStreamCreateWithFlags (network engine)");
+      cuda_check(cudaMalloc(reinterpret_cast<void**>(&won_), sizeof *won_), "cudaMalloc (network engine)");
+    } catch (...) {
+      release();
+      throw;
+    }
   }
-  ~cuda_engine_memory() override {
-    if (won_ != nullptr) cudaFree(won_);
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
+  ~cuda_engine_memory() override { release(); }
   cuda_engine_memory(const cuda_engine_memory&) = delete;
   cuda_engine_memory& operator=(const cuda_engine_memory&) = delete;
 
@@ -95,11 +98,21 @@ class cuda_engine_memory final : public engine_memory {
   void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
                    window_entry& entry) override {
     // No lock (the host cannot take it): window_slot_take sets `active`
-    // last, after the entries, so a slot read as active comes with its
-    // window's fields, and the entry read after it is that window's.
+    // last, after the entries and the other fields. One copy of the slot
+    // could mix bytes of before and after (a slot may span two sectors),
+    // so the generation and `active` (8 aligned bytes) come first; once
+    // they say active, the slot and then the entry are that window's.
+    static_assert(offsetof(window_slot, active) == 4, "generation and active lead the slot");
+    read(&s, &t.slots[slot], 2 * sizeof(std::uint32_t));
+    if (!s.active) {
+      // Its claims tell what comes next; it may be being taken meanwhile
+      // (the engine then waits for it: remote_engine's about_to_exist).
+      read(&s, &t.slots[slot], sizeof s);
+      s.active = 0;
+      return;
+    }
     read(&s, &t.slots[slot], sizeof s);
-    if (s.active && target >= 0 && std::uint32_t(target) < s.comm_size)
-      read(&entry, &t.entry(slot, target), sizeof entry);
+    if (target >= 0 && std::uint32_t(target) < s.comm_size) read(&entry, &t.entry(slot, target), sizeof entry);
   }
 
   std::uint64_t consumed(notification_ring& q) override {
@@ -159,6 +172,13 @@ class cuda_engine_memory final : public engine_memory {
     if (bytes == 0) return;
     cuda_check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), what);
     cuda_check(cudaStreamSynchronize(stream_), what);
+  }
+
+  void release() {
+    if (won_ != nullptr) cudaFree(won_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    won_ = nullptr;
+    stream_ = nullptr;
   }
 
   void finish(const char* what) {
