@@ -107,8 +107,10 @@ struct large {
     r.wait_notifications(w, partner, 1, 1);
     for (std::size_t i = first; i < words; i += stride)
       GRMA_ASSERT(r, landed[i] == mix(std::uint64_t(partner), i * 8, 1));
-    // A get of the partner's whole range, over what the put left.
+    // A get of the partner's whole range, into the cleared destination.
     r.barrier(grma::world);
+    for (std::size_t i = first; i < words; i += stride) landed[i] = 0;
+    r.sync_threads();
     r.get_notify(source, partner, 0, large_bytes, landed, 2);
     for (std::size_t i = first; i < words; i += stride)
       GRMA_ASSERT(r, landed[i] == mix(std::uint64_t(partner), i * 8, 1));
