@@ -26,10 +26,10 @@ class engine_memory {
   // On the engine's thread, before any other call (a GPU: make it current).
   virtual void bind() {}
 
-  // Whether the network sends from and receives into device memory itself
-  // (host memory; CUDA-aware MPI). If not, data goes through staging().
-  virtual bool network_reaches_devices() const = 0;
-  // Host memory for data on its way between a device and the network.
+  // Host memory for data on its way between a device and the network (a
+  // GPU's: pinned, so that its copies run at full speed); null where the
+  // network sends from and receives into device memory itself (host memory;
+  // a CUDA-aware MPI).
   virtual std::shared_ptr<unsigned char> staging(std::size_t bytes) = 0;
 
   // Data: a put's or get's bytes.

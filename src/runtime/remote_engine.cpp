@@ -187,24 +187,30 @@ struct remote_engine::state {
   // is free once the copy is made.
   void send_source(int to, const remote_command& c) {
     const int origin = c.origin;
-    const auto* source = reinterpret_cast<const unsigned char*>(c.address);
-    if (memory->network_reaches_devices()) {
-      net.send(to, channel::data, source, c.bytes, [this, origin] { store_count(landed, origin, true, 1); });
+    send_data(to, reinterpret_cast<const unsigned char*>(c.address), c.bytes,
+              [this, origin] { store_count(landed, origin, true, 1); });
+  }
+
+  // Sends `bytes` of device memory at `at`; `released` runs once the engine
+  // no longer reads them (the send completed, or a staging copy is made).
+  void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
+    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
+    if (!stage) {
+      net.send(to, channel::data, at, bytes, std::move(released));
       return;
     }
-    std::shared_ptr<unsigned char> stage = memory->staging(c.bytes);
-    memory->read(stage.get(), source, c.bytes);
-    store_count(landed, origin, true, 1);
-    net.send(to, channel::data, stage.get(), c.bytes, [stage] {});
+    memory->read(stage.get(), at, bytes);
+    released();
+    net.send(to, channel::data, stage.get(), bytes, [stage] {});
   }
 
   // Receives `bytes` into device memory at `at`, then runs `done`.
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
-    if (memory->network_reaches_devices()) {
+    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
+    if (!stage) {
       net.receive(from, channel::data, at, bytes, [done](int) { done(); });
       return;
     }
-    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
     net.receive(from, channel::data, stage.get(), bytes, [this, stage, at, bytes, done](int) {
       memory->write(at, stage.get(), bytes);
       done();
@@ -378,15 +384,8 @@ struct remote_engine::state {
       }
       reply.inline_bytes = 0;
       send_header(from, reply);
-      if (memory->network_reaches_devices()) {
-        // Our reads end when the send completes: only then the notification.
-        net.send(from, channel::data, at, c.bytes, done);
-        return true;
-      }
-      std::shared_ptr<unsigned char> stage = memory->staging(c.bytes);
-      memory->read(stage.get(), at, c.bytes);
-      net.send(from, channel::data, stage.get(), c.bytes, [stage] {});
-      done();  // our reads are done
+      // Only once our reads have ended, the notification.
+      send_data(from, at, c.bytes, done);
       return true;
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {

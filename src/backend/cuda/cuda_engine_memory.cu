@@ -87,8 +87,9 @@ class cuda_engine_memory final : public engine_memory {
 
   void bind() override { cuda_check(cudaSetDevice(device_), "cudaSetDevice (network engine)"); }
 
-  bool network_reaches_devices() const override { return network_reaches_devices_; }
-  std::shared_ptr<unsigned char> staging(std::size_t bytes) override { return pool_.take(bytes); }
+  std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
+    return network_reaches_devices_ ? nullptr : pool_.take(bytes);
+  }
 
   // Each copy completes before the call returns, so copies are ordered by
   // the calls (a later one starts after an earlier one's writes landed).
