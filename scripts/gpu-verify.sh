@@ -66,7 +66,7 @@ if [ -x "$conf" ]; then
     # across nodes is a kernel beside the rank kernel, which the sanitizer's
     # serialized launches cannot run (design.md): those tests are left out.
     step sanitize-memcheck-remote2 env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout 200 mpirun -np 2 -x GRMA_BACKEND sh -c "GRMA_NODE_ID=node\$OMPI_COMM_WORLD_RANK exec $san --tool memcheck $conf \
+      CONFORMANCE_NODES=2 timeout 200 mpirun -np 2 -x GRMA_BACKEND -x CONFORMANCE_NODES sh -c "GRMA_NODE_ID=node\$OMPI_COMM_WORLD_RANK exec $san --tool memcheck $conf \
       --gtest_filter='*ranks2_threads32*:-*Signals.Adds*:*Signals.SignalsLeave*:*Collectives*'"
   fi
   unset GRMA_BACKEND
