@@ -162,7 +162,7 @@ class basic_rank {
               t.entry(s, i) = {at & ((std::uint64_t{1} << 56) - 1), arrivals[i].payload[1],
                                std::uint32_t(at >> 56), 0};
             }
-            detail::window_slot_take(t.slots[s], c.id, std::uint32_t(l.size));
+            detail::window_slot_take(t, s, c.id, std::uint32_t(l.size));
           }
           unlock_window_table();
           if (s == t.capacity) return ~std::uint64_t{0};

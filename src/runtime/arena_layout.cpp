@@ -45,6 +45,7 @@ arena_layout layout_arena(const arena_params& p) {
   l.log = h.take_bytes(log_ring::bytes_for(p.log_capacity));
   l.commands = h.take_bytes(command_ring::bytes_for(command_capacity));
   l.completion = h.take<remote_completion>(p.ranks);
+  l.window_states = h.take<std::uint64_t>(p.max_windows);
   l.host_bytes = h.size();
   return l;
 }
@@ -61,7 +62,8 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.windows = window_table{p.max_windows, std::uint32_t(p.world_size),
                            reinterpret_cast<window_slot*>(control + l.slots),
                            reinterpret_cast<window_entry*>(control + l.entries),
-                           &v.words->window_lock};
+                           &v.words->window_lock,
+                           reinterpret_cast<std::uint64_t*>(host + l.window_states)};
   v.queues = control + l.queues;
   v.queue_stride = l.queue_stride;
   v.queue_capacity = p.queue_capacity;

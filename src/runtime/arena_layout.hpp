@@ -40,7 +40,7 @@ struct arena_layout {
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
       device_arrivals, words;
   // offsets in the host-visible block
-  std::uint64_t status, control, log, commands, completion;
+  std::uint64_t status, control, log, commands, completion, window_states;
 };
 
 arena_layout layout_arena(const arena_params& p);

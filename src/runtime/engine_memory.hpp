@@ -5,9 +5,11 @@
 // atomic at all: the CUDA backend's version copies on a stream of its own
 // and has a one-thread kernel do the few atomics (cuda_engine_memory).
 //
-// Every call completes before it returns, in call order: what one call
-// wrote is visible to the device's ranks before anything a later call
-// writes (the data of a put before its notification).
+// Writes land in call order: what one call wrote is visible to the device's
+// ranks before anything a later call writes (the data of a put before its
+// notification). They may land after the call returns (a GPU's: copies
+// queued on a stream); flush() returns once all have, and so does every
+// call that reads. A write's source may be reused as soon as it returns.
 #pragma once
 
 #include <cstddef>
@@ -35,10 +37,14 @@ class engine_memory {
   // Data: a put's or get's bytes.
   virtual void read(void* to, const void* from, std::size_t bytes) = 0;
   virtual void write(void* to, const void* from, std::size_t bytes) = 0;
+  // Waits for the writes so far: before the engine tells anyone (an origin's
+  // acknowledgement, a get's landed count) that they are in place.
+  virtual void flush() {}
 
   // A copy of window table slot `slot` and, when that slot is a live window
   // with a rank `target`, of the target's entry (else `entry` is left).
-  // Consistent: an entry is never older than the slot it was read with.
+  // Consistent: an entry is never older than the slot it was read with. A
+  // live window's copy may be one kept from before (window_table::states).
   virtual void read_window(const window_table& t, std::uint32_t slot, std::int32_t target,
                            window_slot& s, window_entry& entry) = 0;
 

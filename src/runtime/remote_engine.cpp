@@ -141,6 +141,7 @@ struct remote_engine::state {
   }
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n) {
+    memory->flush();  // a get's data is in place
     std::uint64_t& mine_count = counts[std::size_t(rank - first_rank())];
     mine_count += n;
     const device_view& v = view_of(rank);
@@ -468,6 +469,8 @@ struct remote_engine::state {
   }
 
   void send_acks() {
+    if (acks.empty()) return;
+    memory->flush();  // the data, notifications and signals acknowledged are in place
     for (auto& [origin, count] : acks) {
       remote_command a{};
       a.op = wire_ack;

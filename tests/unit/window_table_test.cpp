@@ -20,7 +20,7 @@ using grma::detail::window_table_release;
 // What window_create does with the table: a free slot, then taking it.
 std::uint32_t window_table_claim(const window_table& t, std::uint32_t comm, std::uint32_t comm_size) {
   const std::uint32_t s = window_table_find(t);
-  if (s != t.capacity) grma::detail::window_slot_take(t.slots[s], comm, comm_size);
+  if (s != t.capacity) grma::detail::window_slot_take(t, s, comm, comm_size);
   return s;
 }
 
@@ -30,15 +30,18 @@ class owned_window_table {
   owned_window_table(std::uint32_t capacity, std::uint32_t max_ranks)
       : slots_(capacity),
         entries_(std::size_t(capacity) * max_ranks),
-        table_{capacity, max_ranks, slots_.data(), entries_.data(), &lock_} {}
+        states_(capacity),
+        table_{capacity, max_ranks, slots_.data(), entries_.data(), &lock_, states_.data()} {}
 
   window_table& table() { return table_; }
   const window_slot& slot(std::uint32_t i) const { return slots_.at(i); }
   const window_entry* first_entry() const { return entries_.data(); }
+  std::uint64_t state(std::uint32_t i) const { return states_.at(i); }
 
  private:
   std::vector<window_slot> slots_;
   std::vector<window_entry> entries_;
+  std::vector<std::uint64_t> states_;
   std::uint32_t lock_ = 0;
   window_table table_;
 };
@@ -62,9 +65,12 @@ TEST(WindowTable, ReleasedSlotIsReusedWithTheNextGeneration) {
   window_table_release(windows.table(), 1);
   EXPECT_EQ(windows.slot(1).active, 0u);
   EXPECT_EQ(windows.slot(1).generation, 1u) << "release keeps the generation";
+  EXPECT_EQ(windows.state(1), grma::detail::window_state_word(1, false)) << "the state word follows";
+  EXPECT_EQ(windows.state(3), grma::detail::window_state_word(1, true));
 
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 1u) << "the first free slot";
   EXPECT_EQ(windows.slot(1).generation, 3u) << "world windows have odd generations";
+  EXPECT_EQ(windows.state(1), (std::uint64_t{3} << 32) | 1u) << "generation high, active low";
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 2u);
   EXPECT_EQ(windows.slot(2).generation, 3u);
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 4u);
@@ -129,10 +135,10 @@ TEST(WindowTable, WorldGenerationsFollowWorldClaimsAlone) {
 TEST(WindowTable, WorldWindowsAcrossNodesTakeSlotsFromTheTop) {
   owned_window_table windows(4, 2);
   EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 3u);
-  grma::detail::window_slot_take(windows.table().slots[3], 0, 2);
+  grma::detail::window_slot_take(windows.table(), 3, 0, 2);
   EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 2u) << "past the world's own window";
   EXPECT_EQ(window_table_claim(windows.table(), 1, 2), 0u) << "device windows from the bottom";
-  grma::detail::window_slot_take(windows.table().slots[2], 1, 2);  // a device window up high
+  grma::detail::window_slot_take(windows.table(), 2, 1, 2);  // a device window up high
   EXPECT_EQ(window_table_find_across_nodes(windows.table(), 0), 4u)
       << "a device window in the way: no slot";
 }

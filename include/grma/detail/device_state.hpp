@@ -63,6 +63,11 @@ struct window_table {
   window_slot* slots;
   window_entry* entries;  // capacity x max_ranks
   std::uint32_t* lock;
+  // Host-visible, per slot: window_state_word of its generation and
+  // `active`, set after the slot. A network engine reads it with a plain
+  // load where reading the slot itself takes copies (a GPU's), and keeps
+  // what it copied of a live generation until the word changes.
+  std::uint64_t* states;
 
   GRMA_INLINE window_entry& entry(std::uint32_t slot, int comm_rank) const {
     return entries[std::size_t(slot) * max_ranks + std::size_t(comm_rank)];
@@ -89,13 +94,22 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
 // written the window's entries: a network engine that copies the table
 // without its lock (cuda_engine_memory) and finds the slot active finds the
 // entries and the other fields of this window.
-GRMA_INLINE void window_slot_take(window_slot& s, std::uint32_t comm, std::uint32_t comm_size) {
+GRMA_INLINE std::uint64_t window_state_word(std::uint32_t generation, bool active) {
+  return (std::uint64_t(generation) << 32) | (active ? 1u : 0u);
+}
+
+GRMA_INLINE void window_slot_take(const window_table& t, std::uint32_t slot, std::uint32_t comm,
+                                  std::uint32_t comm_size) {
+  window_slot& s = t.slots[slot];
   s.generation = window_next_generation(s, comm);
   s.claims[comm == 0 ? 0 : 1] = (s.generation + 1) / 2;
   s.comm = comm;
   s.comm_size = comm_size;
-  // Release: the entries and the fields above come before `active`.
+  // Release: the entries and the fields above come before `active`, and
+  // `active` before the state word (an engine that reads the word live
+  // copies the slot and entries of this window).
   store_release<scope::system>(s.active, 1u);
+  store_release<scope::system>(t.states[slot], window_state_word(s.generation, true));
 }
 
 // The first free slot, or t.capacity when all are in use.
@@ -124,6 +138,10 @@ GRMA_INLINE std::uint32_t window_table_find_across_nodes(const window_table& t, 
 
 GRMA_INLINE void window_table_release(const window_table& t, std::uint32_t slot) {
   t.slots[slot].active = 0;
+  // Relaxed: what matters is that an engine stops taking requests for the
+  // window soon; a request it checked just before is as early as one
+  // checked before the free.
+  store_relaxed<scope::system>(t.states[slot], window_state_word(t.slots[slot].generation, false));
 }
 
 // ---- collectives -----------------------------------------------------------

@@ -4,8 +4,11 @@
 
 #include <bit>
 #include <cstddef>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "cuda_arena.hpp"
 #include "grma/detail/atomic.hpp"
@@ -61,6 +64,17 @@ class pinned_pool {
   std::multimap<std::size_t, unsigned char*> free_;
 };
 
+// What the engine copied of a slot's live window: kept while the slot's
+// state word (window_table::states) stays the word it was copied under. A
+// new window in the slot has a new generation, so a new word; the same word
+// comes back only after 32767 more windows in that slot, far more than a
+// request could stay in flight.
+struct kept_window {
+  std::uint64_t state = 0;
+  window_slot slot{};
+  std::unordered_map<std::int32_t, window_entry> entries;  // by target, as asked for
+};
+
 class cuda_engine_memory final : public engine_memory {
  public:
   // On the thread that launches the rank kernel, before the launch.
@@ -76,6 +90,9 @@ class cuda_engine_memory final : public engine_memory {
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                  "cudaStreamCreateWithFlags (network engine)");
       cuda_check(cudaMalloc(reinterpret_cast<void**>(&won_), sizeof *won_), "cudaMalloc (network engine)");
+      cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&scratch_), scratch_bytes + small_bytes,
+                               cudaHostAllocPortable),
+                 "cudaHostAlloc (network engine)");
     } catch (...) {
       release();
       throw;
@@ -91,29 +108,67 @@ class cuda_engine_memory final : public engine_memory {
     return network_reaches_devices_ ? nullptr : pool_.take(bytes);
   }
 
-  // Each copy completes before the call returns, so copies are ordered by
-  // the calls (a later one starts after an earlier one's writes landed).
-  void read(void* to, const void* from, std::size_t bytes) override { copy(to, from, bytes, "reading GPU memory"); }
-  void write(void* to, const void* from, std::size_t bytes) override { copy(to, from, bytes, "writing GPU memory"); }
+  // All copies go on one stream, so each starts after the one before has
+  // landed: writes land in call order, and a read sees every earlier write.
+  // A read waits for its copy; a small write's source is first copied into
+  // pinned scratch, so that the caller may reuse its own at once and the
+  // write goes on while the engine does other work. (A copy and a wait for
+  // it cost several microseconds; a put's data and notification, and the
+  // acknowledgement after them, used to wait for two.)
+  void read(void* to, const void* from, std::size_t bytes) override {
+    if (bytes == 0) return;
+    if (bytes > small_bytes) {  // a staging buffer's (pinned), or a node's arrivals
+      enqueue(to, from, bytes, "reading GPU memory");
+      return wait("reading GPU memory");
+    }
+    unsigned char* landing = scratch_ + scratch_bytes;  // pinned: a pageable one costs a second copy
+    enqueue(landing, from, bytes, "reading GPU memory");
+    wait("reading GPU memory");
+    std::memcpy(to, landing, bytes);
+  }
+
+  void write(void* to, const void* from, std::size_t bytes) override {
+    if (bytes == 0) return;
+    if (bytes > small_bytes) {  // from a staging buffer, which the caller reuses next
+      enqueue(to, from, bytes, "writing GPU memory");
+      return wait("writing GPU memory");
+    }
+    if (scratch_used_ + bytes > scratch_bytes) wait("writing GPU memory");  // frees the scratch
+    unsigned char* source = scratch_ + scratch_used_;
+    scratch_used_ += (bytes + 15) & ~std::size_t{15};
+    std::memcpy(source, from, bytes);
+    enqueue(to, source, bytes, "writing GPU memory");
+  }
+
+  void flush() override {
+    if (pending_) wait("writing GPU memory");
+  }
 
   void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
                    window_entry& entry) override {
-    // No lock (the host cannot take it): window_slot_take sets `active`
-    // last, after the entries and the other fields. One copy of the slot
-    // could mix bytes of before and after (a slot may span two sectors),
-    // so the generation and `active` (8 aligned bytes) come first; once
-    // they say active, the slot and then the entry are that window's.
-    static_assert(offsetof(window_slot, active) == 4, "generation and active lead the slot");
-    read(&s, &t.slots[slot], 2 * sizeof(std::uint32_t));
-    if (!s.active) {
-      // Its claims tell what comes next; it may be being taken meanwhile
-      // (the engine then waits for it: remote_engine's about_to_exist).
-      read(&s, &t.slots[slot], sizeof s);
-      s.active = 0;
-      return;
+    // Acquire: pairs with window_slot_take's release; a live word means
+    // the slot and entries copied after it are that window's (or a later
+    // one's, should it be freed meanwhile, as with any check).
+    const std::uint64_t state = load_acquire<scope::system>(t.states[slot]);
+    if ((state & 1u) == 0) return copy_window(t, slot, target, s, entry);
+    if (kept_.size() < t.capacity) kept_.resize(t.capacity);
+    kept_window& k = kept_[slot];
+    if (k.state != state) {
+      window_slot copy{};
+      read(&copy, &t.slots[slot], sizeof copy);
+      if (window_state_word(copy.generation, copy.active != 0) != state)  // changed meanwhile
+        return copy_window(t, slot, target, s, entry);
+      k = kept_window{state, copy, {}};
     }
-    read(&s, &t.slots[slot], sizeof s);
-    if (target >= 0 && std::uint32_t(target) < s.comm_size) read(&entry, &t.entry(slot, target), sizeof entry);
+    s = k.slot;
+    if (target < 0 || std::uint32_t(target) >= s.comm_size) return;
+    auto it = k.entries.find(target);
+    if (it == k.entries.end()) {
+      window_entry e{};
+      read(&e, &t.entry(slot, target), sizeof e);
+      it = k.entries.emplace(target, e).first;
+    }
+    entry = it->second;
   }
 
   std::uint64_t consumed(notification_ring& q) override {
@@ -137,7 +192,8 @@ class cuda_engine_memory final : public engine_memory {
   void signal(std::uint64_t& word, signal_op op, std::uint64_t value) override {
     if (op != signal_op::add) return write(&word, &value, sizeof value);
     add_signal<<<1, 1, 0, stream_>>>(&word, value);
-    finish("adding to a signal word");
+    cuda_check(cudaGetLastError(), "adding to a signal word");
+    pending_ = true;
   }
 
   void load_arrivals(const collective_arrival* from, std::size_t count,
@@ -149,48 +205,88 @@ class cuda_engine_memory final : public engine_memory {
   void store_arrivals(collective_arrival* to, const collective_arrival* from,
                       std::size_t count) override {
     if (count == 0) return;
+    // The payloads' copy lands before the stamps' starts (one stream).
     constexpr std::size_t pitch = sizeof(collective_arrival);
     cuda_check(cudaMemcpy2DAsync(to->payload, pitch, from->payload, pitch, sizeof to->payload, count,
                                  cudaMemcpyDefault, stream_),
                "writing arrivals");
-    cuda_check(cudaStreamSynchronize(stream_), "writing arrivals");  // payloads landed
     cuda_check(cudaMemcpy2DAsync(&to->stamp, pitch, &from->stamp, pitch, sizeof to->stamp, count,
                                  cudaMemcpyDefault, stream_),
                "writing arrivals");
-    cuda_check(cudaStreamSynchronize(stream_), "writing arrivals");
+    wait("writing arrivals");  // `from` is the caller's again
   }
 
   bool claim_error(std::uint32_t& claim) override {
     claim_word<<<1, 1, 0, stream_>>>(&claim, won_);
-    finish("claiming the job's error record");
+    cuda_check(cudaGetLastError(), "claiming the job's error record");
     std::uint32_t won = 0;
     read(&won, won_, sizeof won);
     return won != 0;
   }
 
  private:
-  void copy(void* to, const void* from, std::size_t bytes, const char* what) {
-    if (bytes == 0) return;
+  // Copies and writes up to this size go through the scratch; larger ones
+  // are a staging buffer's, and waited for.
+  static constexpr std::size_t small_bytes = 4096;
+  // Small writes between two waits (the engine flushes at least once a loop).
+  static constexpr std::size_t scratch_bytes = std::size_t{1} << 20;
+
+  void enqueue(void* to, const void* from, std::size_t bytes, const char* what) {
     cuda_check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), what);
-    cuda_check(cudaStreamSynchronize(stream_), what);
+    pending_ = true;
+  }
+
+  // Spins: a blocking synchronize adds the thread's wake-up to every copy.
+  void wait(const char* what) {
+    cudaError_t e = cudaSuccess;
+    while ((e = cudaStreamQuery(stream_)) == cudaErrorNotReady) {
+    }
+    cuda_check(e, what);
+    pending_ = false;
+    scratch_used_ = 0;  // every copy from it has landed
+  }
+
+  // The slot as it is now, for a slot without a live window (or one that
+  // changed while the engine looked).
+  void copy_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
+                   window_entry& entry) {
+    // No lock (the host cannot take it): window_slot_take sets `active`
+    // last, after the entries and the other fields. One copy of the slot
+    // could mix bytes of before and after (a slot may span two sectors),
+    // so the generation and `active` (8 aligned bytes) come first; once
+    // they say active, the slot and then the entry are that window's.
+    static_assert(offsetof(window_slot, active) == 4, "generation and active lead the slot");
+    read(&s, &t.slots[slot], 2 * sizeof(std::uint32_t));
+    if (!s.active) {
+      // Its claims tell what comes next; it may be being taken meanwhile
+      // (the engine then waits for it: remote_engine's about_to_exist).
+      read(&s, &t.slots[slot], sizeof s);
+      s.active = 0;
+      return;
+    }
+    read(&s, &t.slots[slot], sizeof s);
+    if (target >= 0 && std::uint32_t(target) < s.comm_size) read(&entry, &t.entry(slot, target), sizeof entry);
   }
 
   void release() {
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // copies from the scratch
+    if (scratch_ != nullptr) cudaFreeHost(scratch_);
     if (won_ != nullptr) cudaFree(won_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
+    scratch_ = nullptr;
     won_ = nullptr;
     stream_ = nullptr;
-  }
-
-  void finish(const char* what) {
-    cuda_check(cudaGetLastError(), what);
-    cuda_check(cudaStreamSynchronize(stream_), what);
   }
 
   int device_;
   bool network_reaches_devices_;
   cudaStream_t stream_ = nullptr;
   std::uint32_t* won_ = nullptr;  // device memory: claim_word's answer
+  // Pinned: small writes' sources (scratch_bytes), then small reads' landing (small_bytes).
+  unsigned char* scratch_ = nullptr;
+  std::size_t scratch_used_ = 0;
+  bool pending_ = false;  // copies or kernels queued since the last wait
+  std::vector<kept_window> kept_;  // by slot
   pinned_pool pool_;
 };
 
