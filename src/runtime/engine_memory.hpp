@@ -9,7 +9,7 @@
 // ranks before anything a later call writes (the data of a put before its
 // notification). They may land after the call returns (a GPU's: copies
 // queued on a stream); flush() returns once all have, and so does every
-// call that reads. A write's source may be reused as soon as it returns.
+// read of device memory. A write's source may be reused once it returns.
 #pragma once
 
 #include <cstddef>

@@ -197,6 +197,7 @@ struct remote_engine::state {
   void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
     std::shared_ptr<unsigned char> stage = memory->staging(bytes);
     if (!stage) {
+      memory->flush();  // the network reads the device's memory itself: earlier writes first
       net.send(to, channel::data, at, bytes, std::move(released));
       return;
     }
@@ -209,6 +210,7 @@ struct remote_engine::state {
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
     std::shared_ptr<unsigned char> stage = memory->staging(bytes);
     if (!stage) {
+      memory->flush();  // an earlier write to the range must not land over this one
       net.receive(from, channel::data, at, bytes, [done](int) { done(); });
       return;
     }

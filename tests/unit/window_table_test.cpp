@@ -65,12 +65,13 @@ TEST(WindowTable, ReleasedSlotIsReusedWithTheNextGeneration) {
   window_table_release(windows.table(), 1);
   EXPECT_EQ(windows.slot(1).active, 0u);
   EXPECT_EQ(windows.slot(1).generation, 1u) << "release keeps the generation";
-  EXPECT_EQ(windows.state(1), grma::detail::window_state_word(1, false)) << "the state word follows";
-  EXPECT_EQ(windows.state(3), grma::detail::window_state_word(1, true));
+  EXPECT_EQ(windows.state(1), (std::uint64_t{1} << 32) | (1u << 1)) << "the state word follows release";
+  EXPECT_EQ(windows.state(3), (std::uint64_t{1} << 32) | (1u << 1) | 1u)
+      << "takes high, generation from bit 1, active in bit 0";
 
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 1u) << "the first free slot";
   EXPECT_EQ(windows.slot(1).generation, 3u) << "world windows have odd generations";
-  EXPECT_EQ(windows.state(1), (std::uint64_t{3} << 32) | 1u) << "generation high, active low";
+  EXPECT_EQ(windows.state(1), (std::uint64_t{2} << 32) | (3u << 1) | 1u);
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 2u);
   EXPECT_EQ(windows.slot(2).generation, 3u);
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 4u);
@@ -111,6 +112,9 @@ TEST(WindowTable, GenerationWrapsWithinSixteenBits) {
   EXPECT_EQ(windows.slot(0).generation, 1u);
   EXPECT_EQ(window_lookup(windows.table(), 0, 1), window_check::ok);
   EXPECT_EQ(window_lookup(windows.table(), 0, 0xfffd), window_check::freed);
+  // A network engine keeps its copy of a window while the state word stays:
+  // the first window of generation 1 and this one must differ.
+  EXPECT_EQ(windows.state(0), (std::uint64_t{32768} << 32) | (1u << 1) | 1u);
 }
 
 // Nodes of a job keep a table each and may hold different device windows; a

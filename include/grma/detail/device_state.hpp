@@ -40,6 +40,7 @@ struct window_slot {
   // Claims so far by world windows [0] and by other windows [1], each 1..32767
   // (window_next_generation).
   std::uint32_t claims[2];
+  std::uint32_t takes;  // windows the slot has held: tells apart two of one generation
 };
 
 // The generation the slot's next window of communicator `comm` gets: odd
@@ -63,10 +64,10 @@ struct window_table {
   window_slot* slots;
   window_entry* entries;  // capacity x max_ranks
   std::uint32_t* lock;
-  // Host-visible, per slot: window_state_word of its generation and
-  // `active`, set after the slot. A network engine reads it with a plain
-  // load where reading the slot itself takes copies (a GPU's), and keeps
-  // what it copied of a live generation until the word changes.
+  // Host-visible, per slot: its window_state_word, stored after the slot.
+  // A network engine reads it with a load where reading the slot itself
+  // takes copies (a GPU's), and keeps what it copied of a live window until
+  // the word changes.
   std::uint64_t* states;
 
   GRMA_INLINE window_entry& entry(std::uint32_t slot, int comm_rank) const {
@@ -94,8 +95,11 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
 // written the window's entries: a network engine that copies the table
 // without its lock (cuda_engine_memory) and finds the slot active finds the
 // entries and the other fields of this window.
-GRMA_INLINE std::uint64_t window_state_word(std::uint32_t generation, bool active) {
-  return (std::uint64_t(generation) << 32) | (active ? 1u : 0u);
+// Which window a slot holds, and whether it is live, in one word: every
+// window the slot takes gets a new word (generations alone come back after
+// 32767 windows). Bit 0 is `active`, bits 1-16 the generation.
+GRMA_INLINE std::uint64_t window_state_word(const window_slot& s) {
+  return (std::uint64_t(s.takes) << 32) | (std::uint64_t(s.generation) << 1) | (s.active ? 1u : 0u);
 }
 
 GRMA_INLINE void window_slot_take(const window_table& t, std::uint32_t slot, std::uint32_t comm,
@@ -105,11 +109,12 @@ GRMA_INLINE void window_slot_take(const window_table& t, std::uint32_t slot, std
   s.claims[comm == 0 ? 0 : 1] = (s.generation + 1) / 2;
   s.comm = comm;
   s.comm_size = comm_size;
+  ++s.takes;
   // Release: the entries and the fields above come before `active`, and
   // `active` before the state word (an engine that reads the word live
   // copies the slot and entries of this window).
   store_release<scope::system>(s.active, 1u);
-  store_release<scope::system>(t.states[slot], window_state_word(s.generation, true));
+  store_release<scope::system>(t.states[slot], window_state_word(s));
 }
 
 // The first free slot, or t.capacity when all are in use.
@@ -141,7 +146,7 @@ GRMA_INLINE void window_table_release(const window_table& t, std::uint32_t slot)
   // Relaxed: what matters is that an engine stops taking requests for the
   // window soon; a request it checked just before is as early as one
   // checked before the free.
-  store_relaxed<scope::system>(t.states[slot], window_state_word(t.slots[slot].generation, false));
+  store_relaxed<scope::system>(t.states[slot], window_state_word(t.slots[slot]));
 }
 
 // ---- collectives -----------------------------------------------------------

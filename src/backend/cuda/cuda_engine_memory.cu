@@ -65,10 +65,8 @@ class pinned_pool {
 };
 
 // What the engine copied of a slot's live window: kept while the slot's
-// state word (window_table::states) stays the word it was copied under. A
-// new window in the slot has a new generation, so a new word; the same word
-// comes back only after 32767 more windows in that slot, far more than a
-// request could stay in flight.
+// state word (window_table::states) stays the word it was copied under.
+// Every window the slot takes has a word of its own.
 struct kept_window {
   std::uint64_t state = 0;
   window_slot slot{};
@@ -156,7 +154,7 @@ class cuda_engine_memory final : public engine_memory {
     if (k.state != state) {
       window_slot copy{};
       read(&copy, &t.slots[slot], sizeof copy);
-      if (window_state_word(copy.generation, copy.active != 0) != state)  // changed meanwhile
+      if (window_state_word(copy) != state)  // changed meanwhile
         return copy_window(t, slot, target, s, entry);
       k = kept_window{state, copy, {}};
     }
@@ -228,7 +226,7 @@ class cuda_engine_memory final : public engine_memory {
   // Copies and writes up to this size go through the scratch; larger ones
   // are a staging buffer's, and waited for.
   static constexpr std::size_t small_bytes = 4096;
-  // Small writes between two waits (the engine flushes at least once a loop).
+  // Small writes between two waits (a write that finds it full waits).
   static constexpr std::size_t scratch_bytes = std::size_t{1} << 20;
 
   void enqueue(void* to, const void* from, std::size_t bytes, const char* what) {
