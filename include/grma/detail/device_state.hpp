@@ -91,10 +91,6 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
   return window_lookup(t.slots[slot], generation);
 }
 
-// Makes a free slot the window of communicator `comm`. The caller has
-// written the window's entries: a network engine that copies the table
-// without its lock (cuda_engine_memory) and finds the slot active finds the
-// entries and the other fields of this window.
 // Which window a slot holds, and whether it is live, in one word: every
 // window the slot takes gets a new word (generations alone come back after
 // 32767 windows). Bit 0 is `active`, bits 1-16 the generation.
@@ -102,6 +98,10 @@ GRMA_INLINE std::uint64_t window_state_word(const window_slot& s) {
   return (std::uint64_t(s.takes) << 32) | (std::uint64_t(s.generation) << 1) | (s.active ? 1u : 0u);
 }
 
+// Makes a free slot the window of communicator `comm`. The caller has
+// written the window's entries: a network engine that copies the table
+// without its lock (cuda_engine_memory) and finds the slot active finds the
+// entries and the other fields of this window.
 GRMA_INLINE void window_slot_take(const window_table& t, std::uint32_t slot, std::uint32_t comm,
                                   std::uint32_t comm_size) {
   window_slot& s = t.slots[slot];
