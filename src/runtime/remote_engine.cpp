@@ -192,31 +192,51 @@ struct remote_engine::state {
               [this, origin] { store_count(landed, origin, true, 1); });
   }
 
+  // Data moves in chunks, each its own message (both sides split alike):
+  // where it is staged, the copy of one chunk overlaps the network's moving
+  // of the one before, and the receiver's copy of it.
+  static constexpr std::uint64_t chunk_bytes = std::uint64_t{1} << 20;
+
+  // Calls f(offset, bytes) for each chunk of `bytes`.
+  template <class F>
+  static void for_each_chunk(std::uint64_t bytes, F&& f) {
+    for (std::uint64_t at = 0; at < bytes; at += chunk_bytes)
+      f(at, bytes - at < chunk_bytes ? bytes - at : chunk_bytes);
+  }
+
   // Sends `bytes` of device memory at `at`; `released` runs once the engine
-  // no longer reads them (the send completed, or a staging copy is made).
+  // no longer reads them (every chunk sent, or staged).
   void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
-    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
-    if (!stage) {
-      memory->flush();  // the network reads the device's memory itself: earlier writes first
-      net.send(to, channel::data, at, bytes, std::move(released));
-      return;
-    }
-    memory->read(stage.get(), at, bytes);
-    released();
-    net.send(to, channel::data, stage.get(), bytes, [stage] {});
+    memory->flush();  // where the network reads the device itself: earlier writes first
+    auto left = std::make_shared<std::uint64_t>((bytes + chunk_bytes - 1) / chunk_bytes);
+    auto one_done = [left, released] {
+      if (--*left == 0) released();
+    };
+    if (*left == 0) return released();
+    for_each_chunk(bytes, [&](std::uint64_t offset, std::uint64_t n) {
+      std::shared_ptr<unsigned char> stage = memory->staging(n);
+      if (!stage) return net.send(to, channel::data, at + offset, n, one_done);
+      memory->read(stage.get(), at + offset, n);
+      net.send(to, channel::data, stage.get(), n, [stage] {});
+      one_done();
+    });
   }
 
   // Receives `bytes` into device memory at `at`, then runs `done`.
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
-    std::shared_ptr<unsigned char> stage = memory->staging(bytes);
-    if (!stage) {
-      memory->flush();  // an earlier write to the range must not land over this one
-      net.receive(from, channel::data, at, bytes, [done](int) { done(); });
-      return;
-    }
-    net.receive(from, channel::data, stage.get(), bytes, [this, stage, at, bytes, done](int) {
-      memory->write(at, stage.get(), bytes);
-      done();
+    memory->flush();  // where the network writes the device itself: no earlier write lands over it
+    auto left = std::make_shared<std::uint64_t>((bytes + chunk_bytes - 1) / chunk_bytes);
+    auto one_done = [left, done](int) {
+      if (--*left == 0) done();
+    };
+    if (*left == 0) return done();
+    for_each_chunk(bytes, [&](std::uint64_t offset, std::uint64_t n) {
+      std::shared_ptr<unsigned char> stage = memory->staging(n);
+      if (!stage) return net.receive(from, channel::data, at + offset, n, one_done);
+      net.receive(from, channel::data, stage.get(), n, [this, stage, to = at + offset, n, one_done](int f) {
+        memory->write(to, stage.get(), n);
+        one_done(f);
+      });
     });
   }
 
