@@ -451,10 +451,7 @@ struct remote_engine::state {
     const device_view& v = view_of(target);
     notification_ring& q = v.queue(target, origin_device);
     auto has_credit = [&] {
-      // consumed never passes an unpublished ticket: re-read only when full.
-      if (o.next - o.known_consumed < v.queue_capacity) return true;
-      o.known_consumed = memory->consumed(q);
-      return o.next - o.known_consumed < v.queue_capacity;
+      return ring_has_credit(v.queue_capacity, o.next, o.known_consumed, [&] { return memory->consumed(q); });
     };
     while (!o.held.empty() && has_credit()) {
       // The data is visible before the notification (engine_memory).

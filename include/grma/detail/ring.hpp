@@ -103,17 +103,25 @@ GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
   return ring_take_ticket<S>(q.reserved);
 }
 
-// Producer, step 2 without waiting: whether the ticket's slot is free. Reads
-// the consumer's count only when the stale copy says the ring is full.
+// Producer, step 2 without waiting: whether the ticket's slot is free. Calls
+// `load_consumed` for the consumer's count only when the stale copy says the
+// ring is full; it must load with acquire (or as strongly: a network
+// engine's copy of a GPU's count), so the consumer's reads of the slot we
+// are about to overwrite happen before our writes.
+template <class LoadConsumed>
+GRMA_INLINE bool ring_has_credit(std::uint32_t capacity, std::uint64_t ticket,
+                                 std::uint64_t& known_consumed, LoadConsumed&& load_consumed) {
+  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
+  if (ticket - known_consumed < capacity) return true;
+  known_consumed = load_consumed();
+  return ticket - known_consumed < capacity;
+}
+
 template <scope S, class Payload>
 GRMA_INLINE bool ring_has_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                                  std::uint64_t& known_consumed) {
-  // consumed never passes an unpublished ticket, so ticket >= known_consumed.
-  if (ticket - known_consumed < capacity) return true;
-  // Acquire pairs with the consumer's release of `consumed`: its reads of the
-  // slot we are about to overwrite happen before our writes.
-  known_consumed = load_acquire<S>(q.consumed);
-  return ticket - known_consumed < capacity;
+  // Acquire pairs with the consumer's release of `consumed`.
+  return ring_has_credit(capacity, ticket, known_consumed, [&] { return load_acquire<S>(q.consumed); });
 }
 
 // Producer, step 2: wait until the ticket's slot is free. `known_consumed` is
