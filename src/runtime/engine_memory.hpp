@@ -44,7 +44,8 @@ class engine_memory {
   // A copy of window table slot `slot` and, when that slot is a live window
   // with a rank `target`, of the target's entry (else `entry` is left).
   // Consistent: an entry is never older than the slot it was read with. A
-  // live window's copy may be one kept from before (window_table::states).
+  // live window's copy may be one kept from before; of a slot without one,
+  // only the fields its state word holds may be filled (window_table::states).
   virtual void read_window(const window_table& t, std::uint32_t slot, std::int32_t target,
                            window_slot& s, window_entry& entry) = 0;
 

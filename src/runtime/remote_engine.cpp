@@ -141,7 +141,7 @@ struct remote_engine::state {
   }
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n) {
-    memory->flush();  // a get's data is in place
+    if (is_landed) memory->flush();  // a get's data is in place
     std::uint64_t& mine_count = counts[std::size_t(rank - first_rank())];
     mine_count += n;
     const device_view& v = view_of(rank);
@@ -197,45 +197,41 @@ struct remote_engine::state {
   // of the one before, and the receiver's copy of it.
   static constexpr std::uint64_t chunk_bytes = std::uint64_t{1} << 20;
 
-  // Calls f(offset, bytes) for each chunk of `bytes`.
+  // Calls chunk(offset, bytes, chunk_done) for each chunk of `bytes`; `done`
+  // runs once every chunk_done has (at once when there are none).
   template <class F>
-  static void for_each_chunk(std::uint64_t bytes, F&& f) {
+  static void for_each_chunk(std::uint64_t bytes, std::function<void()> done, F&& chunk) {
+    if (bytes == 0) return done();
+    auto left = std::make_shared<std::uint64_t>((bytes + chunk_bytes - 1) / chunk_bytes);
+    const std::function<void()> chunk_done = [left, done] {
+      if (--*left == 0) done();
+    };
     for (std::uint64_t at = 0; at < bytes; at += chunk_bytes)
-      f(at, bytes - at < chunk_bytes ? bytes - at : chunk_bytes);
+      chunk(at, bytes - at < chunk_bytes ? bytes - at : chunk_bytes, chunk_done);
   }
 
   // Sends `bytes` of device memory at `at`; `released` runs once the engine
   // no longer reads them (every chunk sent, or staged).
   void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
     memory->flush();  // where the network reads the device itself: earlier writes first
-    auto left = std::make_shared<std::uint64_t>((bytes + chunk_bytes - 1) / chunk_bytes);
-    auto one_done = [left, released] {
-      if (--*left == 0) released();
-    };
-    if (*left == 0) return released();
-    for_each_chunk(bytes, [&](std::uint64_t offset, std::uint64_t n) {
+    for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
       std::shared_ptr<unsigned char> stage = memory->staging(n);
-      if (!stage) return net.send(to, channel::data, at + offset, n, one_done);
+      if (!stage) return net.send(to, channel::data, at + offset, n, chunk_done);
       memory->read(stage.get(), at + offset, n);
       net.send(to, channel::data, stage.get(), n, [stage] {});
-      one_done();
+      chunk_done();
     });
   }
 
   // Receives `bytes` into device memory at `at`, then runs `done`.
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
     memory->flush();  // where the network writes the device itself: no earlier write lands over it
-    auto left = std::make_shared<std::uint64_t>((bytes + chunk_bytes - 1) / chunk_bytes);
-    auto one_done = [left, done](int) {
-      if (--*left == 0) done();
-    };
-    if (*left == 0) return done();
-    for_each_chunk(bytes, [&](std::uint64_t offset, std::uint64_t n) {
+    for_each_chunk(bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
       std::shared_ptr<unsigned char> stage = memory->staging(n);
-      if (!stage) return net.receive(from, channel::data, at + offset, n, one_done);
-      net.receive(from, channel::data, stage.get(), n, [this, stage, to = at + offset, n, one_done](int f) {
+      if (!stage) return net.receive(from, channel::data, at + offset, n, [chunk_done](int) { chunk_done(); });
+      net.receive(from, channel::data, stage.get(), n, [this, stage, to = at + offset, n, chunk_done](int) {
         memory->write(to, stage.get(), n);
-        one_done(f);
+        chunk_done();
       });
     });
   }
@@ -316,14 +312,10 @@ struct remote_engine::state {
   }
 
   // Whether window (slot, generation) is the next this node will create in
-  // that slot: the origin's node finished the collective first. A copy of
-  // the table made without its lock (engine_memory::read_window on a GPU)
-  // may catch the slot being taken for it: inactive, with that generation
-  // already. Not forever: after the job's silence limit the request is
-  // refused (so is one for a freed window of that generation).
+  // that slot: the origin's node finished the collective first. Not forever:
+  // after the job's silence limit the request is refused.
   bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
-    const bool next =
-        !s.active && (window_next_generation(s, 0) == generation || s.generation == generation);
+    const bool next = !s.active && window_next_generation(s, 0) == generation;
     const double waited =
         std::chrono::duration<double>(clock::now() - waiting_since[std::size_t(from)]).count();
     return next && (waiting[std::size_t(from)].empty() || waited < silence_seconds);
@@ -450,10 +442,8 @@ struct remote_engine::state {
     bool any = false;
     const device_view& v = view_of(target);
     notification_ring& q = v.queue(target, origin_device);
-    auto has_credit = [&] {
-      return ring_has_credit(v.queue_capacity, o.next, o.known_consumed, [&] { return memory->consumed(q); });
-    };
-    while (!o.held.empty() && has_credit()) {
+    while (!o.held.empty() &&
+           ring_has_credit(v.queue_capacity, o.next, o.known_consumed, [&] { return memory->consumed(q); })) {
       // The data is visible before the notification (engine_memory).
       memory->publish(q, v.queue_capacity, o.next++, o.held.front().n);
       ++acks[o.held.front().origin];

@@ -65,17 +65,33 @@ TEST(WindowTable, ReleasedSlotIsReusedWithTheNextGeneration) {
   window_table_release(windows.table(), 1);
   EXPECT_EQ(windows.slot(1).active, 0u);
   EXPECT_EQ(windows.slot(1).generation, 1u) << "release keeps the generation";
-  EXPECT_EQ(windows.state(1), (std::uint64_t{1} << 32) | (1u << 1)) << "the state word follows release";
-  EXPECT_EQ(windows.state(3), (std::uint64_t{1} << 32) | (1u << 1) | 1u)
-      << "takes high, generation from bit 1, active in bit 0";
+  EXPECT_EQ(windows.state(1), (std::uint64_t{1} << 32) | (1u << 17) | (1u << 1)) << "the state word follows release";
+  EXPECT_EQ(windows.state(3), (std::uint64_t{1} << 32) | (1u << 17) | (1u << 1) | 1u)
+      << "takes high, world claims from bit 17, generation from bit 1, active in bit 0";
 
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 1u) << "the first free slot";
   EXPECT_EQ(windows.slot(1).generation, 3u) << "world windows have odd generations";
-  EXPECT_EQ(windows.state(1), (std::uint64_t{2} << 32) | (3u << 1) | 1u);
+  EXPECT_EQ(windows.state(1), (std::uint64_t{2} << 32) | (2u << 17) | (3u << 1) | 1u);
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 2u);
   EXPECT_EQ(windows.slot(2).generation, 3u);
   EXPECT_EQ(window_table_claim(windows.table(), 0, 2), 4u);
   EXPECT_EQ(windows.slot(0).generation, 1u);
+}
+
+// A network engine that reads only a free slot's state word learns what
+// the slot itself says of the next world window.
+TEST(WindowTable, StateWordHoldsWhatAFreeSlotTells) {
+  owned_window_table windows(1, 2);
+  for (std::uint32_t comm : {0u, 1u, 0u, 0u, 1u}) {
+    ASSERT_EQ(window_table_claim(windows.table(), comm, 2), 0u);
+    window_table_release(windows.table(), 0);
+    const window_slot s = grma::detail::window_slot_of_state(windows.state(0));
+    EXPECT_EQ(s.active, 0u);
+    EXPECT_EQ(s.generation, windows.slot(0).generation);
+    EXPECT_EQ(s.takes, windows.slot(0).takes);
+    EXPECT_EQ(grma::detail::window_next_generation(s, 0),
+              grma::detail::window_next_generation(windows.slot(0), 0));
+  }
 }
 
 TEST(WindowTable, LookupTellsLiveFreedAndNeverCreatedApart) {
@@ -114,7 +130,7 @@ TEST(WindowTable, GenerationWrapsWithinSixteenBits) {
   EXPECT_EQ(window_lookup(windows.table(), 0, 0xfffd), window_check::freed);
   // A network engine keeps its copy of a window while the state word stays:
   // the first window of generation 1 and this one must differ.
-  EXPECT_EQ(windows.state(0), (std::uint64_t{32768} << 32) | (1u << 1) | 1u);
+  EXPECT_EQ(windows.state(0), (std::uint64_t{32768} << 32) | (1u << 17) | (1u << 1) | 1u);
 }
 
 // Nodes of a job keep a table each and may hold different device windows; a

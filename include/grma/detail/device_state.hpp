@@ -91,11 +91,24 @@ GRMA_INLINE window_check window_lookup(const window_table& t, std::uint32_t slot
   return window_lookup(t.slots[slot], generation);
 }
 
-// Which window a slot holds, and whether it is live, in one word: every
-// window the slot takes gets a new word (generations alone come back after
-// 32767 windows). Bit 0 is `active`, bits 1-16 the generation.
+// Which window a slot holds, whether it is live, and which world window it
+// takes next, in one word: every window the slot takes gets a new word
+// (generations alone come back after 32767 windows). Bit 0 is `active`,
+// bits 1-16 the generation, bits 17-31 the world claims, 32-63 the takes.
 GRMA_INLINE std::uint64_t window_state_word(const window_slot& s) {
-  return (std::uint64_t(s.takes) << 32) | (std::uint64_t(s.generation) << 1) | (s.active ? 1u : 0u);
+  return (std::uint64_t(s.takes) << 32) | (std::uint64_t(s.claims[0]) << 17) |
+         (std::uint64_t(s.generation) << 1) | (s.active ? 1u : 0u);
+}
+
+// The fields of a slot that its state word holds (the others stay 0): for
+// a slot without a live window, all that a network engine asks of it.
+GRMA_INLINE window_slot window_slot_of_state(std::uint64_t word) {
+  window_slot s{};
+  s.active = std::uint32_t(word & 1u);
+  s.generation = std::uint32_t(word >> 1) & 0xffffu;
+  s.claims[0] = std::uint32_t(word >> 17) & 0x7fffu;
+  s.takes = std::uint32_t(word >> 32);
+  return s;
 }
 
 // Makes a free slot the window of communicator `comm`. The caller has

@@ -144,19 +144,24 @@ class cuda_engine_memory final : public engine_memory {
 
   void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
                    window_entry& entry) override {
-    // Acquire: pairs with window_slot_take's release; a live word means
-    // the slot and entries copied after it are that window's (or a later
-    // one's, should it be freed meanwhile, as with any check).
-    const std::uint64_t state = load_acquire<scope::system>(t.states[slot]);
-    if ((state & 1u) == 0) return copy_window(t, slot, target, s, entry);
     if (kept_.size() < t.capacity) kept_.resize(t.capacity);
     kept_window& k = kept_[slot];
-    if (k.state != state) {
+    while (true) {
+      // Acquire: pairs with window_slot_take's release; a live word means
+      // the slot and entries copied after it are that window's (or a later
+      // one's, should it be freed meanwhile, as with any check).
+      const std::uint64_t state = load_acquire<scope::system>(t.states[slot]);
+      if ((state & 1u) == 0) {  // no live window: the word tells all that is asked
+        s = window_slot_of_state(state);
+        return;
+      }
+      if (k.state == state) break;
       window_slot copy{};
       read(&copy, &t.slots[slot], sizeof copy);
-      if (window_state_word(copy) != state)  // changed meanwhile
-        return copy_window(t, slot, target, s, entry);
-      k = kept_window{state, copy, {}};
+      if (window_state_word(copy) == state) {  // else it changed meanwhile: look again
+        k = kept_window{state, copy, {}};
+        break;
+      }
     }
     s = k.slot;
     if (target < 0 || std::uint32_t(target) >= s.comm_size) return;
@@ -242,28 +247,6 @@ class cuda_engine_memory final : public engine_memory {
     cuda_check(e, what);
     pending_ = false;
     scratch_used_ = 0;  // every copy from it has landed
-  }
-
-  // The slot as it is now, for a slot without a live window (or one that
-  // changed while the engine looked).
-  void copy_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
-                   window_entry& entry) {
-    // No lock (the host cannot take it): window_slot_take sets `active`
-    // last, after the entries and the other fields. One copy of the slot
-    // could mix bytes of before and after (a slot may span two sectors),
-    // so the generation and `active` (8 aligned bytes) come first; once
-    // they say active, the slot and then the entry are that window's.
-    static_assert(offsetof(window_slot, active) == 4, "generation and active lead the slot");
-    read(&s, &t.slots[slot], 2 * sizeof(std::uint32_t));
-    if (!s.active) {
-      // Its claims tell what comes next; it may be being taken meanwhile
-      // (the engine then waits for it: remote_engine's about_to_exist).
-      read(&s, &t.slots[slot], sizeof s);
-      s.active = 0;
-      return;
-    }
-    read(&s, &t.slots[slot], sizeof s);
-    if (target >= 0 && std::uint32_t(target) < s.comm_size) read(&entry, &t.entry(slot, target), sizeof entry);
   }
 
   void release() {
