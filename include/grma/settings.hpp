@@ -21,6 +21,7 @@ struct settings {
   std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device
   double timeout_seconds = 60;               // GRMA_TIMEOUT, watchdog; 0 disables it
   std::string node_id;                       // GRMA_NODE_ID; empty = the host name
+  bool engine_proxy = true;                  // GRMA_ENGINE_PROXY=1|0, GPUs across nodes: see docs/configuration.md
 
   // Settings from name/value pairs named like the environment variables
   // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors.

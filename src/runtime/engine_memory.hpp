@@ -27,6 +27,8 @@ class engine_memory {
 
   // On the engine's thread, before any other call (a GPU: make it current).
   virtual void bind() {}
+  // On the engine's thread, after its last call (a GPU: stops its proxy).
+  virtual void unbind() {}
 
   // Host memory for data on its way between a device and the network (a
   // GPU's: pinned, so that its copies run at full speed); null where the

@@ -713,6 +713,7 @@ struct remote_engine::state {
     } catch (const error& e) {
       lose(e.what());
     }
+    memory->unbind();
     // Ending in failure: nothing more will complete.
     if (load_acquire<scope::system>(first->control->abort) != 0) net.abandon();
   }

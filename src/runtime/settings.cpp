@@ -80,6 +80,8 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       const double t = std::strtod(value.c_str(), &end);
       if (value.empty() || *end != '\0' || !(t >= 0)) bad(name, value, "seconds >= 0");
       s.timeout_seconds = t;
+    } else if (name == "GRMA_ENGINE_PROXY") {
+      s.engine_proxy = parse_count(name, value, 0, 1) == 1;
     } else if (name.rfind("GRMA_", 0) == 0) {
       throw error(errc::invalid_config, -1, call::runtime,
                   "grma: unknown setting " + name + " (see docs/configuration.md)");

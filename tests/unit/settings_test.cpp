@@ -132,6 +132,14 @@ TEST(Settings, MaxWindows) {
             invalid("GRMA_MAX_WINDOWS", "many", "a number from 1 to 65535"));
 }
 
+TEST(Settings, EngineProxy) {
+  EXPECT_TRUE(grma::settings{}.engine_proxy) << "on by default";
+  EXPECT_FALSE(parse_one("GRMA_ENGINE_PROXY", "0").engine_proxy);
+  EXPECT_TRUE(parse_one("GRMA_ENGINE_PROXY", "1").engine_proxy);
+  for (const char* bad : {"2", "", "yes", "-1"})
+    EXPECT_EQ(parse_error("GRMA_ENGINE_PROXY", bad), invalid("GRMA_ENGINE_PROXY", bad, "a number from 0 to 1"));
+}
+
 TEST(Settings, Timeout) {
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "2.5").timeout_seconds, 2.5);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "0").timeout_seconds, 0.0);

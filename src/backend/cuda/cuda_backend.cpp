@@ -420,7 +420,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     // Its own step: the engine's constructor makes MPI calls every process must make.
     std::unique_ptr<engine_memory> memory;
     on_all_processes(group, "while preparing its network engine", [&] {
-      memory = make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory());
+      memory = make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory(), s.engine_proxy);
     });
     on_all_processes(group, "while starting its network engine", [&] {
       network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of}, reachable,

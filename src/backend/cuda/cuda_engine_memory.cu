@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "cuda_arena.hpp"
+#include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
+#include "grma/detail/ring.hpp"
 
 namespace grma::detail {
 namespace {
@@ -25,6 +27,78 @@ __global__ void add_signal(std::uint64_t* word, std::uint64_t value) {
 
 __global__ void claim_word(std::uint32_t* word, std::uint32_t* won) {
   *won = compare_exchange_acquire<scope::system>(*word, 0u, 1u) ? 1u : 0u;
+}
+
+// ---- the proxy ------------------------------------------------------------------
+//
+// A copy through the driver costs 5-7 us before a running kernel sees it; a
+// store to mapped host memory that the kernel polls, under 2 (design.md,
+// "Across nodes"). So by default the engine hands its small writes and its
+// atomics to a proxy: one GPU thread, in a kernel beside the ranks, that
+// polls a ring in mapped host memory and applies each operation in order.
+// One poller per GPU: many readers of host memory starve the copy engines.
+
+enum class device_op_kind : std::uint32_t { write = 1, add = 2, claim = 3, stop = 4 };
+
+inline constexpr std::uint32_t device_op_bytes = 96;  // a write's most: a slot is 128 bytes
+
+struct device_op {
+  device_op_kind kind;
+  std::uint32_t bytes;     // write: of data
+  std::uint64_t address;   // device memory: where to write, add or claim
+  std::uint64_t value;     // add: the addend; claim: where the answer goes (mapped host memory)
+  unsigned char data[device_op_bytes];
+};
+using device_op_ring = ring<device_op>;
+static_assert(sizeof(ring_slot<device_op>) == 128, "a proxy slot is two cache lines");
+inline constexpr std::uint32_t proxy_capacity = 1024;
+
+__device__ void apply(const device_op& op) {
+  switch (op.kind) {
+    case device_op_kind::write: {
+      auto* to = reinterpret_cast<unsigned char*>(op.address);
+      if (op.address % 8 == 0 && op.bytes % 8 == 0) {
+        // Whole words, each a relaxed system-scope store: the last of them
+        // (a notification's, a signal's) is what a waiting rank observes.
+        auto* words = reinterpret_cast<std::uint64_t*>(to);
+        for (std::uint32_t i = 0; i < op.bytes / 8; ++i) {
+          std::uint64_t w;
+          memcpy(&w, op.data + 8 * i, 8);
+          store_relaxed<scope::system>(words[i], w);
+        }
+      } else {
+        for (std::uint32_t i = 0; i < op.bytes; ++i) to[i] = op.data[i];
+      }
+      break;
+    }
+    case device_op_kind::add:
+      fetch_add_acq_rel<scope::system>(*reinterpret_cast<std::uint64_t*>(op.address), op.value);
+      break;
+    case device_op_kind::claim: {
+      const bool won = compare_exchange_acquire<scope::system>(
+          *reinterpret_cast<std::uint32_t*>(op.address), 0u, 1u);
+      store_relaxed<scope::system>(*reinterpret_cast<std::uint32_t*>(op.value), won ? 1u : 2u);
+      break;
+    }
+    case device_op_kind::stop: break;
+  }
+}
+
+__global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
+  ring_reader reader{0, 0, mask};
+  device_op op;
+  for (;;) {
+    if (!ring_try_pop<scope::system>(*inbox, reader, op)) continue;
+    if (op.kind == device_op_kind::stop) return;
+    // Release, with the strong stores of a notification or signal word:
+    // what earlier operations wrote (a put's data) is visible first.
+    fence_release<scope::system>();
+    apply(op);
+    // Release: the operation's writes are visible, to the ranks and to the
+    // engine, before `consumed` says it is done, and before anything the
+    // next operation writes (a put's data before its notification).
+    ring_release<scope::system>(*inbox, reader);
+  }
 }
 
 // Pinned host buffers, reused: allocating pinned memory costs far more than
@@ -75,8 +149,9 @@ struct kept_window {
 
 class cuda_engine_memory final : public engine_memory {
  public:
-  // On the thread that launches the rank kernel, before the launch.
-  cuda_engine_memory(int device, bool network_reaches_devices)
+  // On the thread that launches the rank kernel, before the launch (the
+  // proxy starts here, in the room the rank kernel leaves).
+  cuda_engine_memory(int device, bool network_reaches_devices, bool use_proxy)
       : device_(device), network_reaches_devices_(network_reaches_devices) {
     // Loads the atomics' kernels now: loaded lazily at their first launch,
     // they would wait for the running rank kernel, which may wait for them.
@@ -91,6 +166,7 @@ class cuda_engine_memory final : public engine_memory {
       cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&scratch_), scratch_bytes + small_bytes,
                                cudaHostAllocPortable),
                  "cudaHostAlloc (network engine)");
+      if (use_proxy) start_proxy();
     } catch (...) {
       release();
       throw;
@@ -101,6 +177,7 @@ class cuda_engine_memory final : public engine_memory {
   cuda_engine_memory& operator=(const cuda_engine_memory&) = delete;
 
   void bind() override { cuda_check(cudaSetDevice(device_), "cudaSetDevice (network engine)"); }
+  void unbind() override { stop_proxy(); }
 
   std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
     return network_reaches_devices_ ? nullptr : pool_.take(bytes);
@@ -115,6 +192,7 @@ class cuda_engine_memory final : public engine_memory {
   // acknowledgement after them, used to wait for two.)
   void read(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
+    flush_proxy();  // a read sees every earlier write
     if (bytes > small_bytes) {  // a staging buffer's (pinned), or a node's arrivals
       enqueue(to, from, bytes, "reading GPU memory");
       return wait("reading GPU memory");
@@ -125,8 +203,21 @@ class cuda_engine_memory final : public engine_memory {
     std::memcpy(to, landing, bytes);
   }
 
+  // With the proxy, writes up to device_op_bytes go to it, larger ones are
+  // copies that land before the call returns (the proxy's next operation
+  // must not overtake them), after the proxy's earlier ones.
   void write(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
+    if (inbox_ != nullptr) {
+      if (bytes <= device_op_bytes) {
+        device_op op{device_op_kind::write, std::uint32_t(bytes), reinterpret_cast<std::uint64_t>(to), 0, {}};
+        std::memcpy(op.data, from, bytes);
+        return push(op);
+      }
+      flush_proxy();
+      enqueue(to, from, bytes, "writing GPU memory");
+      return wait("writing GPU memory");
+    }
     if (bytes > small_bytes) {  // from a staging buffer, which the caller reuses next
       enqueue(to, from, bytes, "writing GPU memory");
       return wait("writing GPU memory");
@@ -139,6 +230,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   void flush() override {
+    flush_proxy();
     if (pending_) wait("writing GPU memory");
   }
 
@@ -194,6 +286,8 @@ class cuda_engine_memory final : public engine_memory {
 
   void signal(std::uint64_t& word, signal_op op, std::uint64_t value) override {
     if (op != signal_op::add) return write(&word, &value, sizeof value);
+    if (inbox_ != nullptr)
+      return push(device_op{device_op_kind::add, 0, reinterpret_cast<std::uint64_t>(&word), value, {}});
     add_signal<<<1, 1, 0, stream_>>>(&word, value);
     cuda_check(cudaGetLastError(), "adding to a signal word");
     pending_ = true;
@@ -208,6 +302,7 @@ class cuda_engine_memory final : public engine_memory {
   void store_arrivals(collective_arrival* to, const collective_arrival* from,
                       std::size_t count) override {
     if (count == 0) return;
+    flush_proxy();
     // The payloads' copy lands before the stamps' starts (one stream).
     constexpr std::size_t pitch = sizeof(collective_arrival);
     cuda_check(cudaMemcpy2DAsync(to->payload, pitch, from->payload, pitch, sizeof to->payload, count,
@@ -220,6 +315,13 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   bool claim_error(std::uint32_t& claim) override {
+    if (inbox_ != nullptr) {
+      store_relaxed<scope::system>(*answer_, 0u);
+      push(device_op{device_op_kind::claim, 0, reinterpret_cast<std::uint64_t>(&claim),
+                     reinterpret_cast<std::uint64_t>(answer_device_), {}});
+      flush_proxy();  // Acquire (in it): the answer is there
+      return load_relaxed<scope::system>(*answer_) == 1u;
+    }
     claim_word<<<1, 1, 0, stream_>>>(&claim, won_);
     cuda_check(cudaGetLastError(), "claiming the job's error record");
     std::uint32_t won = 0;
@@ -249,7 +351,74 @@ class cuda_engine_memory final : public engine_memory {
     scratch_used_ = 0;  // every copy from it has landed
   }
 
+  // Mapped host memory: the proxy's ring, then claim's answer word.
+  void start_proxy() {
+    const std::size_t bytes = device_op_ring::bytes_for(proxy_capacity) + 64;
+    cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&proxy_memory_), bytes,
+                             cudaHostAllocMapped | cudaHostAllocPortable),
+               "cudaHostAlloc of the network engine's proxy ring");
+    std::memset(proxy_memory_, 0, bytes);
+    unsigned char* device_memory = nullptr;
+    cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_memory), proxy_memory_, 0),
+               "cudaHostGetDevicePointer of the proxy ring");
+    inbox_ = ring_init<device_op>(proxy_memory_, proxy_capacity);
+    answer_ = reinterpret_cast<std::uint32_t*>(proxy_memory_ + device_op_ring::bytes_for(proxy_capacity));
+    answer_device_ = device_memory + device_op_ring::bytes_for(proxy_capacity);
+    cudaFuncAttributes attributes{};
+    cuda_check(cudaFuncGetAttributes(&attributes, proxy), "loading the network engine's proxy");
+    cuda_check(cudaStreamCreateWithFlags(&proxy_stream_, cudaStreamNonBlocking),
+               "cudaStreamCreateWithFlags (network engine's proxy)");
+    proxy<<<1, 1, 0, proxy_stream_>>>(reinterpret_cast<device_op_ring*>(device_memory), proxy_capacity - 1);
+    cuda_check(cudaGetLastError(), "launching the network engine's proxy");
+  }
+
+  // The engine is the ring's only producer: tickets are its own count.
+  void push(const device_op& op) {
+    const std::uint64_t ticket = pushed_++;
+    for (std::uint32_t spins = 0; !ring_has_credit<scope::system>(*inbox_, proxy_capacity, ticket, known_consumed_);)
+      check_proxy(++spins);
+    ring_publish<scope::system>(*inbox_, proxy_capacity, ticket, op);
+  }
+
+  // Waits until the proxy has applied everything pushed.
+  void flush_proxy() {
+    if (inbox_ == nullptr) return;
+    // Acquire: pairs with the proxy's release of `consumed`; its writes
+    // (and a claim's answer) are visible once the count says so.
+    for (std::uint32_t spins = 0; load_acquire<scope::system>(inbox_->consumed) < pushed_;) check_proxy(++spins);
+    known_consumed_ = pushed_;
+  }
+
+  // The proxy ends only when told; ended otherwise (the GPU's context
+  // failed: a rank kernel's crash), waiting for it would never end.
+  void check_proxy(std::uint32_t spins) {
+    if (spins % 4096 != 0) return;
+    const cudaError_t e = cudaStreamQuery(proxy_stream_);
+    if (e == cudaErrorNotReady) return;
+    throw error(errc::device_error, -1, call::runtime,
+                std::string("grma: the network engine's proxy on GPU ") + std::to_string(device_) +
+                    " has ended: " + (e == cudaSuccess ? "unexpectedly" : cudaGetErrorString(e)));
+  }
+
+  void stop_proxy() {
+    if (inbox_ == nullptr || proxy_stopped_) return;
+    proxy_stopped_ = true;
+    if (cudaStreamQuery(proxy_stream_) != cudaErrorNotReady) return;  // already ended (a failed context)
+    try {
+      push(device_op{device_op_kind::stop, 0, 0, 0, {}});
+    } catch (const error&) {
+      return;
+    }
+    cudaStreamSynchronize(proxy_stream_);
+  }
+
   void release() {
+    stop_proxy();
+    if (proxy_stream_ != nullptr) cudaStreamDestroy(proxy_stream_);
+    if (proxy_memory_ != nullptr) cudaFreeHost(proxy_memory_);
+    proxy_stream_ = nullptr;
+    proxy_memory_ = nullptr;
+    inbox_ = nullptr;
     if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // copies from the scratch
     if (scratch_ != nullptr) cudaFreeHost(scratch_);
     if (won_ != nullptr) cudaFree(won_);
@@ -269,12 +438,21 @@ class cuda_engine_memory final : public engine_memory {
   bool pending_ = false;  // copies or kernels queued since the last wait
   std::vector<kept_window> kept_;  // by slot
   pinned_pool pool_;
+  // The proxy (null inbox_: copies and the one-thread kernels instead).
+  unsigned char* proxy_memory_ = nullptr;  // mapped host memory
+  device_op_ring* inbox_ = nullptr;
+  std::uint32_t* answer_ = nullptr;         // a claim's: 1 won, 2 lost
+  unsigned char* answer_device_ = nullptr;  // the same word, as the proxy addresses it
+  cudaStream_t proxy_stream_ = nullptr;
+  std::uint64_t pushed_ = 0, known_consumed_ = 0;
+  bool proxy_stopped_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices) {
-  return std::make_unique<cuda_engine_memory>(device, network_reaches_devices);
+std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices,
+                                                       bool use_proxy) {
+  return std::make_unique<cuda_engine_memory>(device, network_reaches_devices, use_proxy);
 }
 
 }  // namespace grma::detail

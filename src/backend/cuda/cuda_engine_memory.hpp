@@ -1,6 +1,7 @@
 // The network engine's access to a GPU (engine_memory): copies on a stream
-// of its own, beside the running rank kernel, and a one-thread kernel for
-// the atomics the host cannot make on device memory.
+// of its own, beside the running rank kernel; small writes and the atomics
+// the host cannot make on device memory through a proxy thread on the GPU,
+// or (without it) as copies and one-thread kernels.
 #pragma once
 
 #include <memory>
@@ -11,8 +12,10 @@ namespace grma::detail {
 
 // For the process's GPU `device`. `network_reaches_devices`: the MPI library
 // is CUDA-aware, so data is sent from and received into GPU memory itself.
-// The atomics' kernel needs room beside the rank kernel: jobs across nodes
-// leave one rank's worth (plan_cuda).
-std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices);
+// The proxy (`use_proxy`: settings::engine_proxy), or the atomics' kernels,
+// need room beside the rank kernel: jobs across nodes leave one rank's worth
+// (plan_cuda).
+std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices,
+                                                       bool use_proxy);
 
 }  // namespace grma::detail
