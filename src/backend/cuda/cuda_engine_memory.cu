@@ -149,8 +149,7 @@ struct kept_window {
 
 class cuda_engine_memory final : public engine_memory {
  public:
-  // On the thread that launches the rank kernel, before the launch (the
-  // proxy starts here, in the room the rank kernel leaves).
+  // On the thread that launches the rank kernel, before the launch.
   cuda_engine_memory(int device, bool network_reaches_devices, bool use_proxy)
       : device_(device), network_reaches_devices_(network_reaches_devices) {
     // Loads the atomics' kernels now: loaded lazily at their first launch,
@@ -166,7 +165,7 @@ class cuda_engine_memory final : public engine_memory {
       cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&scratch_), scratch_bytes + small_bytes,
                                cudaHostAllocPortable),
                  "cudaHostAlloc (network engine)");
-      if (use_proxy) start_proxy();
+      if (use_proxy) prepare_proxy();
     } catch (...) {
       release();
       throw;
@@ -203,9 +202,9 @@ class cuda_engine_memory final : public engine_memory {
     std::memcpy(to, landing, bytes);
   }
 
-  // With the proxy, writes up to device_op_bytes go to it, larger ones are
-  // copies that land before the call returns (the proxy's next operation
-  // must not overtake them), after the proxy's earlier ones.
+  // With the proxy, writes up to device_op_bytes go to it; larger ones are
+  // copies, queued after the proxy's earlier operations have landed (and
+  // its next one waits for them: push).
   void write(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
     if (inbox_ != nullptr) {
@@ -215,8 +214,6 @@ class cuda_engine_memory final : public engine_memory {
         return push(op);
       }
       flush_proxy();
-      enqueue(to, from, bytes, "writing GPU memory");
-      return wait("writing GPU memory");
     }
     if (bytes > small_bytes) {  // from a staging buffer, which the caller reuses next
       enqueue(to, from, bytes, "writing GPU memory");
@@ -351,8 +348,10 @@ class cuda_engine_memory final : public engine_memory {
     scratch_used_ = 0;  // every copy from it has landed
   }
 
-  // Mapped host memory: the proxy's ring, then claim's answer word.
-  void start_proxy() {
+  // Mapped host memory: the proxy's ring, then claim's answer word. The
+  // kernel is loaded now (see the constructor) and launched at the first
+  // operation (design.md: not before the rank kernel runs).
+  void prepare_proxy() {
     const std::size_t bytes = device_op_ring::bytes_for(proxy_capacity) + 64;
     cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&proxy_memory_), bytes,
                              cudaHostAllocMapped | cudaHostAllocPortable),
@@ -364,16 +363,21 @@ class cuda_engine_memory final : public engine_memory {
     inbox_ = ring_init<device_op>(proxy_memory_, proxy_capacity);
     answer_ = reinterpret_cast<std::uint32_t*>(proxy_memory_ + device_op_ring::bytes_for(proxy_capacity));
     answer_device_ = device_memory + device_op_ring::bytes_for(proxy_capacity);
+    inbox_device_ = reinterpret_cast<device_op_ring*>(device_memory);
     cudaFuncAttributes attributes{};
     cuda_check(cudaFuncGetAttributes(&attributes, proxy), "loading the network engine's proxy");
     cuda_check(cudaStreamCreateWithFlags(&proxy_stream_, cudaStreamNonBlocking),
                "cudaStreamCreateWithFlags (network engine's proxy)");
-    proxy<<<1, 1, 0, proxy_stream_>>>(reinterpret_cast<device_op_ring*>(device_memory), proxy_capacity - 1);
-    cuda_check(cudaGetLastError(), "launching the network engine's proxy");
   }
 
   // The engine is the ring's only producer: tickets are its own count.
   void push(const device_op& op) {
+    if (!proxy_started_) {
+      proxy_started_ = true;
+      proxy<<<1, 1, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1);
+      cuda_check(cudaGetLastError(), "launching the network engine's proxy");
+    }
+    if (pending_) wait("writing GPU memory");  // queued copies land first
     const std::uint64_t ticket = pushed_++;
     for (std::uint32_t spins = 0; !ring_has_credit<scope::system>(*inbox_, proxy_capacity, ticket, known_consumed_);)
       check_proxy(++spins);
@@ -401,7 +405,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   void stop_proxy() {
-    if (inbox_ == nullptr || proxy_stopped_) return;
+    if (!proxy_started_ || proxy_stopped_) return;
     proxy_stopped_ = true;
     if (cudaStreamQuery(proxy_stream_) != cudaErrorNotReady) return;  // already ended (a failed context)
     try {
@@ -441,11 +445,12 @@ class cuda_engine_memory final : public engine_memory {
   // The proxy (null inbox_: copies and the one-thread kernels instead).
   unsigned char* proxy_memory_ = nullptr;  // mapped host memory
   device_op_ring* inbox_ = nullptr;
+  device_op_ring* inbox_device_ = nullptr;  // the same ring, as the proxy addresses it
   std::uint32_t* answer_ = nullptr;         // a claim's: 1 won, 2 lost
   unsigned char* answer_device_ = nullptr;  // the same word, as the proxy addresses it
   cudaStream_t proxy_stream_ = nullptr;
   std::uint64_t pushed_ = 0, known_consumed_ = 0;
-  bool proxy_stopped_ = false;
+  bool proxy_started_ = false, proxy_stopped_ = false;
 };
 
 }  // namespace
