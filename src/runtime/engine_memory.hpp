@@ -29,6 +29,10 @@ class engine_memory {
   virtual void bind() {}
   // On the engine's thread, after its last call (a GPU: stops its proxy).
   virtual void unbind() {}
+  // Whether the engine's thread may spin while idle, not yield: a GPU's
+  // ranks leave the host's cores to it (a yield measured 3 us, on the path
+  // of every message), while the CPU backend's ranks are threads that need them.
+  virtual bool spin_when_idle() const { return false; }
 
   // Host memory for data on its way between a device and the network (a
   // GPU's: pinned, so that its copies run at full speed); null where the
@@ -39,9 +43,17 @@ class engine_memory {
   // Data: a put's or get's bytes.
   virtual void read(void* to, const void* from, std::size_t bytes) = 0;
   virtual void write(void* to, const void* from, std::size_t bytes) = 0;
-  // Waits for the writes so far: before the engine tells anyone (an origin's
-  // acknowledgement, a get's landed count) that they are in place.
+  // Waits for the writes so far: before the engine tells anyone (a get's
+  // landed count) that they are in place.
   virtual void flush() {}
+  // The same without waiting: a mark after the writes so far, and whether
+  // they have landed, so that the engine goes on with other work until it
+  // may acknowledge them. By default, a flush.
+  virtual std::uint64_t mark() { return 0; }
+  virtual bool landed(std::uint64_t) {
+    flush();
+    return true;
+  }
 
   // A copy of window table slot `slot` and, when that slot is a live window
   // with a rank `target`, of the target's entry (else `entry` is left).

@@ -76,6 +76,7 @@ struct remote_engine::state {
   std::map<int, std::pair<unsigned char*, std::uint64_t>> gets;  // origin -> destination
   std::vector<std::uint64_t> landed, delivered;  // by world rank of this process
   std::map<int, std::uint64_t> acks;             // to send: origin -> count
+  std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> landing;  // acks after a mark
   std::vector<arrivals_of_node> early;           // arrivals of a later collective
   std::uint64_t unacknowledged = 0;              // operations sent, not yet acknowledged
   std::uint64_t forwarded = 0;                   // the last world collective forwarded
@@ -477,17 +478,26 @@ struct remote_engine::state {
     receive_data(from, destination, c.bytes, [this, origin] { store_count(landed, origin, true, 1); });
   }
 
-  void send_acks() {
-    if (acks.empty()) return;
-    memory->flush();  // the data, notifications and signals acknowledged are in place
-    for (auto& [origin, count] : acks) {
-      remote_command a{};
-      a.op = wire_ack;
-      a.origin = origin;
-      a.bytes = count;
-      send_header(process_of_rank(origin), a);
+  // Acknowledges once the data, notifications and signals acknowledged are
+  // in place; meanwhile the engine goes on (a GPU's proxy takes a few us).
+  bool send_acks() {
+    if (!acks.empty()) {
+      landing.emplace_back(memory->mark(), std::move(acks));
+      acks.clear();
     }
-    acks.clear();
+    bool any = false;
+    while (!landing.empty() && memory->landed(landing.front().first)) {
+      for (auto& [origin, count] : landing.front().second) {
+        remote_command a{};
+        a.op = wire_ack;
+        a.origin = origin;
+        a.bytes = count;
+        send_header(process_of_rank(origin), a);
+      }
+      landing.pop_front();
+      any = true;
+    }
+    return any;
   }
 
   // ---- world collectives -----------------------------------------------------
@@ -672,6 +682,7 @@ struct remote_engine::state {
 
   void loop() {
     std::uint32_t idle = 0;
+    const bool spin = memory->spin_when_idle();
     try {
       memory->bind();
       listen();
@@ -689,7 +700,7 @@ struct remote_engine::state {
         // full rings will never be taken (as locally, the run's end drops
         // them); acknowledge them, so that their origins may finish.
         if (local) drop_held();
-        send_acks();
+        busy |= send_acks();
         watch();
         if (local && aborted) break;
         if (local && !said_done && unacknowledged == 0 && gets.empty()) {
@@ -700,13 +711,13 @@ struct remote_engine::state {
             if (remote_process(p)) send_header(p, c);
         }
         if (said_done && everyone_done() && net.idle() && !held_any() && early.empty() &&
-            !waits_any())
+            !waits_any() && landing.empty())
           break;
         if (busy) {
           idle = 0;
         } else if (++idle > 4096) {
           std::this_thread::sleep_for(std::chrono::microseconds(20));
-        } else {
+        } else if (!spin) {
           std::this_thread::yield();
         }
       }

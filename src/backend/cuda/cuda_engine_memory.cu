@@ -33,71 +33,210 @@ __global__ void claim_word(std::uint32_t* word, std::uint32_t* won) {
 //
 // A copy through the driver costs 5-7 us before a running kernel sees it; a
 // store to mapped host memory that the kernel polls, under 2 (design.md,
-// "Across nodes"). So by default the engine hands its small writes and its
-// atomics to a proxy: one GPU thread, in a kernel beside the ranks, that
+// "Across nodes"). So by default the engine hands its small writes and reads
+// and its atomics to a proxy: one warp, in a kernel beside the ranks, that
 // polls a ring in mapped host memory and applies each operation in order.
 // One poller per GPU: many readers of host memory starve the copy engines.
+//
+// An operation is one step, then optionally a second after a release fence:
+// a put's data and its notification (or signal) are one operation, so the
+// ranks see them one poll after the engine hands them over. Every address
+// is in the proxy's own GPU (the engine serves its own device's ranks), but
+// a claim's word, which may be another GPU's of the node.
 
-enum class device_op_kind : std::uint32_t { write = 1, add = 2, claim = 3, stop = 4 };
+enum class device_op_kind : std::uint8_t {
+  store = 1,  // first_bytes of first_data at `first` (none: only the second step)
+  copy_in,    // `length` bytes from mapped host memory at `host` to `first`
+  copy_out,   // `length` bytes from `first` to mapped host memory at `host`
+  claim,      // compare-and-swap 0 -> 1 at `first`; the answer (1 won, 2 lost) to `host`
+  stop,
+};
+enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
 
-inline constexpr std::uint32_t device_op_bytes = 96;  // a write's most: a slot is 128 bytes
+inline constexpr std::uint32_t device_op_inline = 64;  // a store's most
+inline constexpr std::uint32_t device_op_second = 24;  // a second store's most: a notification
+inline constexpr std::uint32_t device_op_copy = 4096;  // a copy's most: 512 bytes per warp load, 8 in flight
 
 struct device_op {
   device_op_kind kind;
-  std::uint32_t bytes;     // write: of data
-  std::uint64_t address;   // device memory: where to write, add or claim
-  std::uint64_t value;     // add: the addend; claim: where the answer goes (mapped host memory)
-  unsigned char data[device_op_bytes];
+  device_op_then then;
+  std::uint8_t first_bytes;
+  std::uint8_t second_bytes;  // whole 8-byte words at an aligned `second`
+  std::uint32_t length;
+  std::uint64_t first;
+  std::uint64_t host;    // 16-byte aligned
+  std::uint64_t second;
+  std::uint64_t value;
+  unsigned char first_data[device_op_inline];
+  unsigned char second_data[device_op_second];
 };
+static_assert(sizeof(device_op) == 128 && offsetof(device_op, first_data) == 40 &&
+                  offsetof(device_op, second_data) == 104,
+              "the proxy reads an operation as 32 four-byte fields (proxy_field)");
 using device_op_ring = ring<device_op>;
-static_assert(sizeof(ring_slot<device_op>) == 128, "a proxy slot is two cache lines");
 inline constexpr std::uint32_t proxy_capacity = 1024;
 
-__device__ void apply(const device_op& op) {
-  switch (op.kind) {
-    case device_op_kind::write: {
-      auto* to = reinterpret_cast<unsigned char*>(op.address);
-      if (op.address % 8 == 0 && op.bytes % 8 == 0) {
-        // Whole words, each a relaxed system-scope store: the last of them
-        // (a notification's, a signal's) is what a waiting rank observes.
-        auto* words = reinterpret_cast<std::uint64_t*>(to);
-        for (std::uint32_t i = 0; i < op.bytes / 8; ++i) {
-          std::uint64_t w;
-          memcpy(&w, op.data + 8 * i, 8);
-          store_relaxed<scope::system>(words[i], w);
-        }
-      } else {
-        for (std::uint32_t i = 0; i < op.bytes; ++i) to[i] = op.data[i];
-      }
-      break;
-    }
-    case device_op_kind::add:
-      fetch_add_acq_rel<scope::system>(*reinterpret_cast<std::uint64_t*>(op.address), op.value);
-      break;
-    case device_op_kind::claim: {
-      const bool won = compare_exchange_acquire<scope::system>(
-          *reinterpret_cast<std::uint32_t*>(op.address), 0u, 1u);
-      store_relaxed<scope::system>(*reinterpret_cast<std::uint32_t*>(op.value), won ? 1u : 2u);
-      break;
-    }
-    case device_op_kind::stop: break;
+}  // namespace
+
+// A proxy slot: the operation's 32 four-byte fields, each in a word with
+// the slot's sequence number, so that the proxy's 32 lanes read the whole
+// slot at once (one trip over PCIe, not a sequence number and then the
+// payload) and a lane that read a word before the engine stored it sees it.
+template <>
+struct ring_slot<device_op> {
+  std::uint64_t word[32];
+
+  template <scope S>
+  GRMA_INLINE void store(std::uint32_t sequence, const device_op& op) {
+    std::uint32_t field[32];
+    std::memcpy(field, &op, sizeof op);
+    for (int i = 1; i < 32; ++i) store_relaxed<S>(word[i], (std::uint64_t(sequence) << 32) | field[i]);
+    // Release: what the engine wrote before (a copy's source) is visible to
+    // a proxy that sees word 0; it reads that only after all 32 words.
+    store_release<S>(word[0], (std::uint64_t(sequence) << 32) | field[0]);
+  }
+};
+
+namespace {
+
+static_assert(sizeof(ring_slot<device_op>) == 256, "a proxy slot is one load per lane");
+
+inline constexpr unsigned full_warp = 0xffffffffu;
+
+// Field `index` of the operation, from the lane that holds it.
+__device__ std::uint32_t proxy_field(std::uint32_t mine, int index) { return __shfl_sync(full_warp, mine, index); }
+
+__device__ std::uint64_t proxy_field64(std::uint32_t mine, int index) {
+  return std::uint64_t(proxy_field(mine, index)) | std::uint64_t(proxy_field(mine, index + 1)) << 32;
+}
+
+// Sixteen bytes from global memory (device or mapped host), not through L1:
+// another SM, or the host, wrote them.
+__device__ uint4 load16(const unsigned char* from, std::uint32_t bytes) {
+  uint4 v{0, 0, 0, 0};
+  if (bytes == 16 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(from)
+                 : "memory");
+    return v;
+  }
+  auto* out = reinterpret_cast<unsigned char*>(&v);
+  for (std::uint32_t i = 0; i < bytes; ++i) out[i] = *reinterpret_cast<const volatile unsigned char*>(from + i);
+  return v;
+}
+
+__device__ void store16(unsigned char* to, uint4 v, std::uint32_t bytes) {
+  if (bytes == 16 && reinterpret_cast<std::uintptr_t>(to) % 16 == 0) {
+    *reinterpret_cast<uint4*>(to) = v;
+    return;
+  }
+  const auto* in = reinterpret_cast<const unsigned char*>(&v);
+  for (std::uint32_t i = 0; i < bytes; ++i) to[i] = in[i];
+}
+
+// The warp copies up to device_op_copy bytes: every load first, then every
+// store, so that the loads' trips overlap.
+__device__ void proxy_copy(unsigned char* to, const unsigned char* from, std::uint32_t length, unsigned lane) {
+  constexpr std::uint32_t rounds = device_op_copy / (32 * 16);
+  uint4 v[rounds];
+#pragma unroll
+  for (std::uint32_t r = 0; r < rounds; ++r) {
+    const std::uint32_t at = (r * 32 + lane) * 16;
+    if (at < length) v[r] = load16(from + at, length - at < 16 ? length - at : 16);
+  }
+#pragma unroll
+  for (std::uint32_t r = 0; r < rounds; ++r) {
+    const std::uint32_t at = (r * 32 + lane) * 16;
+    if (at < length) store16(to + at, v[r], length - at < 16 ? length - at : 16);
   }
 }
 
+// Applies the operation whose field `lane` is `mine`. Every lane takes part.
+__device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned lane) {
+  const std::uint32_t header = proxy_field(mine, 0);
+  const auto then = device_op_then((header >> 8) & 0xffu);
+  const std::uint32_t first_bytes = (header >> 16) & 0xffu, second_bytes = header >> 24;
+  const std::uint32_t length = proxy_field(mine, 1);
+  auto* first = reinterpret_cast<unsigned char*>(proxy_field64(mine, 2));
+  auto* host = reinterpret_cast<unsigned char*>(proxy_field64(mine, 4));
+  const std::uint64_t second = proxy_field64(mine, 6);
+  const std::uint64_t value = proxy_field64(mine, 8);
+  constexpr unsigned first_lane = offsetof(device_op, first_data) / 4;
+  constexpr unsigned second_lane = offsetof(device_op, second_data) / 4;
+  switch (kind) {
+    case device_op_kind::store:
+      // Lanes 10-25 hold the data, four bytes each.
+      if (lane >= first_lane && lane < second_lane) {
+        const std::uint32_t at = (lane - first_lane) * 4;
+        if (at < first_bytes) {
+          if (at + 4 <= first_bytes && reinterpret_cast<std::uintptr_t>(first + at) % 4 == 0) {
+            *reinterpret_cast<std::uint32_t*>(first + at) = mine;
+          } else {
+            for (std::uint32_t i = 0; at + i < first_bytes && i < 4; ++i) first[at + i] = (unsigned char)(mine >> (8 * i));
+          }
+        }
+      }
+      break;
+    case device_op_kind::copy_in: proxy_copy(first, host, length, lane); break;
+    case device_op_kind::copy_out: proxy_copy(host, first, length, lane); break;
+    case device_op_kind::claim:
+      if (lane == 0) {
+        const bool won = compare_exchange_acquire<scope::system>(*reinterpret_cast<std::uint32_t*>(first), 0u, 1u);
+        store_relaxed<scope::system>(*reinterpret_cast<std::uint32_t*>(host), won ? 1u : 2u);
+      }
+      break;
+    case device_op_kind::stop: break;
+  }
+  if (then == device_op_then::none) return;
+  // Release: every lane's first step (a put's data), and every earlier
+  // operation's writes, are visible before the second step's strong stores
+  // (the ranks that read them are on this GPU). The barrier makes the
+  // lanes' fenced writes precede the stores of the lanes below.
+  fence_release<scope::device>();
+  __syncwarp();
+  const std::uint32_t next = __shfl_down_sync(full_warp, mine, 1);
+  if (then == device_op_then::add) {
+    if (lane == 0) fetch_add_relaxed<scope::device>(*reinterpret_cast<std::uint64_t*>(second), value);
+    return;
+  }
+  // Whole words (lanes 26, 28, 30 with the lane above): a notification's
+  // words are each checked by their sequence number, so none may land halfway.
+  if (lane >= second_lane && (lane - second_lane) % 2 == 0 && (lane - second_lane) * 4 < second_bytes) {
+    auto* word = reinterpret_cast<std::uint64_t*>(second) + (lane - second_lane) / 2;
+    store_relaxed<scope::device>(*word, std::uint64_t(mine) | std::uint64_t(next) << 32);
+  }
+}
+
+// Release: the proxy's writes (a copy out's data, a claim's answer) are
+// visible to the engine, and so are the ranks' reads of the slots, before
+// `consumed` says so. The barrier orders the other lanes' writes before
+// lane 0's release, which is cumulative (as __syncthreads and one thread's
+// fence are for a block); a fence on every lane measured 0.5 us more.
+__device__ void proxy_release(device_op_ring* inbox, std::uint64_t head, unsigned lane) {
+  __syncwarp();
+  if (lane == 0) store_release<scope::system>(inbox->consumed, head);
+}
+
 __global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
-  ring_reader reader{0, 0, mask};
-  device_op op;
-  for (;;) {
-    if (!ring_try_pop<scope::system>(*inbox, reader, op)) continue;
-    if (op.kind == device_op_kind::stop) return;
-    // Release, with the strong stores of a notification or signal word:
-    // what earlier operations wrote (a put's data) is visible first.
-    fence_release<scope::system>();
-    apply(op);
-    // Release: the operation's writes are visible, to the ranks and to the
-    // engine, before `consumed` says it is done, and before anything the
-    // next operation writes (a put's data before its notification).
-    ring_release<scope::system>(*inbox, reader);
+  const unsigned lane = threadIdx.x;
+  for (std::uint64_t head = 0;; ++head) {
+    ring_slot<device_op>& slot = inbox->slots()[head & mask];
+    std::uint64_t word = 0;
+    do {
+      // Acquire: pairs with the engine's release of word 0 (x86 stores stay
+      // in order, so any word seen means what the engine wrote before is
+      // there); a copy in reads its source after.
+      word = load_acquire<scope::system>(slot.word[lane]);
+    } while (!__all_sync(full_warp, std::uint32_t(word >> 32) == std::uint32_t(head + 1)));
+    const auto mine = std::uint32_t(word);
+    const auto kind = device_op_kind(proxy_field(mine, 0) & 0xffu);
+    if (kind != device_op_kind::stop) proxy_apply(kind, mine, lane);
+    // After every operation: the engine waits for reads and claims, and
+    // acknowledges writes once they are in place; the release costs the
+    // proxy about 0.5 us, after the operation's own writes.
+    proxy_release(inbox, head + 1, lane);
+    if (kind == device_op_kind::stop) return;
   }
 }
 
@@ -163,8 +302,12 @@ class cuda_engine_memory final : public engine_memory {
                  "cudaStreamCreateWithFlags (network engine)");
       cuda_check(cudaMalloc(reinterpret_cast<void**>(&won_), sizeof *won_), "cudaMalloc (network engine)");
       cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&scratch_), scratch_bytes + small_bytes,
-                               cudaHostAllocPortable),
+                               cudaHostAllocMapped | cudaHostAllocPortable),
                  "cudaHostAlloc (network engine)");
+      void* scratch_device = nullptr;
+      cuda_check(cudaHostGetDevicePointer(&scratch_device, scratch_, 0),
+                 "cudaHostGetDevicePointer of the network engine's scratch");
+      scratch_device_ = static_cast<unsigned char*>(scratch_device);
       if (use_proxy) prepare_proxy();
     } catch (...) {
       release();
@@ -176,42 +319,64 @@ class cuda_engine_memory final : public engine_memory {
   cuda_engine_memory& operator=(const cuda_engine_memory&) = delete;
 
   void bind() override { cuda_check(cudaSetDevice(device_), "cudaSetDevice (network engine)"); }
+  bool spin_when_idle() const override { return true; }
   void unbind() override { stop_proxy(); }
 
   std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
     return network_reaches_devices_ ? nullptr : pool_.take(bytes);
   }
 
-  // All copies go on one stream, so each starts after the one before has
-  // landed: writes land in call order, and a read sees every earlier write.
-  // A read waits for its copy; a small write's source is first copied into
-  // pinned scratch, so that the caller may reuse its own at once and the
-  // write goes on while the engine does other work. (A copy and a wait for
-  // it cost several microseconds; a put's data and notification, and the
-  // acknowledgement after them, used to wait for two.)
+  // Without the proxy, all copies go on one stream, so each starts after
+  // the one before has landed: writes land in call order, and a read sees
+  // every earlier write. A read waits for its copy; a small write's source is
+  // first copied into pinned scratch, so that the caller may reuse its own at
+  // once and the write goes on while the engine does other work.
+  //
+  // With it, reads and writes up to device_op_copy bytes are the proxy's
+  // (through the mapped scratch), in order with its other operations; larger
+  // ones are copies, which wait for the proxy's earlier operations (and its
+  // next one waits for them: push).
   void read(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
+    unsigned char* landing = scratch_ + scratch_bytes;  // pinned: a pageable one costs a second copy
+    if (inbox_ != nullptr && bytes <= device_op_copy) {
+      device_op op{};
+      op.kind = device_op_kind::copy_out;
+      op.length = std::uint32_t(bytes);
+      op.first = reinterpret_cast<std::uint64_t>(from);
+      op.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
+      push_staged();
+      push(op);
+      flush_proxy();  // Acquire (in it): the data is in the landing
+      std::memcpy(to, landing, bytes);
+      return;
+    }
     flush_proxy();  // a read sees every earlier write
     if (bytes > small_bytes) {  // a staging buffer's (pinned), or a node's arrivals
       enqueue(to, from, bytes, "reading GPU memory");
       return wait("reading GPU memory");
     }
-    unsigned char* landing = scratch_ + scratch_bytes;  // pinned: a pageable one costs a second copy
     enqueue(landing, from, bytes, "reading GPU memory");
     wait("reading GPU memory");
     std::memcpy(to, landing, bytes);
   }
 
-  // With the proxy, writes up to device_op_bytes go to it; larger ones are
-  // copies, queued after the proxy's earlier operations have landed (and
-  // its next one waits for them: push).
   void write(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
     if (inbox_ != nullptr) {
-      if (bytes <= device_op_bytes) {
-        device_op op{device_op_kind::write, std::uint32_t(bytes), reinterpret_cast<std::uint64_t>(to), 0, {}};
-        std::memcpy(op.data, from, bytes);
-        return push(op);
+      if (bytes <= device_op_copy) {
+        device_op op{};
+        op.first = reinterpret_cast<std::uint64_t>(to);
+        if (bytes <= device_op_inline) {
+          op.kind = device_op_kind::store;
+          op.first_bytes = std::uint8_t(bytes);
+          std::memcpy(op.first_data, from, bytes);
+        } else {
+          op.kind = device_op_kind::copy_in;
+          op.length = std::uint32_t(bytes);
+          op.host = reinterpret_cast<std::uint64_t>(scratch_device_) + take_scratch(from, bytes);
+        }
+        return stage(op);
       }
       flush_proxy();
     }
@@ -219,16 +384,29 @@ class cuda_engine_memory final : public engine_memory {
       enqueue(to, from, bytes, "writing GPU memory");
       return wait("writing GPU memory");
     }
-    if (scratch_used_ + bytes > scratch_bytes) wait("writing GPU memory");  // frees the scratch
-    unsigned char* source = scratch_ + scratch_used_;
-    scratch_used_ += (bytes + 15) & ~std::size_t{15};
-    std::memcpy(source, from, bytes);
+    unsigned char* source = scratch_ + take_scratch(from, bytes);
     enqueue(to, source, bytes, "writing GPU memory");
   }
 
   void flush() override {
     flush_proxy();
     if (pending_) wait("writing GPU memory");
+  }
+
+  std::uint64_t mark() override {
+    push_staged();
+    return pushed_;
+  }
+
+  bool landed(std::uint64_t mark) override {
+    if (inbox_ == nullptr) {
+      flush();
+      return true;
+    }
+    // Acquire: pairs with the proxy's release; what it wrote is in place.
+    if (load_acquire<scope::system>(inbox_->consumed) >= mark) return true;
+    check_proxy(++landed_polls_);
+    return false;
   }
 
   void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
@@ -271,20 +449,24 @@ class cuda_engine_memory final : public engine_memory {
 
   void publish(notification_ring& q, std::uint32_t capacity, std::uint64_t ticket,
                const notification& n) override {
-    // One copy of the three self-validating words: the consumer takes the
+    // The three self-validating words in one write: the consumer takes the
     // entry only once it finds the sequence number in all of them.
     using slot = ring_slot<notification>;
     const auto sequence = std::uint32_t(ticket + 1);
     const std::uint64_t words[3] = {slot::pack(sequence, n.window),
                                     slot::pack(sequence, std::uint32_t(n.source)),
                                     slot::pack(sequence, std::uint32_t(n.tag))};
-    write(q.slots()[ticket & (capacity - 1)].word, words, sizeof words);
+    std::uint64_t* at = q.slots()[ticket & (capacity - 1)].word;
+    if (inbox_ != nullptr) return then(device_op_then::store, at, words, sizeof words, 0);
+    write(at, words, sizeof words);
   }
 
   void signal(std::uint64_t& word, signal_op op, std::uint64_t value) override {
+    if (inbox_ != nullptr) {
+      if (op == signal_op::add) return then(device_op_then::add, &word, nullptr, 0, value);
+      return then(device_op_then::store, &word, &value, sizeof value, 0);
+    }
     if (op != signal_op::add) return write(&word, &value, sizeof value);
-    if (inbox_ != nullptr)
-      return push(device_op{device_op_kind::add, 0, reinterpret_cast<std::uint64_t>(&word), value, {}});
     add_signal<<<1, 1, 0, stream_>>>(&word, value);
     cuda_check(cudaGetLastError(), "adding to a signal word");
     pending_ = true;
@@ -313,11 +495,14 @@ class cuda_engine_memory final : public engine_memory {
 
   bool claim_error(std::uint32_t& claim) override {
     if (inbox_ != nullptr) {
-      store_relaxed<scope::system>(*answer_, 0u);
-      push(device_op{device_op_kind::claim, 0, reinterpret_cast<std::uint64_t>(&claim),
-                     reinterpret_cast<std::uint64_t>(answer_device_), {}});
+      device_op op{};
+      op.kind = device_op_kind::claim;
+      op.first = reinterpret_cast<std::uint64_t>(&claim);
+      op.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
+      push_staged();
+      push(op);
       flush_proxy();  // Acquire (in it): the answer is there
-      return load_relaxed<scope::system>(*answer_) == 1u;
+      return *reinterpret_cast<volatile std::uint32_t*>(scratch_ + scratch_bytes) == 1u;
     }
     claim_word<<<1, 1, 0, stream_>>>(&claim, won_);
     cuda_check(cudaGetLastError(), "claiming the job's error record");
@@ -329,9 +514,19 @@ class cuda_engine_memory final : public engine_memory {
  private:
   // Copies and writes up to this size go through the scratch; larger ones
   // are a staging buffer's, and waited for.
-  static constexpr std::size_t small_bytes = 4096;
+  static constexpr std::size_t small_bytes = device_op_copy;
   // Small writes between two waits (a write that finds it full waits).
   static constexpr std::size_t scratch_bytes = std::size_t{1} << 20;
+
+  // Room in the scratch for `bytes` copied from `from`; its offset. Once
+  // the scratch is full, waits for everything that reads it.
+  std::size_t take_scratch(const void* from, std::size_t bytes) {
+    if (scratch_used_ + bytes > scratch_bytes) flush();  // frees the scratch
+    const std::size_t at = scratch_used_;
+    scratch_used_ += (bytes + 15) & ~std::size_t{15};  // the proxy's copies read 16-byte words
+    std::memcpy(scratch_ + at, from, bytes);
+    return at;
+  }
 
   void enqueue(void* to, const void* from, std::size_t bytes, const char* what) {
     cuda_check(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), what);
@@ -345,24 +540,22 @@ class cuda_engine_memory final : public engine_memory {
     }
     cuda_check(e, what);
     pending_ = false;
-    scratch_used_ = 0;  // every copy from it has landed
+    if (inbox_ == nullptr) scratch_used_ = 0;  // every copy from it has landed
   }
 
-  // Mapped host memory: the proxy's ring, then claim's answer word. The
-  // kernel is loaded now (see the constructor) and launched at the first
-  // operation (design.md: not before the rank kernel runs).
+  // Mapped host memory: the proxy's ring. The kernel is loaded now (see the
+  // constructor) and launched at the first operation (design.md: not before
+  // the rank kernel runs).
   void prepare_proxy() {
-    const std::size_t bytes = device_op_ring::bytes_for(proxy_capacity) + 64;
+    const std::size_t bytes = device_op_ring::bytes_for(proxy_capacity);
     cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&proxy_memory_), bytes,
                              cudaHostAllocMapped | cudaHostAllocPortable),
                "cudaHostAlloc of the network engine's proxy ring");
     std::memset(proxy_memory_, 0, bytes);
-    unsigned char* device_memory = nullptr;
-    cuda_check(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_memory), proxy_memory_, 0),
+    void* device_memory = nullptr;
+    cuda_check(cudaHostGetDevicePointer(&device_memory, proxy_memory_, 0),
                "cudaHostGetDevicePointer of the proxy ring");
     inbox_ = ring_init<device_op>(proxy_memory_, proxy_capacity);
-    answer_ = reinterpret_cast<std::uint32_t*>(proxy_memory_ + device_op_ring::bytes_for(proxy_capacity));
-    answer_device_ = device_memory + device_op_ring::bytes_for(proxy_capacity);
     inbox_device_ = reinterpret_cast<device_op_ring*>(device_memory);
     cudaFuncAttributes attributes{};
     cuda_check(cudaFuncGetAttributes(&attributes, proxy), "loading the network engine's proxy");
@@ -370,11 +563,43 @@ class cuda_engine_memory final : public engine_memory {
                "cudaStreamCreateWithFlags (network engine's proxy)");
   }
 
+  // A write waits for what comes next: a notification or signal after it
+  // goes in the same operation (then).
+  void stage(const device_op& op) {
+    push_staged();
+    staged_ = op;
+    has_staged_ = true;
+  }
+
+  void push_staged() {
+    if (!has_staged_) return;
+    has_staged_ = false;
+    push(staged_);
+  }
+
+  // A notification's or signal's store, or a signal's add, after the staged
+  // write (if any) in the same operation.
+  void then(device_op_then kind, void* at, const void* data, std::size_t bytes, std::uint64_t value) {
+    device_op op{};
+    if (has_staged_) {
+      op = staged_;
+      has_staged_ = false;
+    } else {
+      op.kind = device_op_kind::store;
+    }
+    op.then = kind;
+    op.second = reinterpret_cast<std::uint64_t>(at);
+    op.second_bytes = std::uint8_t(bytes);
+    if (bytes != 0) std::memcpy(op.second_data, data, bytes);
+    op.value = value;
+    push(op);
+  }
+
   // The engine is the ring's only producer: tickets are its own count.
   void push(const device_op& op) {
     if (!proxy_started_) {
       proxy_started_ = true;
-      proxy<<<1, 1, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1);
+      proxy<<<1, 32, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1);
       cuda_check(cudaGetLastError(), "launching the network engine's proxy");
     }
     if (pending_) wait("writing GPU memory");  // queued copies land first
@@ -384,13 +609,15 @@ class cuda_engine_memory final : public engine_memory {
     ring_publish<scope::system>(*inbox_, proxy_capacity, ticket, op);
   }
 
-  // Waits until the proxy has applied everything pushed.
+  // Waits until the proxy has applied everything pushed (and staged).
   void flush_proxy() {
     if (inbox_ == nullptr) return;
+    push_staged();
     // Acquire: pairs with the proxy's release of `consumed`; its writes
-    // (and a claim's answer) are visible once the count says so.
+    // (a copy out's data, a claim's answer) are visible once the count says so.
     for (std::uint32_t spins = 0; load_acquire<scope::system>(inbox_->consumed) < pushed_;) check_proxy(++spins);
     known_consumed_ = pushed_;
+    scratch_used_ = 0;  // the proxy has read every copy in from it
   }
 
   // The proxy ends only when told; ended otherwise (the GPU's context
@@ -409,7 +636,10 @@ class cuda_engine_memory final : public engine_memory {
     proxy_stopped_ = true;
     if (cudaStreamQuery(proxy_stream_) != cudaErrorNotReady) return;  // already ended (a failed context)
     try {
-      push(device_op{device_op_kind::stop, 0, 0, 0, {}});
+      push_staged();
+      device_op op{};
+      op.kind = device_op_kind::stop;
+      push(op);
     } catch (const error&) {
       return;
     }
@@ -436,8 +666,10 @@ class cuda_engine_memory final : public engine_memory {
   bool network_reaches_devices_;
   cudaStream_t stream_ = nullptr;
   std::uint32_t* won_ = nullptr;  // device memory: claim_word's answer
-  // Pinned: small writes' sources (scratch_bytes), then small reads' landing (small_bytes).
+  // Pinned and mapped: small writes' sources (scratch_bytes), then small
+  // reads' landing (small_bytes), which is also a claim's answer.
   unsigned char* scratch_ = nullptr;
+  unsigned char* scratch_device_ = nullptr;  // the same, as the proxy addresses it
   std::size_t scratch_used_ = 0;
   bool pending_ = false;  // copies or kernels queued since the last wait
   std::vector<kept_window> kept_;  // by slot
@@ -446,10 +678,11 @@ class cuda_engine_memory final : public engine_memory {
   unsigned char* proxy_memory_ = nullptr;  // mapped host memory
   device_op_ring* inbox_ = nullptr;
   device_op_ring* inbox_device_ = nullptr;  // the same ring, as the proxy addresses it
-  std::uint32_t* answer_ = nullptr;         // a claim's: 1 won, 2 lost
-  unsigned char* answer_device_ = nullptr;  // the same word, as the proxy addresses it
   cudaStream_t proxy_stream_ = nullptr;
+  device_op staged_{};
+  bool has_staged_ = false;
   std::uint64_t pushed_ = 0, known_consumed_ = 0;
+  std::uint32_t landed_polls_ = 0;
   bool proxy_started_ = false, proxy_stopped_ = false;
 };
 

@@ -1,7 +1,8 @@
-// The network engine's access to a GPU (engine_memory): copies on a stream
-// of its own, beside the running rank kernel; small writes and the atomics
-// the host cannot make on device memory through a proxy thread on the GPU,
-// or (without it) as copies and one-thread kernels.
+// The network engine's access to a GPU (engine_memory): reads and writes up
+// to 4 KiB, and the atomics the host cannot make on device memory, through a
+// proxy warp on the GPU; larger ones as copies on a stream of its own, beside
+// the running rank kernel (without the proxy, everything as copies and
+// one-thread kernels).
 #pragma once
 
 #include <memory>
