@@ -34,7 +34,9 @@ namespace grma::detail {
 // Lets this test queue a command past the origin's checks.
 template <class Rank>
 struct rank_test_access {
-  GRMA_HOST_DEVICE static void push(Rank& r, const remote_command& c) { r.push_command(c, call::put_notify); }
+  GRMA_HOST_DEVICE static void push(Rank& r, const remote_command& c) {
+    r.push_command(c, call::put_notify, r.take_command_ticket());
+  }
 };
 }  // namespace grma::detail
 

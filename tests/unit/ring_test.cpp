@@ -7,11 +7,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "grma/detail/device_state.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -271,6 +273,36 @@ TEST(RingStress, FourProducersOneConsumerReceiveEverythingOnceInOrder) {
   for (std::uint32_t p = 0; p < producers; ++p) EXPECT_EQ(next_index[p], per_producer);
   stress_entry extra{};
   EXPECT_FALSE(ring_try_pop<scope::device>(*q, extra));
+}
+
+// A command slot's words each carry the sequence number: a GPU stores them
+// without ordering, so the engine takes the slot only when every word has
+// arrived, and then gets the command byte for byte.
+TEST(CommandSlot, IsTakenOnlyOnceEveryWordCarriesItsSequenceNumber) {
+  using grma::detail::remote_command;
+  owned_ring<remote_command> q(4);
+  std::uint64_t credit = 0;
+  remote_command c{};
+  c.op = grma::detail::remote_op::put_notify;
+  c.inline_bytes = 56;
+  c.origin = 7;
+  c.target = 3;
+  c.tag = -1;
+  c.offset = 0x1122334455667788ull;
+  c.bytes = 56;
+  for (std::uint32_t i = 0; i < grma::detail::remote_inline_bytes; ++i) c.data[i] = static_cast<unsigned char>(i * 37 + 1);
+  for (int lap = 0; lap < 2; ++lap) ring_push<scope::device>(*q, credit, c, unexpected_wait);  // two laps' words
+  remote_command out{};
+  ASSERT_TRUE(ring_try_pop<scope::device>(*q, out));
+  // The second entry with one word (the last of its data) still from before.
+  auto& slot = q->slots()[1];
+  const std::uint64_t arrived = slot.word[29];
+  slot.word[29] = grma::detail::sequence_word(0, static_cast<std::uint32_t>(arrived));
+  EXPECT_FALSE(ring_try_pop<scope::device>(*q, out));
+  slot.word[29] = arrived;
+  out = remote_command{};
+  ASSERT_TRUE(ring_try_pop<scope::device>(*q, out));
+  EXPECT_EQ(std::memcmp(&out, &c, sizeof c), 0);
 }
 
 }  // namespace

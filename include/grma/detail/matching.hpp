@@ -38,7 +38,7 @@ struct ring_slot<notification> {
   std::uint64_t word[4];  // word[3] unused: 32-byte slots
 
   GRMA_INLINE static constexpr std::uint64_t pack(std::uint32_t sequence, std::uint32_t field) {
-    return (std::uint64_t(sequence) << 32) | field;
+    return sequence_word(sequence, field);
   }
 
   template <scope S>

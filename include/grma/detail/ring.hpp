@@ -51,6 +51,13 @@ struct ring_slot {
   }
 };
 
+// A word of a self-validating slot (specializations of ring_slot whose
+// words are each checked, not ordered): the slot's sequence number beside
+// 32 bits of the payload.
+GRMA_INLINE constexpr std::uint64_t sequence_word(std::uint32_t sequence, std::uint32_t field) {
+  return (std::uint64_t(sequence) << 32) | field;
+}
+
 template <class Payload>
 struct ring {
   alignas(64) std::uint64_t reserved;  // tickets handed out, unless kept elsewhere (ring_take_ticket)

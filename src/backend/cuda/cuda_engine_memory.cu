@@ -90,10 +90,10 @@ struct ring_slot<device_op> {
   GRMA_INLINE void store(std::uint32_t sequence, const device_op& op) {
     std::uint32_t field[32];
     std::memcpy(field, &op, sizeof op);
-    for (int i = 1; i < 32; ++i) store_relaxed<S>(word[i], (std::uint64_t(sequence) << 32) | field[i]);
+    for (int i = 1; i < 32; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
     // Release: what the engine wrote before (a copy's source) is visible to
     // a proxy that sees word 0; it reads that only after all 32 words.
-    store_release<S>(word[0], (std::uint64_t(sequence) << 32) | field[0]);
+    store_release<S>(word[0], sequence_word(sequence, field[0]));
   }
 };
 
