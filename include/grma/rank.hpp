@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "grma/config.hpp"
@@ -746,8 +747,9 @@ class basic_rank {
   }
 
   // Queues a command for the engine (the leading thread). The ring is in host
-  // memory; the command and everything the rank wrote before (a put's
-  // source) are visible to the engine once it sees the slot.
+  // memory; the engine sees the command once every word of its slot has
+  // arrived, and what the rank wrote before (a put's source) is then in its
+  // device's memory, where the engine reads it (ring_slot<remote_command>).
   GRMA_INLINE std::uint64_t take_command_ticket() {
     return detail::ring_take_ticket<S>(v_->words->command_tickets);
   }
@@ -772,8 +774,7 @@ class basic_rank {
         const auto* from = reinterpret_cast<const unsigned char*>(std::uintptr_t(c.address));
         std::uint64_t i = 0;
         if (c.address % 8 == 0)  // whole words: their loads in flight together
-          for (; i + 8 <= c.bytes; i += 8)
-            *reinterpret_cast<std::uint64_t*>(c.data + i) = *reinterpret_cast<const std::uint64_t*>(from + i);
+          for (; i + 8 <= c.bytes; i += 8) std::memcpy(c.data + i, __builtin_assume_aligned(from + i, 8), 8);
         for (; i < c.bytes; ++i) c.data[i] = from[i];
         c.inline_bytes = std::uint16_t(c.bytes);
       }

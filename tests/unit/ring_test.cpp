@@ -280,7 +280,7 @@ TEST(RingStress, FourProducersOneConsumerReceiveEverythingOnceInOrder) {
 // arrived, and then gets the command byte for byte.
 TEST(CommandSlot, IsTakenOnlyOnceEveryWordCarriesItsSequenceNumber) {
   using grma::detail::remote_command;
-  owned_ring<remote_command> q(4);
+  owned_ring<remote_command> q(2);
   std::uint64_t credit = 0;
   remote_command c{};
   c.op = grma::detail::remote_op::put_notify;
@@ -291,13 +291,16 @@ TEST(CommandSlot, IsTakenOnlyOnceEveryWordCarriesItsSequenceNumber) {
   c.offset = 0x1122334455667788ull;
   c.bytes = 56;
   for (std::uint32_t i = 0; i < grma::detail::remote_inline_bytes; ++i) c.data[i] = static_cast<unsigned char>(i * 37 + 1);
-  for (int lap = 0; lap < 2; ++lap) ring_push<scope::device>(*q, credit, c, unexpected_wait);  // two laps' words
   remote_command out{};
-  ASSERT_TRUE(ring_try_pop<scope::device>(*q, out));
-  // The second entry with one word (the last of its data) still from before.
-  auto& slot = q->slots()[1];
+  for (int n = 0; n < 2; ++n) {  // a lap, so the next entry's slot holds an older one's words
+    ring_push<scope::device>(*q, credit, c, unexpected_wait);
+    ASSERT_TRUE(ring_try_pop<scope::device>(*q, out));
+  }
+  ring_push<scope::device>(*q, credit, c, unexpected_wait);  // ticket 2, slot 0
+  // One word (the last of its data) still the first lap's.
+  auto& slot = q->slots()[0];
   const std::uint64_t arrived = slot.word[29];
-  slot.word[29] = grma::detail::sequence_word(0, static_cast<std::uint32_t>(arrived));
+  slot.word[29] = grma::detail::sequence_word(1, static_cast<std::uint32_t>(arrived));
   EXPECT_FALSE(ring_try_pop<scope::device>(*q, out));
   slot.word[29] = arrived;
   out = remote_command{};

@@ -40,9 +40,10 @@ __global__ void claim_word(std::uint32_t* word, std::uint32_t* won) {
 //
 // An operation is one step, then optionally a second after a release fence:
 // a put's data and its notification (or signal) are one operation, so the
-// ranks see them one poll after the engine hands them over. Every address
-// is in the proxy's own GPU (the engine serves its own device's ranks), but
-// a claim's word, which may be another GPU's of the node.
+// ranks see them one poll after the engine hands them over. Its writes are
+// to its own GPU (the engine serves its own device's ranks); what it reads,
+// and a claim's word, may also be the node's first GPU's (the window table,
+// the job's error claim).
 
 enum class device_op_kind : std::uint8_t {
   store = 1,  // first_bytes of first_data at `first` (none: only the second step)
@@ -110,19 +111,35 @@ __device__ std::uint64_t proxy_field64(std::uint32_t mine, int index) {
   return std::uint64_t(proxy_field(mine, index)) | std::uint64_t(proxy_field(mine, index + 1)) << 32;
 }
 
-// Sixteen bytes from global memory (device or mapped host), not through L1:
-// another SM, or the host, wrote them.
+// Up to sixteen bytes from global memory (device or mapped host), not
+// through L1 (another SM, or the host, wrote them), in the widest aligned
+// loads: a word others change meanwhile (a ring's `consumed` count) is read
+// whole, never a byte of its old value beside a byte of its new one.
 __device__ uint4 load16(const unsigned char* from, std::uint32_t bytes) {
   uint4 v{0, 0, 0, 0};
-  if (bytes == 16 && reinterpret_cast<std::uintptr_t>(from) % 16 == 0) {
+  const auto at = reinterpret_cast<std::uintptr_t>(from);
+  if (bytes == 16 && at % 16 == 0) {
     asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
                  : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(from)
+                 : "l"(__cvta_generic_to_global(from))
                  : "memory");
     return v;
   }
   auto* out = reinterpret_cast<unsigned char*>(&v);
-  for (std::uint32_t i = 0; i < bytes; ++i) out[i] = *reinterpret_cast<const volatile unsigned char*>(from + i);
+  for (std::uint32_t i = 0; i < bytes;) {
+    if ((at + i) % 8 == 0 && bytes - i >= 8) {
+      const std::uint64_t w = *reinterpret_cast<const volatile std::uint64_t*>(from + i);
+      std::memcpy(out + i, &w, 8);
+      i += 8;
+    } else if ((at + i) % 4 == 0 && bytes - i >= 4) {
+      const std::uint32_t w = *reinterpret_cast<const volatile std::uint32_t*>(from + i);
+      std::memcpy(out + i, &w, 4);
+      i += 4;
+    } else {
+      out[i] = *reinterpret_cast<const volatile unsigned char*>(from + i);
+      ++i;
+    }
+  }
   return v;
 }
 
@@ -191,25 +208,28 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
   if (then == device_op_then::none) return;
   // Release: every lane's first step (a put's data), and every earlier
   // operation's writes, are visible before the second step's strong stores
-  // (the ranks that read them are on this GPU). The barrier makes the
-  // lanes' fenced writes precede the stores of the lanes below.
-  fence_release<scope::device>();
+  // (the ranks that read them are on this GPU). The barrier orders the
+  // other lanes' writes before the storing lanes' fences, which are
+  // cumulative (as __syncthreads and one thread's fence are for a block).
   __syncwarp();
+  fence_release<scope::device>();
   const std::uint32_t next = __shfl_down_sync(full_warp, mine, 1);
+  // System scope, as the ranks' own signal atomics and stores: ranks of the
+  // node's other GPUs may add to or set the same word.
   if (then == device_op_then::add) {
-    if (lane == 0) fetch_add_relaxed<scope::device>(*reinterpret_cast<std::uint64_t*>(second), value);
+    if (lane == 0) fetch_add_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(second), value);
     return;
   }
   // Whole words (lanes 26, 28, 30 with the lane above): a notification's
   // words are each checked by their sequence number, so none may land halfway.
   if (lane >= second_lane && (lane - second_lane) % 2 == 0 && (lane - second_lane) * 4 < second_bytes) {
     auto* word = reinterpret_cast<std::uint64_t*>(second) + (lane - second_lane) / 2;
-    store_relaxed<scope::device>(*word, std::uint64_t(mine) | std::uint64_t(next) << 32);
+    store_relaxed<scope::system>(*word, std::uint64_t(mine) | std::uint64_t(next) << 32);
   }
 }
 
 // Release: the proxy's writes (a copy out's data, a claim's answer) are
-// visible to the engine, and so are the ranks' reads of the slots, before
+// visible to the engine, and so are the proxy's reads of the slots, before
 // `consumed` says so. The barrier orders the other lanes' writes before
 // lane 0's release, which is cumulative (as __syncthreads and one thread's
 // fence are for a block); a fence on every lane measured 0.5 us more.
@@ -229,6 +249,9 @@ __global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
       // there); a copy in reads its source after.
       word = load_acquire<scope::system>(slot.word[lane]);
     } while (!__all_sync(full_warp, std::uint32_t(word >> 32) == std::uint32_t(head + 1)));
+    // Lane 0's acquire (of the word the engine released) orders the other
+    // lanes' reads of the scratch after it too.
+    __syncwarp();
     const auto mine = std::uint32_t(word);
     const auto kind = device_op_kind(proxy_field(mine, 0) & 0xffu);
     if (kind != device_op_kind::stop) proxy_apply(kind, mine, lane);
@@ -334,8 +357,8 @@ class cuda_engine_memory final : public engine_memory {
   //
   // With it, reads and writes up to device_op_copy bytes are the proxy's
   // (through the mapped scratch), in order with its other operations; larger
-  // ones are copies, which wait for the proxy's earlier operations (and its
-  // next one waits for them: push).
+  // ones are copies, which wait for the proxy's earlier operations and are
+  // waited for at once.
   void read(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
     unsigned char* landing = scratch_ + scratch_bytes;  // pinned: a pageable one costs a second copy
