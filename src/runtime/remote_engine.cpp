@@ -76,7 +76,7 @@ struct remote_engine::state {
   std::map<int, std::pair<unsigned char*, std::uint64_t>> gets;  // origin -> destination
   std::vector<std::uint64_t> landed, delivered;  // by world rank of this process
   std::map<int, std::uint64_t> acks;             // to send: origin -> count
-  std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> landing;  // acks after a mark
+  std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting;  // acks, after a mark
   std::vector<arrivals_of_node> early;           // arrivals of a later collective
   std::uint64_t unacknowledged = 0;              // operations sent, not yet acknowledged
   std::uint64_t forwarded = 0;                   // the last world collective forwarded
@@ -482,19 +482,19 @@ struct remote_engine::state {
   // in place; meanwhile the engine goes on (a GPU's proxy takes a few us).
   bool send_acks() {
     if (!acks.empty()) {
-      landing.emplace_back(memory->mark(), std::move(acks));
+      acks_waiting.emplace_back(memory->mark(), std::move(acks));
       acks.clear();
     }
     bool any = false;
-    while (!landing.empty() && memory->landed(landing.front().first)) {
-      for (auto& [origin, count] : landing.front().second) {
+    while (!acks_waiting.empty() && memory->landed(acks_waiting.front().first)) {
+      for (auto& [origin, count] : acks_waiting.front().second) {
         remote_command a{};
         a.op = wire_ack;
         a.origin = origin;
         a.bytes = count;
         send_header(process_of_rank(origin), a);
       }
-      landing.pop_front();
+      acks_waiting.pop_front();
       any = true;
     }
     return any;
@@ -711,7 +711,7 @@ struct remote_engine::state {
             if (remote_process(p)) send_header(p, c);
         }
         if (said_done && everyone_done() && net.idle() && !held_any() && early.empty() &&
-            !waits_any() && landing.empty())
+            !waits_any() && acks_waiting.empty())
           break;
         if (busy) {
           idle = 0;

@@ -12,7 +12,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "grma/error.hpp"
 #include "grma/detail/heap.hpp"
@@ -320,53 +319,13 @@ struct remote_command {
   std::uint64_t signal_value;
   unsigned char data[remote_inline_bytes];  // a small put's bytes
 };
-static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields");
+static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (sequenced_slot)");
 
-// A command slot: each four bytes of the command in a word with the slot's
-// sequence number, so that no word needs another to be read after it. A
-// GPU's rank stores the words into host memory with no system-scope fence
-// between them (a fence there waits for the earlier stores to cross PCIe:
-// 0.5-1 us on every remote operation); the engine takes the slot once every
-// word carries the sequence number.
+// A command slot: self-validating (sequenced_slot), 256 bytes. A GPU rank
+// stores it into host memory with no system-scope fence; the engine reads the
+// put's source on the device, after seeing the command.
 template <>
-struct ring_slot<remote_command> {
-  static constexpr int fields = int(sizeof(remote_command) / 4);
-  std::uint64_t word[32];  // fields, then two unused: 256 bytes
-
-  template <scope S>
-  GRMA_INLINE void store(std::uint32_t sequence, const remote_command& c) {
-    std::uint32_t field[fields];
-    std::memcpy(field, &c, sizeof c);
-#if GRMA_DEVICE_CODE
-    // Release at device scope: the rank's earlier writes (a put's source, the
-    // node's arrivals) are in the device's memory before any word leaves. Who
-    // reads them does so on this device (the engine's proxy) or through its
-    // memory (a copy), after the engine has seen the command.
-    fence_release<scope::device>();
-    for (int i = 0; i < fields; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
-#else
-    for (int i = 1; i < fields; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
-    // Release: the other words, and the rank's earlier writes, are visible
-    // to a consumer that sees word 0.
-    store_release<S>(word[0], sequence_word(sequence, field[0]));
-#endif
-  }
-
-  template <scope S>
-  GRMA_INLINE bool load(std::uint32_t sequence, remote_command& out) {
-    std::uint32_t field[fields];
-    const std::uint64_t w0 = load_acquire<S>(word[0]);  // pairs with the CPU producer's release
-    if (std::uint32_t(w0 >> 32) != sequence) return false;
-    field[0] = std::uint32_t(w0);
-    for (int i = 1; i < fields; ++i) {
-      const std::uint64_t w = load_relaxed<S>(word[i]);
-      if (std::uint32_t(w >> 32) != sequence) return false;  // a GPU's word still on its way
-      field[i] = std::uint32_t(w);
-    }
-    std::memcpy(&out, field, sizeof out);
-    return true;
-  }
-};
+struct ring_slot<remote_command> : sequenced_slot<remote_command, 32> {};
 using command_ring = ring<remote_command>;
 static_assert(sizeof(ring_slot<remote_command>) == 256, "a command slot is four cache lines");
 

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "grma/config.hpp"
 #include "grma/detail/atomic.hpp"
@@ -57,6 +58,51 @@ struct ring_slot {
 GRMA_INLINE constexpr std::uint64_t sequence_word(std::uint32_t sequence, std::uint32_t field) {
   return (std::uint64_t(sequence) << 32) | field;
 }
+
+// A self-validating slot of a payload in four-byte fields: each word holds
+// one field beside the sequence number, so a consumer takes the slot once
+// every word carries it, in whatever order the words arrived. A GPU
+// producer stores them with no system-scope fence between them (one before
+// a host-visible flag waits for the earlier stores to cross PCIe: 0.5-1 us),
+// only a device-scope release first, for what it wrote before: whoever reads
+// that (the network engine's proxy, a copy) reads it through the device's
+// memory, after seeing the slot. ring_slot specializations derive from it.
+template <class Payload, int Words>
+struct sequenced_slot {
+  static constexpr int fields = int(sizeof(Payload) / 4);
+  static_assert(sizeof(Payload) % 4 == 0 && fields <= Words, "a payload of whole four-byte fields");
+  std::uint64_t word[Words];
+
+  template <scope S>
+  GRMA_INLINE void store(std::uint32_t sequence, const Payload& p) {
+    std::uint32_t field[fields];
+    std::memcpy(field, &p, sizeof p);
+#if GRMA_DEVICE_CODE
+    fence_release<scope::device>();
+    for (int i = 0; i < fields; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
+#else
+    for (int i = 1; i < fields; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
+    // Release: the other words, and what the producer wrote before (a
+    // copy's source), are visible to a consumer that sees word 0.
+    store_release<S>(word[0], sequence_word(sequence, field[0]));
+#endif
+  }
+
+  template <scope S>
+  GRMA_INLINE bool load(std::uint32_t sequence, Payload& out) {
+    std::uint32_t field[fields];
+    const std::uint64_t w0 = load_acquire<S>(word[0]);  // pairs with a CPU producer's release
+    if (std::uint32_t(w0 >> 32) != sequence) return false;
+    field[0] = std::uint32_t(w0);
+    for (int i = 1; i < fields; ++i) {
+      const std::uint64_t w = load_relaxed<S>(word[i]);
+      if (std::uint32_t(w >> 32) != sequence) return false;  // a GPU's word still on its way
+      field[i] = std::uint32_t(w);
+    }
+    std::memcpy(&out, field, sizeof out);
+    return true;
+  }
+};
 
 template <class Payload>
 struct ring {

@@ -83,20 +83,10 @@ inline constexpr std::uint32_t proxy_capacity = 1024;
 // the slot's sequence number, so that the proxy's 32 lanes read the whole
 // slot at once (one trip over PCIe, not a sequence number and then the
 // payload) and a lane that read a word before the engine stored it sees it.
+// The engine stores it (host code: word 0 last, with release); the proxy
+// reads it with a lane per word (proxy), not with sequenced_slot::load.
 template <>
-struct ring_slot<device_op> {
-  std::uint64_t word[32];
-
-  template <scope S>
-  GRMA_INLINE void store(std::uint32_t sequence, const device_op& op) {
-    std::uint32_t field[32];
-    std::memcpy(field, &op, sizeof op);
-    for (int i = 1; i < 32; ++i) store_relaxed<S>(word[i], sequence_word(sequence, field[i]));
-    // Release: what the engine wrote before (a copy's source) is visible to
-    // a proxy that sees word 0; it reads that only after all 32 words.
-    store_release<S>(word[0], sequence_word(sequence, field[0]));
-  }
-};
+struct ring_slot<device_op> : sequenced_slot<device_op, 32> {};
 
 namespace {
 
@@ -368,9 +358,7 @@ class cuda_engine_memory final : public engine_memory {
       op.length = std::uint32_t(bytes);
       op.first = reinterpret_cast<std::uint64_t>(from);
       op.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
-      push_staged();
-      push(op);
-      flush_proxy();  // Acquire (in it): the data is in the landing
+      apply_now(op);  // the data is in the landing
       std::memcpy(to, landing, bytes);
       return;
     }
@@ -422,10 +410,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   bool landed(std::uint64_t mark) override {
-    if (inbox_ == nullptr) {
-      flush();
-      return true;
-    }
+    if (inbox_ == nullptr) return engine_memory::landed(mark);  // the copies' stream: a flush
     // Acquire: pairs with the proxy's release; what it wrote is in place.
     if (load_acquire<scope::system>(inbox_->consumed) >= mark) return true;
     check_proxy(++landed_polls_);
@@ -522,9 +507,7 @@ class cuda_engine_memory final : public engine_memory {
       op.kind = device_op_kind::claim;
       op.first = reinterpret_cast<std::uint64_t>(&claim);
       op.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
-      push_staged();
-      push(op);
-      flush_proxy();  // Acquire (in it): the answer is there
+      apply_now(op);  // the answer is there
       return *reinterpret_cast<volatile std::uint32_t*>(scratch_ + scratch_bytes) == 1u;
     }
     claim_word<<<1, 1, 0, stream_>>>(&claim, won_);
@@ -630,6 +613,14 @@ class cuda_engine_memory final : public engine_memory {
     for (std::uint32_t spins = 0; !ring_has_credit<scope::system>(*inbox_, proxy_capacity, ticket, known_consumed_);)
       check_proxy(++spins);
     ring_publish<scope::system>(*inbox_, proxy_capacity, ticket, op);
+  }
+
+  // Pushes `op` after what is staged and waits until the proxy has applied
+  // it: its writes (a copy out's data, a claim's answer) are then visible.
+  void apply_now(const device_op& op) {
+    push_staged();
+    push(op);
+    flush_proxy();
   }
 
   // Waits until the proxy has applied everything pushed (and staged).
