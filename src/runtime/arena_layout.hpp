@@ -38,9 +38,9 @@ struct arena_layout {
   std::uint64_t queue_stride;
   // offsets in the control block
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
-      device_arrivals, words;
+      device_arrivals, words, completion;
   // offsets in the host-visible block
-  std::uint64_t status, control, log, commands, completion, window_states;
+  std::uint64_t status, control, log, commands, window_states;
 };
 
 arena_layout layout_arena(const arena_params& p);

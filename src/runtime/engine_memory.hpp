@@ -43,8 +43,8 @@ class engine_memory {
   // Data: a put's or get's bytes.
   virtual void read(void* to, const void* from, std::size_t bytes) = 0;
   virtual void write(void* to, const void* from, std::size_t bytes) = 0;
-  // Waits for the writes so far: before the engine tells anyone (a get's
-  // landed count) that they are in place.
+  // Waits for the writes so far: before the network itself reads or writes
+  // device memory (a CUDA-aware MPI), which nothing here orders.
   virtual void flush() {}
   // The same without waiting: a mark after the writes so far, and whether
   // they have landed, so that the engine goes on with other work until it
@@ -69,7 +69,8 @@ class engine_memory {
   virtual void publish(notification_ring& q, std::uint32_t capacity, std::uint64_t ticket,
                        const notification& n) = 0;
 
-  // Sets or adds to a signal word, after the data before it (release).
+  // Sets or adds to a word the ranks wait on (a signal; a rank's completion
+  // count), after the data before it (release).
   virtual void signal(std::uint64_t& word, signal_op op, std::uint64_t value) = 0;
 
   // `count` consecutive arrivals at a world collective: read, and written

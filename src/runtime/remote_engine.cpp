@@ -142,14 +142,14 @@ struct remote_engine::state {
   }
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n) {
-    if (is_landed) memory->flush();  // a get's data is in place
     std::uint64_t& mine_count = counts[std::size_t(rank - first_rank())];
     mine_count += n;
     const device_view& v = view_of(rank);
     remote_completion& c = v.completion[rank - v.first_rank];
-    // Release: a get's data (landed) or the target's acknowledgement (and
-    // thereby its data) is visible to the rank that sees the count.
-    store_release<scope::system>(is_landed ? c.landed : c.delivered, mine_count);
+    // Release, after the writes before it: a get's data (landed) is visible
+    // to the rank that sees the count (the target's acknowledgement, and
+    // thereby its data, for delivered).
+    memory->signal(is_landed ? c.landed : c.delivered, signal_op::set, mine_count);
   }
 
   // ---- the process's ranks' commands ------------------------------------------

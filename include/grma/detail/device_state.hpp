@@ -329,9 +329,11 @@ struct ring_slot<remote_command> : sequenced_slot<remote_command, 32> {};
 using command_ring = ring<remote_command>;
 static_assert(sizeof(ring_slot<remote_command>) == 256, "a command slot is four cache lines");
 
-// A rank's remote operations as its engine reports them; host-visible, one
-// per rank, written by the engine with release and read by the rank with
-// acquire. Counts only grow.
+// A rank's remote operations as its engine reports them; one per rank, in
+// the device's own memory (a rank polls it while it waits: hundreds of ranks
+// polling host memory over PCIe stall the GPU's copies for milliseconds),
+// written by the engine through its engine_memory with release and read by
+// the rank with acquire. Counts only grow.
 struct alignas(64) remote_completion {
   // Operations whose buffer at the origin the engine is done with (a large
   // put's source was sent; a get's destination holds the data).
