@@ -382,7 +382,7 @@ struct device_view {
   job_control* control;           // host-visible, the job's
   log_ring* log;                  // host-visible
   command_ring* commands;         // host-visible: to the process's network engine
-  remote_completion* completion;  // host-visible, one per rank of this device
+  remote_completion* completion;  // device memory, one per rank of this device
   device_words* words;            // this device's
   std::uint32_t* error_claim;     // the job's
 
