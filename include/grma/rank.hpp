@@ -386,7 +386,7 @@ class basic_rank {
       if (r_.leader() && spins_ >= P::quiet_spins) {
         if (!published_) publish_blocked();
         if (r_.local().pending.size != unmatched_) publish_unmatched();
-        if (spins_ % 1024 == 0) r_.check_abort();
+        if (spins_ % P::abort_spins == 0) r_.check_abort();
       }
       P::relax(spins_);
     }
@@ -756,7 +756,12 @@ class basic_rank {
   GRMA_INLINE void push_command(const detail::remote_command& c, call where, std::uint64_t ticket) {
     waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
     detail::command_ring& q = *v_->commands;
-    detail::ring_wait_credit<detail::scope::system>(q, q.capacity, ticket, local().command_credit, wait);
+    // Acquire: pairs with the engine's release of its copy of `consumed`,
+    // made after it took the slots (device_words::commands_consumed).
+    while (!detail::ring_has_credit(q.capacity, ticket, local().command_credit, [&] {
+      return detail::load_acquire<detail::scope::system>(v_->words->commands_consumed);
+    }))
+      wait();
     detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
   }
 

@@ -43,6 +43,15 @@ class engine_memory {
   // Data: a put's or get's bytes.
   virtual void read(void* to, const void* from, std::size_t bytes) = 0;
   virtual void write(void* to, const void* from, std::size_t bytes) = 0;
+  // A write from a staging buffer, which it holds until the copy is done,
+  // so that the engine goes on meanwhile (a GPU's chunk of a large put).
+  // Lands in call order like write().
+  virtual void write_staged(void* to, std::shared_ptr<unsigned char> stage, std::size_t bytes) {
+    write(to, stage.get(), bytes);
+  }
+  // Lets go of the staging buffers of copies that are done (their lanes
+  // get their room back); whether there were any.
+  virtual bool progress() { return false; }
   // Waits for the writes so far: before the network itself reads or writes
   // device memory (a CUDA-aware MPI), which nothing here orders.
   virtual void flush() {}

@@ -17,6 +17,8 @@ namespace grma::detail {
 enum class channel : int {
   header = 1,  // fixed-size headers (remote_command), received from any process
   data = 2,    // the bytes that follow a header, between one pair in order
+  record = 3,  // the engines' own records that follow a header (a node's
+               // arrivals, an abort's error record): never behind data
 };
 
 class mpi_transport {

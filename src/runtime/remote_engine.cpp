@@ -12,6 +12,7 @@
 
 #include "grma/error.hpp"
 #include "grma/types.hpp"
+#include "data_lanes.hpp"
 #include "engine_memory.hpp"
 #include "mpi_transport.hpp"
 #include "watchdog.hpp"
@@ -29,6 +30,10 @@ constexpr auto wire_done = remote_op(19);       // the sender's ranks are done a
 constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
 constexpr double beat_seconds = 0.1;
+
+// Staging memory each lane (process and direction) may hold: 16 chunks in
+// flight keep the network and the copies busy (data_lanes).
+constexpr std::uint64_t staging_per_lane = std::uint64_t{16} << 20;
 
 // A notification for a ring that was full, with whom to acknowledge after.
 struct held_notification {
@@ -67,7 +72,9 @@ struct remote_engine::state {
   double silence_seconds;
   int ranks_per_device = 0;
   int world_size = 0;
-  // Before `net`: staging buffers that sends in flight hold return to it.
+  // Before `memory` and `net`: staging buffers that copies and sends in
+  // flight hold return their room to it, and their memory to `memory`.
+  data_lanes lanes;
   std::unique_ptr<engine_memory> memory;
   mpi_transport net;
 
@@ -97,7 +104,12 @@ struct remote_engine::state {
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence,
         std::unique_ptr<engine_memory> m, unsigned run)
-      : nodes(n), views(std::move(v)), silence_seconds(silence), memory(std::move(m)), net(run) {}
+      : nodes(n),
+        views(std::move(v)),
+        silence_seconds(silence),
+        lanes(n.processes, staging_per_lane, [this](std::size_t bytes) { return memory->staging(bytes); }),
+        memory(std::move(m)),
+        net(run) {}
 
   int device_of(int rank) const { return rank / ranks_per_device; }
   int process_of_rank(int rank) const { return device_of(rank) / nodes.devices_per_process; }
@@ -160,11 +172,16 @@ struct remote_engine::state {
       const device_view& v = *views[std::size_t(nodes.process * nodes.devices_per_process + d)];
       ring_reader& reader = readers[std::size_t(d)];
       remote_command c;
+      bool taken = false;
       while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
         ring_release<scope::system>(*v.commands, reader);
         start(c);
-        any = true;
+        taken = true;
       }
+      // The ranks' copy of the ring's count (device_words::commands_consumed),
+      // once per batch: a rank that waits for room sees every slot taken.
+      if (taken) memory->signal(v.words->commands_consumed, signal_op::set, reader.head);
+      any |= taken;
     }
     return any;
   }
@@ -216,11 +233,12 @@ struct remote_engine::state {
   void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
     memory->flush();  // where the network reads the device itself: earlier writes first
     for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
-      std::shared_ptr<unsigned char> stage = memory->staging(n);
-      if (!stage) return net.send(to, channel::data, at + offset, n, chunk_done);
-      memory->read(stage.get(), at + offset, n);
-      net.send(to, channel::data, stage.get(), n, [stage] {});
-      chunk_done();
+      lanes.enqueue(to, lane_direction::out, n, [this, to, from = at + offset, n, chunk_done](auto stage) {
+        if (!stage) return net.send(to, channel::data, from, n, chunk_done);
+        memory->read(stage.get(), from, n);
+        net.send(to, channel::data, stage.get(), n, [stage] {});
+        chunk_done();
+      });
     });
   }
 
@@ -228,11 +246,14 @@ struct remote_engine::state {
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
     memory->flush();  // where the network writes the device itself: no earlier write lands over it
     for_each_chunk(bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
-      std::shared_ptr<unsigned char> stage = memory->staging(n);
-      if (!stage) return net.receive(from, channel::data, at + offset, n, [chunk_done](int) { chunk_done(); });
-      net.receive(from, channel::data, stage.get(), n, [this, stage, to = at + offset, n, chunk_done](int) {
-        memory->write(to, stage.get(), n);
-        chunk_done();
+      lanes.enqueue(from, lane_direction::in, n, [this, from, to = at + offset, n, chunk_done](auto stage) {
+        if (!stage) return net.receive(from, channel::data, to, n, [chunk_done](int) { chunk_done(); });
+        net.receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int) {
+          // Lands before anything written after it (engine_memory); the
+          // stage returns to its lane when the copy is done.
+          memory->write_staged(to, stage, n);
+          chunk_done();
+        });
       });
     });
   }
@@ -253,7 +274,7 @@ struct remote_engine::state {
     for (int p = 0; p < nodes.processes; ++p) {
       if (!remote_process(p) || leader_process(nodes.node_of[std::size_t(p)]) != p) continue;
       send_header(p, c);
-      net.send(p, channel::data, data->data(), c.bytes, [data] {});
+      net.send(p, channel::record, data->data(), c.bytes, [data] {});
     }
   }
 
@@ -510,7 +531,7 @@ struct remote_engine::state {
       return malformed(from, -1, call::runtime, "sent a malformed arrival");
     }
     batch->arrivals.resize(batch->ranks.size());
-    net.receive(from, channel::data, batch->arrivals.data(), c.bytes,
+    net.receive(from, channel::record, batch->arrivals.data(), c.bytes,
                 [this, batch](int) { early.push_back(std::move(*batch)); });
   }
 
@@ -574,7 +595,7 @@ struct remote_engine::state {
       return;
     }
     auto message = std::make_shared<std::vector<unsigned char>>(sizeof(error_record) + report_bytes);
-    net.receive(from, channel::data, message->data(), message->size(), [this, message, from](int) {
+    net.receive(from, channel::record, message->data(), message->size(), [this, message, from](int) {
       error_record record;
       std::memcpy(&record, message->data(), sizeof record);
       // Left for every process of this node (one of them may see the abort
@@ -613,7 +634,7 @@ struct remote_engine::state {
     for (int p = 0; p < nodes.processes; ++p)
       if (remote_process(p)) {  // done ones too: they wait for the others
         send_header(p, c);
-        net.send(p, channel::data, message->data(), message->size(), [message] {});
+        net.send(p, channel::record, message->data(), message->size(), [message] {});
       }
   }
 
@@ -689,6 +710,8 @@ struct remote_engine::state {
       while (true) {
         bool busy = take_commands();
         while (net.poll()) busy = true;
+        busy |= memory->progress();  // returns the staging of copies done
+        busy |= lanes.pump();
         busy |= handle_waiting();
         busy |= publish_held();
         busy |= apply_arrivals();
@@ -710,7 +733,7 @@ struct remote_engine::state {
           for (int p = 0; p < nodes.processes; ++p)
             if (remote_process(p)) send_header(p, c);
         }
-        if (said_done && everyone_done() && net.idle() && !held_any() && early.empty() &&
+        if (said_done && everyone_done() && net.idle() && lanes.idle() && !held_any() && early.empty() &&
             !waits_any() && acks_waiting.empty())
           break;
         if (busy) {

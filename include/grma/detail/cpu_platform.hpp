@@ -17,9 +17,10 @@ namespace grma::detail {
 
 struct cpu_platform {
   static constexpr scope memory_scope = scope::device;
-  // Spins before a waiting rank publishes its state for the watchdog: cheap
-  // here, so soon.
+  // Spins before a waiting rank publishes its state for the watchdog, and
+  // between its looks at the abort flag: cheap here, so soon and often.
   static constexpr std::uint32_t quiet_spins = 64;
+  static constexpr std::uint32_t abort_spins = 1024;
 
   GRMA_INLINE static int thread_index() { return 0; }
   GRMA_INLINE static int thread_count() { return 1; }

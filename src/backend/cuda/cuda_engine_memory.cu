@@ -5,6 +5,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -254,7 +255,9 @@ __global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
 }
 
 // Pinned host buffers, reused: allocating pinned memory costs far more than
-// the copies it serves. Sizes are powers of two from 64 KiB.
+// the copies it serves. Sizes are powers of two from 64 KiB. What it holds
+// is bounded by the engine's lanes (data_lanes): as much as they have held
+// at once.
 class pinned_pool {
  public:
   pinned_pool() = default;
@@ -347,8 +350,9 @@ class cuda_engine_memory final : public engine_memory {
   //
   // With it, reads and writes up to device_op_copy bytes are the proxy's
   // (through the mapped scratch), in order with its other operations; larger
-  // ones are copies, which wait for the proxy's earlier operations and are
-  // waited for at once.
+  // ones are copies, which wait for the proxy's earlier operations, and which
+  // later operations wait for (push). Reads and writes wait for their copy;
+  // a staged write does not (write_staged).
   void read(void* to, const void* from, std::size_t bytes) override {
     if (bytes == 0) return;
     unsigned char* landing = scratch_ + scratch_bytes;  // pinned: a pageable one costs a second copy
@@ -397,6 +401,35 @@ class cuda_engine_memory final : public engine_memory {
     }
     unsigned char* source = scratch_ + take_scratch(from, bytes);
     enqueue(to, source, bytes, "writing GPU memory");
+  }
+
+  // On the copies' stream, after the proxy's earlier writes; later proxy
+  // operations wait for it (push). The stage is let go of in progress().
+  void write_staged(void* to, std::shared_ptr<unsigned char> stage, std::size_t bytes) override {
+    if (bytes <= small_bytes) return write(to, stage.get(), bytes);
+    flush_proxy();
+    enqueue(to, stage.get(), bytes, "writing GPU memory");
+    cudaEvent_t done = nullptr;
+    if (free_events_.empty()) {
+      cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate (network engine)");
+    } else {
+      done = free_events_.back();
+      free_events_.pop_back();
+    }
+    staged_writes_.push_back({done, std::move(stage)});
+    cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord (network engine)");
+  }
+
+  bool progress() override {
+    bool any = false;
+    while (!staged_writes_.empty()) {
+      const cudaError_t e = cudaEventQuery(staged_writes_.front().done);
+      if (e == cudaErrorNotReady) break;
+      cuda_check(e, "writing GPU memory");
+      retire_staged_write();
+      any = true;
+    }
+    return any;
   }
 
   void flush() override {
@@ -519,7 +552,7 @@ class cuda_engine_memory final : public engine_memory {
 
  private:
   // Copies and writes up to this size go through the scratch; larger ones
-  // are a staging buffer's, and waited for.
+  // are a staging buffer's.
   static constexpr std::size_t small_bytes = device_op_copy;
   // Small writes between two waits (a write that finds it full waits).
   static constexpr std::size_t scratch_bytes = std::size_t{1} << 20;
@@ -547,6 +580,13 @@ class cuda_engine_memory final : public engine_memory {
     cuda_check(e, what);
     pending_ = false;
     if (inbox_ == nullptr) scratch_used_ = 0;  // every copy from it has landed
+    while (!staged_writes_.empty()) retire_staged_write();
+  }
+
+  // The oldest staged write has landed: its stage goes back to its lane.
+  void retire_staged_write() {
+    free_events_.push_back(staged_writes_.front().done);
+    staged_writes_.pop_front();
   }
 
   // Mapped host memory: the proxy's ring. The kernel is loaded now (see the
@@ -667,7 +707,11 @@ class cuda_engine_memory final : public engine_memory {
     proxy_stream_ = nullptr;
     proxy_memory_ = nullptr;
     inbox_ = nullptr;
-    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // copies from the scratch
+    if (stream_ != nullptr) cudaStreamSynchronize(stream_);  // copies from the scratch and stages
+    for (const staged_write& w : staged_writes_) free_events_.push_back(w.done);
+    staged_writes_.clear();
+    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+    free_events_.clear();
     if (scratch_ != nullptr) cudaFreeHost(scratch_);
     if (won_ != nullptr) cudaFree(won_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
@@ -688,6 +732,14 @@ class cuda_engine_memory final : public engine_memory {
   bool pending_ = false;  // copies or kernels queued since the last wait
   std::vector<kept_window> kept_;  // by slot
   pinned_pool pool_;
+  // Large writes on the stream not waited for, oldest first (after pool_:
+  // their stages return to it).
+  struct staged_write {
+    cudaEvent_t done;
+    std::shared_ptr<unsigned char> stage;
+  };
+  std::deque<staged_write> staged_writes_;
+  std::vector<cudaEvent_t> free_events_;
   // The proxy (null inbox_: copies and the one-thread kernels instead).
   unsigned char* proxy_memory_ = nullptr;  // mapped host memory
   device_op_ring* inbox_ = nullptr;
