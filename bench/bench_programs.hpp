@@ -85,12 +85,15 @@ struct bandwidth {
     const int me = r.rank(grma::world);
     const int n = r.size(grma::world);
     const int away = offset == 0 ? n / 2 : offset;
-    auto* buffer = static_cast<unsigned char*>(r.alloc(2 * bytes));
+    const int target = (me + away) % n, source = (me + n - away) % n;
+    // Only ranks that put or are put to hold buffers, so one rank's large
+    // puts fit a heap that all ranks' would not.
+    const std::size_t mine = me < active || source < active ? bytes : 0;
+    auto* buffer = mine == 0 ? nullptr : static_cast<unsigned char*>(r.alloc(2 * mine));
     // Touched first, as any program's buffers are: the first use of memory
     // (shared memory on the CPU backend) is not the transfer's cost.
-    for (std::size_t i = r.thread(); i < 2 * bytes; i += r.threads()) buffer[i] = (unsigned char)i;
-    grma::window w = r.window_create(grma::world, buffer, bytes);
-    const int target = (me + away) % n, source = (me + n - away) % n;
+    for (std::size_t i = r.thread(); i < 2 * mine; i += r.threads()) buffer[i] = (unsigned char)i;
+    grma::window w = r.window_create(grma::world, buffer, mine);
     // One put before the clock starts, as the copy baselines warm up: the
     // first touch of the target's pages (on a peer GPU, its mappings) is not
     // the transfer's cost.
@@ -105,7 +108,7 @@ struct bandwidth {
     // Take the notifications so the queues end empty.
     if (source < active) r.wait_notifications(w, source, 1, iterations);
     r.window_free(w);
-    r.free(buffer);
+    if (buffer != nullptr) r.free(buffer);
   }
 };
 

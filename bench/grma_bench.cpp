@@ -184,14 +184,16 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   MPI_Initialized(&mpi_ready);
 #endif
 
-  // Sizes: latency 8 B .. 1 MiB (quick: .. 4 KiB); bandwidth 64 KiB .. 4 MiB
-  // per rank (quick: 64 KiB), within what the heap holds for all ranks.
+  // Sizes: latency 8 B .. 1 MiB (quick: .. 4 KiB); bandwidth 64 KiB .. 64
+  // MiB per rank (quick: 64 KiB), one rank within what half the heap holds
+  // for two, all pairs within what it holds for all ranks.
   const std::size_t heap = rt.settings().heap_size;
   std::vector<std::size_t> latency_sizes, bandwidth_sizes;
   for (std::size_t b = 8; b <= (o.quick ? 4096u : std::size_t(1) << 20); b *= 8) latency_sizes.push_back(b);
-  const std::size_t widest = o.quick ? std::size_t(64) << 10 : std::size_t(4) << 20;
+  const std::size_t widest = o.quick ? std::size_t(64) << 10 : std::size_t(64) << 20;
   for (std::size_t b = std::size_t(64) << 10; b <= widest; b *= 4)
-    if (2 * b * std::size_t(full) <= heap / 2) bandwidth_sizes.push_back(b);
+    if (4 * b <= heap / 2) bandwidth_sizes.push_back(b);
+  const auto all_pairs_fit = [&](std::size_t b) { return 2 * b * std::size_t(full) <= heap / 2; };
   const int message_count = o.quick ? 64 : 1024, message_batch = 16;
   const int latency_iterations = o.quick ? 200 : 5000;
   const auto wanted = [&](const char* section) { return o.only.empty() || o.only == section; };
@@ -321,22 +323,27 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, one rank");
       const results one = run(bench::bandwidth{bytes, iterations, 1, offset}, full);
       show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, all pairs");
-      const results all = run(bench::bandwidth{bytes, iterations, pairs, offset}, full);
+      const bool all_measured = all_pairs_fit(bytes);
       const double one_gbs = double(bytes) * iterations / one.seconds / 1e9;
-      const double all_gbs = double(bytes) * iterations * pairs / all.seconds / 1e9;
-      double copy = floor_gbs(bytes * std::size_t(pairs));
+      const double all_gbs =
+          all_measured ? double(bytes) * iterations * pairs /
+                             run(bench::bandwidth{bytes, iterations, pairs, offset}, full).seconds / 1e9
+                       : NAN;
+      // The copy of as much as was moved at once: all pairs' bytes, or one rank's.
+      double copy = floor_gbs(bytes * std::size_t(all_measured ? pairs : 1));
 #if GRMA_BENCH_MPI
       if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
 #endif
       const double staged_copy = staged_gbs(bytes, iterations);
-      std::snprintf(line, sizeof line, "%10zu %13.2f %13.2f %14s %14s\n", bytes, one_gbs, all_gbs,
-                    format(copy, "%.2f").c_str(), format(staged_copy, "%.2f").c_str());
+      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s\n", bytes, one_gbs,
+                    format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
+                    format(staged_copy, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(json,
-                     "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %.3f, "
+                     "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %s, "
                      "\"pairs\": %d, \"copy_floor_gbs\": %s, \"staged_mpi_gbs\": %s}",
-                     first ? "" : ",\n", bytes, one_gbs, all_gbs, pairs,
+                     first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
                      format(copy, "%.3f", "null").c_str(), format(staged_copy, "%.3f", "null").c_str());
       first = false;
     }

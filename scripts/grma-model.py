@@ -265,7 +265,9 @@ def plots(args, paths, hds):
         bw_sizes = [p[size_key] for p in data["bandwidth"]]
         for key, label in bands:
             if data["bandwidth"][0].get(key) is not None:
-                right.plot(bw_sizes, [p[key] for p in data["bandwidth"]], marker="o", label=label)
+                # null where not measured (all pairs of sizes the heap cannot hold for all)
+                values = [float("nan") if p.get(key) is None else p[key] for p in data["bandwidth"]]
+                right.plot(bw_sizes, values, marker="o", label=label)
         right.set(xscale="log", xlabel="bytes" + (" per rank" if size_key == "bytes_per_rank" else ""),
                   ylabel="GB/s", title=f"{name}: bandwidth")
         right.legend(fontsize=8)
