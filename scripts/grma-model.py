@@ -264,7 +264,7 @@ def plots(args, paths, hds):
         size_key = "bytes_per_rank" if "bytes_per_rank" in data["bandwidth"][0] else "bytes"
         bw_sizes = [p[size_key] for p in data["bandwidth"]]
         for key, label in bands:
-            if data["bandwidth"][0].get(key) is not None:
+            if any(p.get(key) is not None for p in data["bandwidth"]):
                 # null where not measured (all pairs of sizes the heap cannot hold for all)
                 values = [float("nan") if p.get(key) is None else p[key] for p in data["bandwidth"]]
                 right.plot(bw_sizes, values, marker="o", label=label)

@@ -9,7 +9,8 @@
 // holds its staging buffer from its post until its copy or send is done. A
 // lane holds at most `limit` bytes of staging at once; a post that does not
 // fit waits until earlier buffers return (a post larger than the limit goes
-// alone). Bounded per lane, not per engine: with one budget for all lanes, an
+// alone), so an engine holds at most 2 x processes x limit at once. Bounded
+// per lane, not per engine: with one budget for all lanes, an
 // engine whose receives wait for one process's data could hold buffers that
 // its sends to another process need, and a cycle of such engines would never
 // move; lanes depend only on their other end.

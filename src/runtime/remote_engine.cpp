@@ -171,17 +171,23 @@ struct remote_engine::state {
     for (int d = 0; d < nodes.devices_per_process; ++d) {
       const device_view& v = *views[std::size_t(nodes.process * nodes.devices_per_process + d)];
       ring_reader& reader = readers[std::size_t(d)];
+      // The ranks' copy of the ring's count (device_words::commands_consumed):
+      // after the batch, so a rank that waits for room sees every slot taken,
+      // and every quarter ring, so a long batch (large puts' reads) hands
+      // room back as it goes.
+      auto announce = [&] { memory->signal(v.words->commands_consumed, signal_op::set, reader.head); };
+      std::uint64_t announced = reader.head;
       remote_command c;
-      bool taken = false;
       while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
         ring_release<scope::system>(*v.commands, reader);
         start(c);
-        taken = true;
+        any = true;
+        if (reader.head - announced > reader.mask / 4) {
+          announce();
+          announced = reader.head;
+        }
       }
-      // The ranks' copy of the ring's count (device_words::commands_consumed),
-      // once per batch: a rank that waits for room sees every slot taken.
-      if (taken) memory->signal(v.words->commands_consumed, signal_op::set, reader.head);
-      any |= taken;
+      if (announced != reader.head) announce();
     }
     return any;
   }
@@ -231,11 +237,13 @@ struct remote_engine::state {
   // Sends `bytes` of device memory at `at`; `released` runs once the engine
   // no longer reads them (every chunk sent, or staged).
   void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released) {
-    memory->flush();  // where the network reads the device itself: earlier writes first
     for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
       lanes.enqueue(to, lane_direction::out, n, [this, to, from = at + offset, n, chunk_done](auto stage) {
-        if (!stage) return net.send(to, channel::data, from, n, chunk_done);
-        memory->read(stage.get(), from, n);
+        if (!stage) {
+          memory->flush();  // the network reads the device itself: earlier writes first
+          return net.send(to, channel::data, from, n, chunk_done);
+        }
+        memory->read(stage.get(), from, n);  // sees every earlier write
         net.send(to, channel::data, stage.get(), n, [stage] {});
         chunk_done();
       });
@@ -244,10 +252,12 @@ struct remote_engine::state {
 
   // Receives `bytes` into device memory at `at`, then runs `done`.
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done) {
-    memory->flush();  // where the network writes the device itself: no earlier write lands over it
     for_each_chunk(bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
       lanes.enqueue(from, lane_direction::in, n, [this, from, to = at + offset, n, chunk_done](auto stage) {
-        if (!stage) return net.receive(from, channel::data, to, n, [chunk_done](int) { chunk_done(); });
+        if (!stage) {
+          memory->flush();  // the network writes the device itself: no earlier write lands over it
+          return net.receive(from, channel::data, to, n, [chunk_done](int) { chunk_done(); });
+        }
         net.receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int) {
           // Lands before anything written after it (engine_memory); the
           // stage returns to its lane when the copy is done.

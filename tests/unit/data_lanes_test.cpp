@@ -82,6 +82,11 @@ TEST(DataLanes, APostLargerThanTheLimitGoesAlone) {
   lanes.pump();
   EXPECT_EQ(r.started, (std::vector<int>{1, 2}));
   EXPECT_EQ(lanes.held(0, lane_direction::out), 5000u);
+  lanes.enqueue(0, lane_direction::out, 1, r.post(3));  // behind the oversized one
+  EXPECT_EQ(r.started, (std::vector<int>{1, 2}));
+  r.kept.clear();
+  EXPECT_TRUE(lanes.pump());
+  EXPECT_EQ(r.started, (std::vector<int>{1, 2, 3}));
 }
 
 TEST(DataLanes, WithoutStagingNothingIsHeldAndNothingWaits) {

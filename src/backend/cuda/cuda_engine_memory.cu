@@ -408,7 +408,6 @@ class cuda_engine_memory final : public engine_memory {
   void write_staged(void* to, std::shared_ptr<unsigned char> stage, std::size_t bytes) override {
     if (bytes <= small_bytes) return write(to, stage.get(), bytes);
     flush_proxy();
-    enqueue(to, stage.get(), bytes, "writing GPU memory");
     cudaEvent_t done = nullptr;
     if (free_events_.empty()) {
       cuda_check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreate (network engine)");
@@ -416,7 +415,12 @@ class cuda_engine_memory final : public engine_memory {
       done = free_events_.back();
       free_events_.pop_back();
     }
+    // Held before the copy is queued: should queueing or recording fail,
+    // release() still waits for the stream before it lets the stage go.
+    const void* from = stage.get();
     staged_writes_.push_back({done, std::move(stage)});
+    ++staged_issued_;
+    enqueue(to, from, bytes, "writing GPU memory");
     cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord (network engine)");
   }
 
@@ -437,13 +441,22 @@ class cuda_engine_memory final : public engine_memory {
     if (pending_) wait("writing GPU memory");
   }
 
+  // A proxy operation waits for the staged writes before it (push), so a
+  // mark covers them through the proxy's count, except those made since the
+  // last operation: their count is kept beside the mark.
   std::uint64_t mark() override {
     push_staged();
+    if (inbox_ != nullptr && staged_landed_ < staged_issued_)
+      marks_after_copies_.emplace_back(pushed_, staged_issued_);
     return pushed_;
   }
 
   bool landed(std::uint64_t mark) override {
     if (inbox_ == nullptr) return engine_memory::landed(mark);  // the copies' stream: a flush
+    progress();
+    for (; !marks_after_copies_.empty() && marks_after_copies_.front().first <= mark;
+         marks_after_copies_.pop_front())
+      if (staged_landed_ < marks_after_copies_.front().second) return false;
     // Acquire: pairs with the proxy's release; what it wrote is in place.
     if (load_acquire<scope::system>(inbox_->consumed) >= mark) return true;
     check_proxy(++landed_polls_);
@@ -587,6 +600,7 @@ class cuda_engine_memory final : public engine_memory {
   void retire_staged_write() {
     free_events_.push_back(staged_writes_.front().done);
     staged_writes_.pop_front();
+    ++staged_landed_;
   }
 
   // Mapped host memory: the proxy's ring. The kernel is loaded now (see the
@@ -740,6 +754,9 @@ class cuda_engine_memory final : public engine_memory {
   };
   std::deque<staged_write> staged_writes_;
   std::vector<cudaEvent_t> free_events_;
+  std::uint64_t staged_issued_ = 0, staged_landed_ = 0;
+  // (mark, staged writes issued by then) for marks taken with some in flight.
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> marks_after_copies_;
   // The proxy (null inbox_: copies and the one-thread kernels instead).
   unsigned char* proxy_memory_ = nullptr;  // mapped host memory
   device_op_ring* inbox_ = nullptr;
