@@ -756,12 +756,10 @@ class basic_rank {
   GRMA_INLINE void push_command(const detail::remote_command& c, call where, std::uint64_t ticket) {
     waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
     detail::command_ring& q = *v_->commands;
-    // Acquire: pairs with the engine's release of its copy of `consumed`,
-    // made after it took the slots (device_words::commands_consumed).
-    while (!detail::ring_has_credit(q.capacity, ticket, local().command_credit, [&] {
-      return detail::load_acquire<detail::scope::system>(v_->words->commands_consumed);
-    }))
-      wait();
+    // The ring's consumed count is device_words::commands_consumed, in the
+    // device's memory, which the engine releases after taking the slots.
+    detail::ring_wait_credit<detail::scope::system>(v_->words->commands_consumed, q.capacity, ticket,
+                                                    local().command_credit, wait);
     detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
   }
 

@@ -35,9 +35,9 @@ void data_lanes::start(lane& l, std::size_t bytes, const post& go) {
   l.held += bytes;
   // The lane's room comes back when the last holder lets go (a send or a
   // copy completing), on the engine's thread like everything here.
-  go(std::shared_ptr<unsigned char>(buffer.get(), [buffer, held = &l.held, bytes](unsigned char*) mutable {
+  // The deleter holds `buffer`, which goes back to the pool with it.
+  go(std::shared_ptr<unsigned char>(buffer.get(), [buffer, held = &l.held, bytes](unsigned char*) {
     *held -= bytes;
-    buffer.reset();
   }));
 }
 

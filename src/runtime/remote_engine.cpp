@@ -171,23 +171,22 @@ struct remote_engine::state {
     for (int d = 0; d < nodes.devices_per_process; ++d) {
       const device_view& v = *views[std::size_t(nodes.process * nodes.devices_per_process + d)];
       ring_reader& reader = readers[std::size_t(d)];
-      // The ranks' copy of the ring's count (device_words::commands_consumed):
-      // after the batch, so a rank that waits for room sees every slot taken,
-      // and every quarter ring, so a long batch (large puts' reads) hands
-      // room back as it goes.
-      auto announce = [&] { memory->signal(v.words->commands_consumed, signal_op::set, reader.head); };
-      std::uint64_t announced = reader.head;
+      // The ring's consumed count is in the device's memory
+      // (device_words::commands_consumed), released through `memory`: after
+      // the batch, so a rank that waits for room sees every slot taken, and
+      // every quarter ring, so a long batch (large puts' reads) hands room
+      // back as it goes.
+      auto release = [&] {
+        memory->signal(v.words->commands_consumed, signal_op::set, reader.head);
+        reader.released = reader.head;
+      };
       remote_command c;
       while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
-        ring_release<scope::system>(*v.commands, reader);
         start(c);
         any = true;
-        if (reader.head - announced > reader.mask / 4) {
-          announce();
-          announced = reader.head;
-        }
+        if (reader.head - reader.released > reader.mask / 4) release();
       }
-      if (announced != reader.head) announce();
+      if (reader.released != reader.head) release();
     }
     return any;
   }

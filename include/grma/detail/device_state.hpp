@@ -286,10 +286,10 @@ struct device_words {
   std::uint32_t window_lock;  // device 0's: held while the window table changes
   std::uint32_t pad;
   std::uint64_t command_tickets;  // tickets of this device's command ring
-  // The command ring's `consumed` count as the network engine last copied
-  // it here (release, after the ring's own): ranks waiting for room in the
-  // ring poll this word in their device's memory, not the ring's over PCIe
-  // (hundreds of such pollers stall the GPU's copies and the engine's proxy).
+  // The command ring's `consumed` count, in place of the ring's own (which
+  // stays 0): the network engine releases it after taking slots, and ranks
+  // waiting for room poll it in their device's memory, not host memory over
+  // PCIe (hundreds of such pollers stall the GPU's copies and the proxy).
   std::uint64_t commands_consumed;
 };
 

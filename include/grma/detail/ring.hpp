@@ -181,10 +181,17 @@ GRMA_INLINE bool ring_has_credit(ring<Payload>& q, std::uint32_t capacity, std::
 // the producer's private credit state for this ring; `wait` is called while
 // the ring is full. `capacity` is the caller's copy of q.capacity (see
 // ring_reader::mask for why not read it here).
+template <scope S, class Wait>
+GRMA_INLINE void ring_wait_credit(std::uint64_t& consumed, std::uint32_t capacity, std::uint64_t ticket,
+                                  std::uint64_t& known_consumed, Wait&& wait) {
+  // Acquire pairs with the consumer's release of `consumed`.
+  while (!ring_has_credit(capacity, ticket, known_consumed, [&] { return load_acquire<S>(consumed); })) wait();
+}
+
 template <scope S, class Payload, class Wait>
 GRMA_INLINE void ring_wait_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                                   std::uint64_t& known_consumed, Wait&& wait) {
-  while (!ring_has_credit<S>(q, capacity, ticket, known_consumed)) wait();
+  ring_wait_credit<S>(q.consumed, capacity, ticket, known_consumed, wait);
 }
 
 template <scope S, class Payload, class Wait>

@@ -419,7 +419,6 @@ class cuda_engine_memory final : public engine_memory {
     // release() still waits for the stream before it lets the stage go.
     const void* from = stage.get();
     staged_writes_.push_back({done, std::move(stage)});
-    ++staged_issued_;
     enqueue(to, from, bytes, "writing GPU memory");
     cuda_check(cudaEventRecord(done, stream_), "cudaEventRecord (network engine)");
   }
@@ -446,17 +445,19 @@ class cuda_engine_memory final : public engine_memory {
   // last operation: their count is kept beside the mark.
   std::uint64_t mark() override {
     push_staged();
-    if (inbox_ != nullptr && staged_landed_ < staged_issued_)
-      marks_after_copies_.emplace_back(pushed_, staged_issued_);
+    if (inbox_ != nullptr && !staged_writes_.empty())
+      marks_after_copies_.emplace_back(pushed_, staged_landed_ + staged_writes_.size());
     return pushed_;
   }
 
   bool landed(std::uint64_t mark) override {
     if (inbox_ == nullptr) return engine_memory::landed(mark);  // the copies' stream: a flush
-    progress();
-    for (; !marks_after_copies_.empty() && marks_after_copies_.front().first <= mark;
-         marks_after_copies_.pop_front())
-      if (staged_landed_ < marks_after_copies_.front().second) return false;
+    while (!marks_after_copies_.empty() && marks_after_copies_.front().first <= mark) {
+      const std::uint64_t copies = marks_after_copies_.front().second;
+      if (staged_landed_ < copies) progress();
+      if (staged_landed_ < copies) return false;
+      marks_after_copies_.pop_front();
+    }
     // Acquire: pairs with the proxy's release; what it wrote is in place.
     if (load_acquire<scope::system>(inbox_->consumed) >= mark) return true;
     check_proxy(++landed_polls_);
@@ -754,7 +755,7 @@ class cuda_engine_memory final : public engine_memory {
   };
   std::deque<staged_write> staged_writes_;
   std::vector<cudaEvent_t> free_events_;
-  std::uint64_t staged_issued_ = 0, staged_landed_ = 0;
+  std::uint64_t staged_landed_ = 0;  // staged writes retired so far
   // (mark, staged writes issued by then) for marks taken with some in flight.
   std::deque<std::pair<std::uint64_t, std::uint64_t>> marks_after_copies_;
   // The proxy (null inbox_: copies and the one-thread kernels instead).
