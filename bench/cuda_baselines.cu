@@ -9,18 +9,47 @@ namespace {
 
 // One side of the ping-pong: `first` stores, then polls; the other polls,
 // then stores. Thread 0 only; `first` records the time of `iterations` round
-// trips after 100 for warm-up.
-__device__ void raw_flag_side(volatile unsigned* mine, volatile unsigned* theirs, bool first,
-                              int iterations, long long* ns) {
+// trips after 100 for warm-up. Released (the least a notified put must do):
+// each side stores 8 bytes of data into the other's memory, then a release
+// fence, then the flag; the poll acquires, so the data is visible once the
+// flag is seen, at the scope grma uses (device on one GPU, system between
+// GPUs). Raw: the flag store and a plain poll, no ordering.
+template <bool Released, bool Peer>
+__device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs,
+                          unsigned long long* their_data, bool first, int iterations,
+                          long long* ns) {
   long long start = 0;
+  auto store = [&](unsigned i) {
+    if (Released) {
+      *their_data = i;
+      if (Peer)
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+      else
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+    *theirs = i;
+  };
+  auto poll = [&](unsigned i) {
+    if (Released) {
+      unsigned seen;
+      do {
+        if (Peer)
+          asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(seen) : "l"(mine) : "memory");
+        else
+          asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(seen) : "l"(mine) : "memory");
+      } while (seen != i);
+    } else {
+      while (*mine != i) continue;
+    }
+  };
   for (int i = 1; i <= iterations + 100; ++i) {
     if (i == 101) asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
     if (first) {
-      *theirs = i;
-      while (*mine != unsigned(i)) {}
+      store(unsigned(i));
+      poll(unsigned(i));
     } else {
-      while (*mine != unsigned(i)) {}
-      *theirs = i;
+      poll(unsigned(i));
+      store(unsigned(i));
     }
   }
   long long end;
@@ -28,18 +57,69 @@ __device__ void raw_flag_side(volatile unsigned* mine, volatile unsigned* theirs
   if (first) *ns = end - start;
 }
 
-// Both sides as the two blocks of one kernel (one GPU).
-__global__ void raw_flag_blocks(volatile unsigned* flags, int iterations, long long* ns) {
+// Both sides as the two blocks of one kernel (one GPU). Each side's flag and
+// data are on separate 128-byte lines.
+template <bool Released>
+__global__ void flag_blocks(unsigned* flags, int iterations, long long* ns) {
   if (threadIdx.x != 0) return;
-  volatile unsigned* mine = flags + 32 * blockIdx.x;  // separate 128-byte lines
-  volatile unsigned* theirs = flags + 32 * (1 - blockIdx.x);
-  raw_flag_side(mine, theirs, blockIdx.x == 0, iterations, ns);
+  unsigned* mine = flags + 64 * blockIdx.x;
+  unsigned* theirs = flags + 64 * (1 - blockIdx.x);
+  flag_side<Released, false>(mine, theirs, reinterpret_cast<unsigned long long*>(theirs + 32),
+                             blockIdx.x == 0, iterations, ns);
 }
 
 // One side per GPU, each polling its own memory and storing into the peer's.
-__global__ void raw_flag_block(volatile unsigned* mine, volatile unsigned* theirs, bool first,
-                               int iterations, long long* ns) {
-  if (threadIdx.x == 0) raw_flag_side(mine, theirs, first, iterations, ns);
+template <bool Released>
+__global__ void flag_block(unsigned* mine, unsigned* theirs, bool first, int iterations,
+                           long long* ns) {
+  if (threadIdx.x == 0)
+    flag_side<Released, true>(mine, theirs, reinterpret_cast<unsigned long long*>(theirs + 32),
+                              first, iterations, ns);
+}
+
+template <bool Released>
+double flag_round_trip_us(int a, int b, int iterations) {
+  long long* ns;
+  long long host_ns = 0;
+  check(cudaSetDevice(a), "cudaSetDevice");
+  check(cudaMalloc(&ns, sizeof(long long)), "cudaMalloc");
+  if (a == b) {
+    unsigned* flags;
+    check(cudaMalloc(&flags, 128 * sizeof(unsigned)), "cudaMalloc");
+    check(cudaMemset(flags, 0, 128 * sizeof(unsigned)), "cudaMemset");
+    flag_blocks<Released><<<2, 32>>>(flags, iterations, ns);
+    check(cudaGetLastError(), "flag launch");
+    check(cudaDeviceSynchronize(), "flag ping-pong");
+    cudaFree(flags);
+  } else {
+    enable_peer_access(a, b);
+    unsigned* flag[2];
+    cudaStream_t stream[2];
+    const int device[2] = {a, b};
+    for (int i = 0; i < 2; ++i) {
+      check(cudaSetDevice(device[i]), "cudaSetDevice");
+      check(cudaMalloc(&flag[i], 256), "cudaMalloc");
+      check(cudaMemset(flag[i], 0, 256), "cudaMemset");
+      check(cudaDeviceSynchronize(), "cudaMemset");
+      check(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
+    }
+    // The polling side first: the other's first store must find it running.
+    check(cudaSetDevice(b), "cudaSetDevice");
+    flag_block<Released><<<1, 32, 0, stream[1]>>>(flag[1], flag[0], false, iterations, nullptr);
+    check(cudaSetDevice(a), "cudaSetDevice");
+    flag_block<Released><<<1, 32, 0, stream[0]>>>(flag[0], flag[1], true, iterations, ns);
+    check(cudaGetLastError(), "flag launch");
+    for (int i = 0; i < 2; ++i) {
+      check(cudaStreamSynchronize(stream[i]), "flag ping-pong");
+      check(cudaSetDevice(device[i]), "cudaSetDevice");
+      cudaFree(flag[i]);
+      cudaStreamDestroy(stream[i]);
+    }
+    check(cudaSetDevice(a), "cudaSetDevice");
+  }
+  check(cudaMemcpy(&host_ns, ns, sizeof host_ns, cudaMemcpyDeviceToHost), "flag ping-pong");
+  cudaFree(ns);
+  return double(host_ns) / iterations * 1e-3;
 }
 
 }  // namespace
@@ -57,47 +137,11 @@ void enable_peer_access(int a, int b) {
 }
 
 double raw_flag_round_trip_us(int a, int b, int iterations) {
-  long long* ns;
-  long long host_ns = 0;
-  check(cudaSetDevice(a), "cudaSetDevice");
-  check(cudaMalloc(&ns, sizeof(long long)), "cudaMalloc");
-  if (a == b) {
-    unsigned* flags;
-    check(cudaMalloc(&flags, 64 * sizeof(unsigned)), "cudaMalloc");
-    check(cudaMemset(flags, 0, 64 * sizeof(unsigned)), "cudaMemset");
-    raw_flag_blocks<<<2, 32>>>(flags, iterations, ns);
-    check(cudaGetLastError(), "raw flag launch");
-    check(cudaDeviceSynchronize(), "raw flag");
-    cudaFree(flags);
-  } else {
-    enable_peer_access(a, b);
-    unsigned* flag[2];
-    cudaStream_t stream[2];
-    const int device[2] = {a, b};
-    for (int i = 0; i < 2; ++i) {
-      check(cudaSetDevice(device[i]), "cudaSetDevice");
-      check(cudaMalloc(&flag[i], 128), "cudaMalloc");
-      check(cudaMemset(flag[i], 0, 128), "cudaMemset");
-      check(cudaDeviceSynchronize(), "cudaMemset");
-      check(cudaStreamCreateWithFlags(&stream[i], cudaStreamNonBlocking), "cudaStreamCreate");
-    }
-    // The polling side first: the other's first store must find it running.
-    check(cudaSetDevice(b), "cudaSetDevice");
-    raw_flag_block<<<1, 32, 0, stream[1]>>>(flag[1], flag[0], false, iterations, nullptr);
-    check(cudaSetDevice(a), "cudaSetDevice");
-    raw_flag_block<<<1, 32, 0, stream[0]>>>(flag[0], flag[1], true, iterations, ns);
-    check(cudaGetLastError(), "raw flag launch");
-    for (int i = 0; i < 2; ++i) {
-      check(cudaStreamSynchronize(stream[i]), "raw flag");
-      check(cudaSetDevice(device[i]), "cudaSetDevice");
-      cudaFree(flag[i]);
-      cudaStreamDestroy(stream[i]);
-    }
-    check(cudaSetDevice(a), "cudaSetDevice");
-  }
-  check(cudaMemcpy(&host_ns, ns, sizeof host_ns, cudaMemcpyDeviceToHost), "raw flag");
-  cudaFree(ns);
-  return double(host_ns) / iterations * 1e-3;
+  return flag_round_trip_us<false>(a, b, iterations);
+}
+
+double release_flag_round_trip_us(int a, int b, int iterations) {
+  return flag_round_trip_us<true>(a, b, iterations);
 }
 
 double memcpy_gbs(int a, int b, std::size_t bytes, int iterations) {

@@ -1,6 +1,7 @@
 // The floors the CUDA benchmarks measure grma against, in the same run: a raw
-// flag ping-pong (one store, one poll) and cudaMemcpy, on one GPU or between
-// two (peer memory).
+// flag ping-pong (one store, one poll), the same with a data store and a
+// release before each flag (the ordering a notified put needs), and
+// cudaMemcpy, on one GPU or between two (peer memory).
 #pragma once
 
 #include <cstddef>
@@ -13,6 +14,11 @@ void enable_peer_access(int a, int b);
 // Round trip of a flag between a block on GPU a and one on GPU b (the same
 // GPU when a == b), in microseconds.
 double raw_flag_round_trip_us(int a, int b, int iterations);
+
+// The same with 8 bytes of data stored into the other side's memory and a
+// release fence before each flag store, and acquiring polls: no notified put
+// can take less, whatever its queue.
+double release_flag_round_trip_us(int a, int b, int iterations);
 
 // cudaMemcpy (a == b) or cudaMemcpyPeer bandwidth from GPU a to GPU b, GB/s.
 double memcpy_gbs(int a, int b, std::size_t bytes, int iterations);

@@ -18,7 +18,8 @@
 // of many 8-byte notified puts in flight. Once per job: a halo exchange of
 // all ranks (each puts a row to both neighbours and waits for theirs: the
 // stage of a stencil code, for the model) and notification matching
-// throughput. Floors: a raw flag ping-pong and memcpy (cudaMemcpy,
+// throughput. Floors: a raw flag ping-pong (on GPUs also the same with a
+// data store and a release before each flag) and memcpy (cudaMemcpy,
 // cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
 // between nodes (host buffers; on GPUs also device buffers staged through
 // host buffers). NVSHMEM has its own program, grma-bench-nvshmem.
@@ -218,6 +219,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   for (const path& p : paths) {
     // Floors of this path, measured in this run (NaN where there is none).
     double floor_us = NAN;
+    double release_floor_us = NAN;  // on GPUs: the raw flag with a data store and a release
     std::function<double(std::size_t)> floor_gbs = [](std::size_t) { return NAN; };
     const char* floor_name = "-";
     const char* copy_name = "-";
@@ -227,6 +229,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
 #if defined(__CUDACC__)
       if (cuda) {
         floor_us = bench::raw_flag_round_trip_us(0, p.devices_apart, latency_iterations);
+        release_floor_us =
+            bench::release_flag_round_trip_us(0, p.devices_apart, latency_iterations);
         const int far = p.devices_apart;
         floor_gbs = [far](std::size_t b) { return bench::memcpy_gbs(0, far, b, 20); };
         floor_name = "raw flag between blocks";
@@ -271,9 +275,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
-    std::snprintf(line, sizeof line, "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s\n",
+    std::snprintf(line, sizeof line,
+                  "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s %14s\n",
                   p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor",
-                  "staged MPI");
+                  "release floor", "staged MPI");
     report += line;
     if (json)
       std::fprintf(json, "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\",\n     \"latency\": [\n",
@@ -294,15 +299,20 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
 #endif
       const double staged_here = staged_us(bytes, iterations);
-      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s\n", bytes, us[0], us[1], us[2],
-                    format(floor_here, "%.3f").c_str(), format(staged_here, "%.3f").c_str());
+      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s %14s\n", bytes, us[0],
+                    us[1], us[2], format(floor_here, "%.3f").c_str(),
+                    format(release_floor_us, "%.3f").c_str(), format(staged_here, "%.3f").c_str());
       report += line;
       if (json)
-        std::fprintf(json,
-                     "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
-                     "\"signal_put_us\": %.4f, \"floor_us\": %s, \"staged_mpi_us\": %s}",
-                     first ? "" : ",\n", bytes, us[0], us[1], us[2],
-                     format(floor_here, "%.4f", "null").c_str(), format(staged_here, "%.4f", "null").c_str());
+        std::fprintf(
+            json,
+            "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
+            "\"signal_put_us\": %.4f, \"floor_us\": %s, \"release_floor_us\": %s, "
+            "\"staged_mpi_us\": %s}",
+            first ? "" : ",\n", bytes, us[0], us[1], us[2],
+            format(floor_here, "%.4f", "null").c_str(),
+            format(release_floor_us, "%.4f", "null").c_str(),
+            format(staged_here, "%.4f", "null").c_str());
       first = false;
     }
     // Bandwidth: one rank, then all pairs of the path (the full job). With

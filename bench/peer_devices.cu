@@ -1,7 +1,8 @@
 // Two-GPU benchmark (issue 4), one process driving both GPUs (GRMA_DEVICES=2):
 // round trips of notified put, signal put and notified get between a rank on
-// GPU 0 and one on GPU 1, next to the floor (a raw flag ping-pong between a
-// block on each GPU through peer memory); bandwidth of one rank and of all
+// GPU 0 and one on GPU 1, next to two floors (a raw flag ping-pong between a
+// block on each GPU through peer memory, and the same with a data store and a
+// system-scope release before each flag); bandwidth of one rank and of all
 // ranks of GPU 0 putting to GPU 1, next to cudaMemcpyPeer. Prints a table and
 // writes JSON (each figure beside its baseline from the same run).
 //
@@ -58,8 +59,11 @@ int main(int argc, char** argv) try {
                prop.name, threads);
   const int latency_iterations = 5000;
   const double raw_us = bench::raw_flag_round_trip_us(0, 1, latency_iterations);
+  const double release_us = bench::release_flag_round_trip_us(0, 1, latency_iterations);
   std::printf("GPUs: 2 x %s, %d threads per rank\n\n", prop.name, threads);
-  std::printf("round trip [us]      bytes  notified put  signal put  notified get  raw flag (floor)  put/floor\n");
+  std::printf(
+      "round trip [us]      bytes  notified put  signal put  notified get  raw flag  release flag  "
+      "put/raw  put/release\n");
   bool first = true;
   for (std::size_t bytes = 8; bytes <= (std::size_t(64) << 20); bytes *= 8) {
     const int iterations = bytes <= 4096 ? latency_iterations : bytes <= (1 << 20) ? 500 : 20;
@@ -68,12 +72,13 @@ int main(int argc, char** argv) try {
     const results get = run(rt, ping_pong{bytes, iterations, mode::notified_get}, 1, threads);
     const double put_us = put.seconds / iterations * 1e6, sig_us = sig.seconds / iterations * 1e6,
                  get_us = get.seconds / iterations * 1e6;
-    std::printf("               %10zu  %12.3f  %10.3f  %12.3f  %16.3f  %9.2f\n", bytes, put_us,
-                sig_us, get_us, raw_us, put_us / raw_us);
+    std::printf("               %10zu  %12.3f  %10.3f  %12.3f  %8.3f  %12.3f  %7.2f  %11.2f\n",
+                bytes, put_us, sig_us, get_us, raw_us, release_us, put_us / raw_us,
+                put_us / release_us);
     std::fprintf(json,
                  "%s    {\"bytes\": %zu, \"notified_put_us\": %.4f, \"signal_put_us\": %.4f, "
-                 "\"notified_get_us\": %.4f, \"raw_flag_us\": %.4f}",
-                 first ? "" : ",\n", bytes, put_us, sig_us, get_us, raw_us);
+                 "\"notified_get_us\": %.4f, \"raw_flag_us\": %.4f, \"release_flag_us\": %.4f}",
+                 first ? "" : ",\n", bytes, put_us, sig_us, get_us, raw_us, release_us);
     first = false;
   }
   std::fprintf(json, "\n  ],\n  \"bandwidth\": [\n");

@@ -1,6 +1,8 @@
 // Same-GPU benchmark (issue 3): round-trip latency of notified put and of
-// signal put between two ranks, next to the floor (a raw flag ping-pong
-// between two blocks: one store, one poll); copy bandwidth of one rank and of
+// signal put between two ranks, next to two floors: a raw flag ping-pong
+// between two blocks (one store, one poll) and the same with a data store and
+// a release fence before each flag (the ordering any notified put needs);
+// copy bandwidth of one rank and of
 // all ranks, next to cudaMemcpy device-to-device. Prints a table and writes
 // JSON (each figure beside its baseline from the same run).
 //
@@ -51,21 +53,24 @@ int main(int argc, char** argv) try {
 
   const int latency_iterations = 10000;
   const double raw_us = bench::raw_flag_round_trip_us(0, 0, latency_iterations);
+  const double release_us = bench::release_flag_round_trip_us(0, 0, latency_iterations);
   std::printf("GPU: %s, %d threads per rank, %d ranks co-resident\n\n", prop.name, threads,
               max_ranks);
-  std::printf("round trip [us]      bytes  notified put  signal put  raw flag (floor)  put/floor\n");
+  std::printf(
+      "round trip [us]      bytes  notified put  signal put  raw flag  release flag  put/raw  "
+      "put/release\n");
   bool first = true;
   for (std::size_t bytes = 8; bytes <= (std::size_t(1) << 20); bytes *= 4) {
     const int iterations = bytes <= 4096 ? latency_iterations : 1000;
     const results put = run(rt, ping_pong{bytes, iterations, mode::notified_put}, 2, threads);
     const results sig = run(rt, ping_pong{bytes, iterations, mode::signal_put}, 2, threads);
     const double put_us = put.seconds / iterations * 1e6, sig_us = sig.seconds / iterations * 1e6;
-    std::printf("               %10zu  %12.3f  %10.3f  %16.3f  %9.2f\n", bytes, put_us, sig_us,
-                raw_us, put_us / raw_us);
+    std::printf("               %10zu  %12.3f  %10.3f  %8.3f  %12.3f  %7.2f  %11.2f\n", bytes,
+                put_us, sig_us, raw_us, release_us, put_us / raw_us, put_us / release_us);
     std::fprintf(json,
                  "%s    {\"bytes\": %zu, \"notified_put_us\": %.4f, \"signal_put_us\": %.4f, "
-                 "\"raw_flag_us\": %.4f}",
-                 first ? "" : ",\n", bytes, put_us, sig_us, raw_us);
+                 "\"raw_flag_us\": %.4f, \"release_flag_us\": %.4f}",
+                 first ? "" : ",\n", bytes, put_us, sig_us, raw_us, release_us);
     first = false;
   }
   std::fprintf(json, "\n  ],\n  \"bandwidth\": [\n");

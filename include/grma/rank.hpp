@@ -40,8 +40,9 @@ class basic_rank {
   // `local` is the rank's private state: shared memory on a GPU.
   // `view` and `local` outlive the rank; on a GPU both are in shared memory,
   // which an acquire's L1 invalidation does not touch.
-  GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank, detail::rank_local& local)
-      : v_(&view), local_(&local), device_rank_(device_rank), world_rank_(view.first_rank + device_rank) {}
+  GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank,
+                         detail::rank_local& local)
+      : v_(&view), local_(&local), device_rank_(device_rank) {}
   basic_rank(const basic_rank&) = delete;
   basic_rank& operator=(const basic_rank&) = delete;
 
@@ -59,18 +60,18 @@ class basic_rank {
   // run (ranks of its other devices reach it there); the host sees what ranks
   // wrote once the run returns.
   GRMA_INLINE void* userdata() const {
-    return v_->peer_heaps[v_->userdata_device] + v_->userdata_offset;
+    return view().peer_heaps[view().userdata_device] + view().userdata_offset;
   }
   template <class T>
   GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
-  GRMA_INLINE std::size_t userdata_size() const { return v_->userdata_size; }
+  GRMA_INLINE std::size_t userdata_size() const { return view().userdata_size; }
 
   // ---- memory ----------------------------------------------------------------
 
   // Rank-private memory from the device heap; may be registered in windows.
   GRMA_INLINE void* alloc(std::size_t bytes) {
     const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, call::alloc) : 0);
-    return v_->heap + offset;
+    return view().heap + offset;
   }
 
   GRMA_INLINE void free(void* pointer) {
@@ -97,7 +98,7 @@ class basic_rank {
     if (result >> 63)
       fail(errc::shared_size_mismatch, call::alloc_shared, std::int64_t(bytes),
            std::int64_t((result >> 40) & 0x7fffff), std::int64_t(result & shared_value_mask));
-    return v_->heap + result;
+    return view().heap + result;
   }
 
   // Collective over grma::device: returns a block from alloc_shared. Every
@@ -131,22 +132,24 @@ class basic_rank {
   GRMA_INLINE window window_create(comm c, void* base, std::size_t bytes) {
     const comm_layout l = layout(c);
     std::uint64_t offset = 0;
-    std::uint32_t owner = std::uint32_t(v_->device_index);
+    std::uint32_t owner = std::uint32_t(view().device_index);
     if (bytes != 0) {
       // Memory from alloc (this device's heap) or userdata (the process's first device's).
       auto* p = static_cast<unsigned char*>(base);
       auto* u = static_cast<unsigned char*>(userdata());
-      if (p >= u && p < u + v_->userdata_size && bytes <= std::uint64_t(u + v_->userdata_size - p))
-        owner = std::uint32_t(v_->userdata_device);
-      const unsigned char* heap = v_->peer_heaps[owner];
-      if (p < heap || p >= heap + v_->heap_size || bytes > std::uint64_t(heap + v_->heap_size - p))
+      if (p >= u && p < u + view().userdata_size &&
+          bytes <= std::uint64_t(u + view().userdata_size - p))
+        owner = std::uint32_t(view().userdata_device);
+      const unsigned char* heap = view().peer_heaps[owner];
+      if (p < heap || p >= heap + view().heap_size ||
+          bytes > std::uint64_t(heap + view().heap_size - p))
         fail(errc::window_memory_not_managed, call::window_create,
              std::int64_t(reinterpret_cast<std::uintptr_t>(base)), std::int64_t(bytes));
       offset = std::uint64_t(p - heap);
     }
     // The owning device rides in the offset's top byte (heaps are far smaller).
     const std::uint64_t placed = offset | (std::uint64_t(owner) << 56);
-    const detail::window_table& t = v_->windows;
+    const detail::window_table& t = view().windows;
     const std::uint64_t result = collective(
         c, l, call::window_create, placed, bytes, [&](const detail::collective_arrival* arrivals) {
           // The entries are written before the slot is taken, under the
@@ -184,7 +187,7 @@ class basic_rank {
           for (std::uint32_t i = 0; i < a.comm_size; ++i)
             if (arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
           lock_window_table();
-          detail::window_table_release(v_->windows, w.slot);
+          detail::window_table_release(view().windows, w.slot);
           unlock_window_table();
           return std::uint64_t{0};
         });
@@ -337,15 +340,17 @@ class basic_rank {
   GRMA_INLINE void send_log(const detail::line_buffer& line) {
     if (!leader()) return;
     detail::log_record record;
-    record.rank = world_rank_;
+    record.rank = world_rank();
     record.length = line.size();
     for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
     waiter wait(*this, call::none, {0, 0, 0, 0});
     // The ticket comes from device memory; the slot is written to host memory.
-    const std::uint64_t ticket = detail::ring_take_ticket<S>(v_->words->log_tickets);
-    const std::uint32_t capacity = v_->log->capacity;  // host memory, but logging is not a fast path
-    detail::ring_wait_credit<detail::scope::system>(*v_->log, capacity, ticket, local().log_credit, wait);
-    detail::ring_publish<detail::scope::system>(*v_->log, capacity, ticket, record);
+    const std::uint64_t ticket = detail::ring_take_ticket<S>(view().words->log_tickets);
+    // Host memory, but logging is not a fast path.
+    const std::uint32_t capacity = view().log->capacity;
+    detail::ring_wait_credit<detail::scope::system>(*view().log, capacity, ticket,
+                                                    local().log_credit, wait);
+    detail::ring_publish<detail::scope::system>(*view().log, capacity, ticket, record);
   }
 
  private:
@@ -425,8 +430,13 @@ class basic_rank {
   };
 
   GRMA_INLINE bool leader() const { return P::thread_index() == 0; }
-  GRMA_INLINE detail::rank_local& local() const { return *local_; }
-  GRMA_INLINE detail::rank_status& status() const { return v_->status[device_rank_]; }
+  // The rank's state, through the platform (on a GPU at fixed shared-memory
+  // addresses: cuda_platform::view).
+  GRMA_INLINE const detail::device_view& view() const { return P::view(*v_); }
+  GRMA_INLINE detail::rank_local& local() const { return P::local(*local_); }
+  GRMA_INLINE int device_rank() const { return P::device_rank(device_rank_); }
+  GRMA_INLINE int world_rank() const { return view().first_rank + device_rank(); }
+  GRMA_INLINE detail::rank_status& status() const { return view().status[device_rank()]; }
 
   // Counts a completed call; publishes the count now and then (a store to
   // host memory from a GPU crosses PCIe: not on every call).
@@ -442,8 +452,8 @@ class basic_rank {
 
   GRMA_INLINE comm_layout layout(comm c) const {
     // One device per job on the CPU backend so far: world is this device's ranks.
-    if (c == world) return {v_->world_size, world_rank_};
-    if (c == device) return {v_->ranks, device_rank_};
+    if (c == world) return {view().world_size, world_rank()};
+    if (c == device) return {view().ranks, device_rank()};
     fail(errc::invalid_comm, call::comm_query, c.id);
   }
 
@@ -452,7 +462,7 @@ class basic_rank {
                                      const char* text = nullptr, std::uint32_t text_length = 0) const {
     error_record r{};
     r.code = std::int32_t(code);
-    r.rank = world_rank_;
+    r.rank = world_rank();
     r.where = std::int32_t(where);
     r.values[0] = v0;
     r.values[1] = v1;
@@ -462,17 +472,17 @@ class basic_rank {
     const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
-    P::fail(*v_->error_claim, *v_->control, r);
+    P::fail(*view().error_claim, *view().control, r);
   }
 
   GRMA_INLINE void check_abort() {
-    if (detail::load_acquire<detail::scope::system>(v_->control->abort) != 0) {
+    if (detail::load_acquire<detail::scope::system>(view().control->abort) != 0) {
       error_record r{};
       r.code = std::int32_t(errc::aborted);
-      r.rank = world_rank_;
+      r.rank = world_rank();
       r.where = status().where;
-      r.values[0] = detail::load_relaxed<detail::scope::system>(v_->control->error_claimed) != 0
-                        ? v_->control->error.rank
+      r.values[0] = detail::load_relaxed<detail::scope::system>(view().control->error_claimed) != 0
+                        ? view().control->error.rank
                         : -1;
       P::leave(r);
     }
@@ -510,12 +520,12 @@ class basic_rank {
   template <detail::scope Sc, class LeaderAction>
   GRMA_INLINE std::uint64_t collective_at(comm c, comm_layout l, call what, std::uint64_t p0,
                                           std::uint64_t p1, LeaderAction& act) {
-    detail::collective_state& st = *v_->collectives[comm_index(c)];
-    detail::collective_arrival* arrivals = v_->arrivals[comm_index(c)];
+    detail::collective_state& st = *view().collectives[comm_index(c)];
+    detail::collective_arrival* arrivals = view().arrivals[comm_index(c)];
     // A job across nodes gathers each node at its lowest world rank, whose
     // network engine forwards the node's arrivals to the other nodes'.
     const bool across = c == world && spans_nodes();
-    const int gatherer = across ? v_->node_leader : 0;
+    const int gatherer = across ? view().node_leader : 0;
     std::uint64_t epoch = 0;
     if (spans_nodes()) flush_remote(what);
     P::publish_fence();  // the rank's threads' writes come before its arrival
@@ -544,12 +554,12 @@ class basic_rank {
                std::int64_t(epoch));
       };
       for (int i = P::thread_index(); i < l.size; i += P::thread_count())
-        if (!across || v_->on_node(v_->device_of(i))) await(i);
+        if (!across || view().on_node(view().device_of(i))) await(i);
       if (across) {
         P::sync();  // the node has arrived
         if (leader()) announce_arrival(epoch, what);
         for (int i = P::thread_index(); i < l.size; i += P::thread_count())
-          if (!v_->on_node(v_->device_of(i))) await(i);
+          if (!view().on_node(view().device_of(i))) await(i);
       }
       P::sync();  // every arrival seen (and acquired by some thread) before acting
       if (leader()) {
@@ -576,15 +586,15 @@ class basic_rank {
     detail::window_cache_line& line = local().windows[detail::window_cache_index(key, target)];
     if (line.key == key && w.generation != 0 && line.target == target)
       return access{line.entry, target, line.comm, line.comm_size};
-    switch (detail::window_lookup(v_->windows, w.slot, w.generation)) {
+    switch (detail::window_lookup(view().windows, w.slot, w.generation)) {
       case detail::window_check::ok: break;
       case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
       case detail::window_check::freed: fail(errc::window_freed, where, w.slot, w.generation);
     }
-    const detail::window_slot& slot = v_->windows.slots[w.slot];
+    const detail::window_slot& slot = view().windows.slots[w.slot];
     if (target < -1 || (target >= 0 && std::uint32_t(target) >= slot.comm_size))
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
-    const access a{target >= 0 ? v_->windows.entry(w.slot, target) : detail::window_entry{},
+    const access a{target >= 0 ? view().windows.entry(w.slot, target) : detail::window_entry{},
                    target, slot.comm, slot.comm_size};
     // Every thread has read the line: only then may the leader replace it.
     P::sync();
@@ -638,8 +648,8 @@ class basic_rank {
       fail(errc::rank_out_of_range, where, source, a.comm_size, a.comm);
     if (tag != any_tag && tag < 0) fail(errc::negative_tag, where, tag);
     if (count < 1) fail(errc::invalid_count, where, count);
-    if (std::uint32_t(count) > v_->match_capacity)
-      fail(errc::count_exceeds_match_capacity, where, count, v_->match_capacity);
+    if (std::uint32_t(count) > view().match_capacity)
+      fail(errc::count_exceeds_match_capacity, where, count, view().match_capacity);
     return {detail::window_key(w.slot, w.generation), source, tag, count};
   }
 
@@ -651,12 +661,12 @@ class basic_rank {
 
   // This rank's rings, one per device of the job.
   GRMA_INLINE detail::inbox_rings inbox() const {
-    return {reinterpret_cast<unsigned char*>(&v_->queue(world_rank_, 0)), v_->queue_stride,
-            v_->devices};
+    return {reinterpret_cast<unsigned char*>(&view().queue(world_rank(), 0)), view().queue_stride,
+            view().devices};
   }
 
   // Does the job span devices (so that shared words need system scope)?
-  GRMA_INLINE bool wide() const { return v_->devices > 1; }
+  GRMA_INLINE bool wide() const { return view().devices > 1; }
 
   // Calls f(scope) with system scope where `system` holds, else the
   // platform's: other devices' threads take part in what f does.
@@ -668,23 +678,23 @@ class basic_rank {
 
   // The access's target as a world rank, and whether it is on another device.
   GRMA_INLINE int world_target(const access& a) const {
-    return a.comm == device.id ? v_->first_rank + a.target : a.target;
+    return a.comm == device.id ? view().first_rank + a.target : a.target;
   }
   // Whether an access involves another device: the target's range or the
   // target itself (which then reads the data and the notification there).
   GRMA_INLINE bool remote(const access& a) const {
     // One device: no division on the put path.
-    return wide() && (int(a.entry.device) != v_->device_index ||
-                      v_->device_of(world_target(a)) != v_->device_index);
+    return wide() && (int(a.entry.device) != view().device_index ||
+                      view().device_of(world_target(a)) != view().device_index);
   }
   // The heap the target's range is in.
   GRMA_INLINE unsigned char* heap_of(const access& a) const {
-    return v_->peer_heaps[a.entry.device];
+    return view().peer_heaps[a.entry.device];
   }
 
   // The ticket counter is this device's, shared only by its ranks.
   GRMA_INLINE std::uint64_t take_ticket(const access& a) {
-    return leader() ? detail::ring_take_ticket<S>(v_->tickets[world_target(a)]) : 0;
+    return leader() ? detail::ring_take_ticket<S>(view().tickets[world_target(a)]) : 0;
   }
 
   // Publishes the notification of a put or get whose data is in place.
@@ -692,14 +702,14 @@ class basic_rank {
     P::publish_fence();
     if (leader()) {
       const int t = world_target(a);
-      detail::notification_ring& q = v_->queue(t, v_->device_index);
+      detail::notification_ring& q = view().queue(t, view().device_index);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
       const detail::notification n{detail::window_key(w.slot, w.generation),
                                    layout(comm{a.comm}).rank, tag};
       // A peer's ring: the release that orders the data must reach that device.
       at_scope(remote(a), [&](auto scope) {
-        detail::ring_wait_credit<scope.value>(q, v_->queue_capacity, ticket, credit(t), wait);
-        detail::ring_publish<scope.value>(q, v_->queue_capacity, ticket, n);
+        detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);
+        detail::ring_publish<scope.value>(q, view().queue_capacity, ticket, n);
       });
     }
     completed();
@@ -719,11 +729,11 @@ class basic_rank {
   // ---- the inter-node path: the process's network engine does the work ----
 
   // Whether the job spans nodes.
-  GRMA_INLINE bool spans_nodes() const { return v_->nodes > 1; }
+  GRMA_INLINE bool spans_nodes() const { return view().nodes > 1; }
 
   // Whether the target's range is on another node (only world windows span nodes).
   GRMA_INLINE bool on_other_node(const access& a) const {
-    return spans_nodes() && !v_->on_node(int(a.entry.device));
+    return spans_nodes() && !view().on_node(int(a.entry.device));
   }
 
   // A put, get or signal to another node: the engine's command.
@@ -733,7 +743,7 @@ class basic_rank {
                                    std::uint64_t signal_value = 0, signal_op sop = signal_op::set) {
     detail::remote_command c{};
     c.op = op;
-    c.origin = world_rank_;
+    c.origin = world_rank();
     c.window = detail::window_key(w.slot, w.generation);
     c.target = a.target;
     c.tag = tag;
@@ -751,15 +761,15 @@ class basic_rank {
   // arrived, and what the rank wrote before (a put's source) is then in its
   // device's memory, where the engine reads it (ring_slot<remote_command>).
   GRMA_INLINE std::uint64_t take_command_ticket() {
-    return detail::ring_take_ticket<S>(v_->words->command_tickets);
+    return detail::ring_take_ticket<S>(view().words->command_tickets);
   }
   GRMA_INLINE void push_command(const detail::remote_command& c, call where, std::uint64_t ticket) {
     waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
-    detail::command_ring& q = *v_->commands;
+    detail::command_ring& q = *view().commands;
     // The ring's consumed count is device_words::commands_consumed, in the
     // device's memory, which the engine releases after taking the slots.
-    detail::ring_wait_credit<detail::scope::system>(v_->words->commands_consumed, q.capacity, ticket,
-                                                    local().command_credit, wait);
+    detail::ring_wait_credit<detail::scope::system>(view().words->commands_consumed, q.capacity,
+                                                    ticket, local().command_credit, wait);
     detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
   }
 
@@ -790,7 +800,8 @@ class basic_rank {
         const std::uint64_t n = ++l.remote_waited;
         block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
           // Acquire: a get's data, written by the engine, is visible.
-          return detail::load_acquire<detail::scope::system>(v_->completion[device_rank_].landed) >= n;
+          return detail::load_acquire<detail::scope::system>(
+                     view().completion[device_rank()].landed) >= n;
         });
       }
     }
@@ -803,7 +814,7 @@ class basic_rank {
   GRMA_INLINE void announce_arrival(std::uint64_t epoch, call what) {
     detail::remote_command arrive{};
     arrive.op = detail::remote_op::arrive;
-    arrive.origin = world_rank_;
+    arrive.origin = world_rank();
     arrive.offset = epoch;
     push_command(arrive, what, take_command_ticket());
   }
@@ -817,7 +828,7 @@ class basic_rank {
     if (l.remote_delivered == l.remote_issued) return;
     block_until(where, {std::int64_t(l.remote_issued), 0, 0, 0}, [&] {
       l.remote_delivered =
-          detail::load_acquire<detail::scope::system>(v_->completion[device_rank_].delivered);
+          detail::load_acquire<detail::scope::system>(view().completion[device_rank()].delivered);
       return l.remote_delivered == l.remote_issued;
     });
   }
@@ -826,11 +837,12 @@ class basic_rank {
   GRMA_INLINE void lock_window_table() {
     waiter wait(*this, call::window_create, {0, 0, 0, 0});
     at_scope(wide(), [&](auto scope) {
-      while (!detail::compare_exchange_acquire<scope.value>(*v_->windows.lock, 0u, 1u)) wait();
+      while (!detail::compare_exchange_acquire<scope.value>(*view().windows.lock, 0u, 1u)) wait();
     });
   }
   GRMA_INLINE void unlock_window_table() {
-    at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*v_->windows.lock, 0u); });
+    at_scope(wide(),
+             [&](auto scope) { detail::store_release<scope.value>(*view().windows.lock, 0u); });
   }
 
   // For alloc_shared and free_shared, at the collective's leader: `agreed`
@@ -847,11 +859,11 @@ class basic_rank {
   }
 
   GRMA_INLINE std::uint64_t alloc_offset(std::size_t bytes, call where) {
-    detail::heap_allocator& a = *v_->allocator;
+    detail::heap_allocator& a = *view().allocator;
     waiter wait(*this, where, {std::int64_t(bytes), 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     detail::heap_failure why{};
-    const std::uint64_t offset = detail::heap_allocate(a, v_->heap, bytes, world_rank_, why);
+    const std::uint64_t offset = detail::heap_allocate(a, view().heap, bytes, world_rank(), why);
     const std::uint64_t managed = a.end - a.begin;
     detail::heap_unlock<S>(a);
     if (offset == 0)
@@ -864,11 +876,13 @@ class basic_rank {
   GRMA_INLINE void free_offset(void* pointer, call where) {
     auto* p = static_cast<unsigned char*>(pointer);
     const std::int64_t address = std::int64_t(reinterpret_cast<std::uintptr_t>(pointer));
-    if (p < v_->heap || p >= v_->heap + v_->heap_size) fail(errc::invalid_free, where, address);
-    detail::heap_allocator& a = *v_->allocator;
+    if (p < view().heap || p >= view().heap + view().heap_size)
+      fail(errc::invalid_free, where, address);
+    detail::heap_allocator& a = *view().allocator;
     waiter wait(*this, where, {address, 0, 0, 0});
     detail::heap_lock<S>(a, wait);
-    const detail::heap_free_result result = detail::heap_release(a, v_->heap, std::uint64_t(p - v_->heap));
+    const detail::heap_free_result result =
+        detail::heap_release(a, view().heap, std::uint64_t(p - view().heap));
     detail::heap_unlock<S>(a);
     if (result == detail::heap_free_result::already_free) fail(errc::double_free, where, address);
     if (result != detail::heap_free_result::ok) fail(errc::invalid_free, where, address);
@@ -878,7 +892,6 @@ class basic_rank {
   const detail::device_view* v_;
   detail::rank_local* local_;
   int device_rank_;
-  int world_rank_;
 };
 
 }  // namespace grma

@@ -22,6 +22,12 @@ struct cpu_platform {
   static constexpr std::uint32_t quiet_spins = 64;
   static constexpr std::uint32_t abort_spins = 1024;
 
+  // The rank's block state (device view, private state, place on its
+  // device) is where the rank object says: each rank thread has its own.
+  GRMA_INLINE static const device_view& view(const device_view& mine) { return mine; }
+  GRMA_INLINE static rank_local& local(rank_local& mine) { return mine; }
+  GRMA_INLINE static int device_rank(int mine) { return mine; }
+
   GRMA_INLINE static int thread_index() { return 0; }
   GRMA_INLINE static int thread_count() { return 1; }
   GRMA_INLINE static void sync() {}

@@ -36,10 +36,11 @@ __global__ void __launch_bounds__(GRMA_MAX_THREADS_PER_RANK, 1)
   // The rank's private state sits in shared memory: matching and credits are
   // on the fast path. Blocked ranks publish what the watchdog needs.
   // So is the device view: the fast path reads it after acquires, which
-  // invalidate L1 (and with it a copy in local memory).
+  // invalidate L1 (and with it a copy in local memory). Rank code finds
+  // both at their fixed addresses (cuda_platform::view, ::local).
   extern __shared__ notification pending_items[];
-  __shared__ rank_local local;
-  __shared__ device_view shared_view;
+  rank_local& local = cuda_platform::kernel_local();
+  device_view& shared_view = cuda_platform::kernel_view();
   if (threadIdx.x == 0) {
     shared_view = view;
     rank_local_init(local, pending_items, view.match_capacity, view.queue_capacity);
