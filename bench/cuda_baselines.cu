@@ -20,9 +20,9 @@ __device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs,
                           long long* ns) {
   long long start = 0;
   auto store = [&](unsigned i) {
-    if (Released) {
+    if constexpr (Released) {
       *their_data = i;
-      if (Peer)
+      if constexpr (Peer)
         asm volatile("fence.acq_rel.sys;" ::: "memory");
       else
         asm volatile("fence.acq_rel.gpu;" ::: "memory");
@@ -30,10 +30,10 @@ __device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs,
     *theirs = i;
   };
   auto poll = [&](unsigned i) {
-    if (Released) {
+    if constexpr (Released) {
       unsigned seen;
       do {
-        if (Peer)
+        if constexpr (Peer)
           asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(seen) : "l"(mine) : "memory");
         else
           asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(seen) : "l"(mine) : "memory");

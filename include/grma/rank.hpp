@@ -37,9 +37,11 @@ class basic_rank {
   static constexpr detail::scope S = P::memory_scope;
 
  public:
-  // `local` is the rank's private state: shared memory on a GPU.
-  // `view` and `local` outlive the rank; on a GPU both are in shared memory,
-  // which an acquire's L1 invalidation does not touch.
+  // `local` is the rank's private state. `view` and `local` outlive the
+  // rank. On a GPU only the rank kernel makes a rank, from its block's
+  // shared-memory copies (which an acquire's L1 invalidation does not touch)
+  // and blockIdx.x: rank code finds them there by address
+  // (cuda_platform::view), not through these members.
   GRMA_INLINE basic_rank(const detail::device_view& view, int device_rank,
                          detail::rank_local& local)
       : v_(&view), local_(&local), device_rank_(device_rank) {}

@@ -37,12 +37,12 @@ struct cuda_platform {
   // put's round trip on an H100). The host versions (never run) return
   // what the rank object holds.
   __device__ __forceinline__ static device_view& kernel_view() {
-    __shared__ device_view view;
-    return view;
+    __shared__ device_view block_view;
+    return block_view;
   }
   __device__ __forceinline__ static rank_local& kernel_local() {
-    __shared__ rank_local local;
-    return local;
+    __shared__ rank_local block_local;
+    return block_local;
   }
   GRMA_INLINE static const device_view& view(const device_view& mine) {
 #if GRMA_DEVICE_CODE
@@ -63,7 +63,7 @@ struct cuda_platform {
   GRMA_INLINE static int device_rank(int mine) {
 #if GRMA_DEVICE_CODE
     (void)mine;
-    return int(blockIdx.x);  // a rank is a block of the rank kernel
+    return int(blockIdx.x);  // one block per rank, a one-dimensional grid (rank_kernel)
 #else
     return mine;
 #endif
