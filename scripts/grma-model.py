@@ -222,9 +222,10 @@ def plots(args, paths, hds):
     os.makedirs(args.plots, exist_ok=True)
     written = []
     # Latency and bandwidth against size, grma beside the baselines of each run.
-    sources = [("same device", args.same_device, [("raw_flag_us", "raw flag (floor)")],
+    released = ("release_flag_us", "release flag (floor of any put)")
+    sources = [("same device", args.same_device, [("raw_flag_us", "raw flag (floor)"), released],
                 [("all_ranks_gbs", "grma, all ranks"), ("memcpy_d2d_gbs", "cudaMemcpy D2D")]),
-               ("peer device", args.peer_devices, [("raw_flag_us", "raw flag (floor)")],
+               ("peer device", args.peer_devices, [("raw_flag_us", "raw flag (floor)"), released],
                 [("one_rank_gbs", "grma, one rank"), ("all_ranks_gbs", "grma, all ranks"),
                  ("memcpy_peer_gbs", "cudaMemcpyPeer")]),
                ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
@@ -239,7 +240,8 @@ def plots(args, paths, hds):
                 path = "remote" if p["name"] == "other node" else p["name"]
                 name = f"{path} (grma-bench, {run['backend']})"
                 fitted_path[name] = path if k == 0 else None
-                sources.append((name, p, [("floor_us", p["floor"])],
+                sources.append((name, p, [("floor_us", p["floor"]),
+                                          ("release_floor_us", released[1])],
                                 [("one_rank_gbs", "grma, one rank"), ("all_pairs_gbs", "grma, all pairs"),
                                  ("copy_floor_gbs", p["copy_baseline"])]))
     for name, path, floors, bands in sources:
