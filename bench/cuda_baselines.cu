@@ -15,9 +15,10 @@ namespace {
 // flag is seen, at the scope grma uses (device on one GPU, system between
 // GPUs). Raw: the flag store and a plain poll, no ordering.
 template <bool Released, bool Peer>
-__device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs,
-                          unsigned long long* their_data, bool first, int iterations,
-                          long long* ns) {
+__device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs, bool first,
+                          int iterations, long long* ns) {
+  // The other side's data word: the 128-byte line after its flag.
+  auto* their_data = reinterpret_cast<unsigned long long*>(const_cast<unsigned*>(theirs) + 32);
   long long start = 0;
   auto store = [&](unsigned i) {
     if constexpr (Released) {
@@ -57,24 +58,21 @@ __device__ void flag_side(volatile unsigned* mine, volatile unsigned* theirs,
   if (first) *ns = end - start;
 }
 
-// Both sides as the two blocks of one kernel (one GPU). Each side's flag and
-// data are on separate 128-byte lines.
+// Both sides as the two blocks of one kernel (one GPU), each with a flag line
+// and a data line.
 template <bool Released>
 __global__ void flag_blocks(unsigned* flags, int iterations, long long* ns) {
   if (threadIdx.x != 0) return;
   unsigned* mine = flags + 64 * blockIdx.x;
   unsigned* theirs = flags + 64 * (1 - blockIdx.x);
-  flag_side<Released, false>(mine, theirs, reinterpret_cast<unsigned long long*>(theirs + 32),
-                             blockIdx.x == 0, iterations, ns);
+  flag_side<Released, false>(mine, theirs, blockIdx.x == 0, iterations, ns);
 }
 
 // One side per GPU, each polling its own memory and storing into the peer's.
 template <bool Released>
 __global__ void flag_block(unsigned* mine, unsigned* theirs, bool first, int iterations,
                            long long* ns) {
-  if (threadIdx.x == 0)
-    flag_side<Released, true>(mine, theirs, reinterpret_cast<unsigned long long*>(theirs + 32),
-                              first, iterations, ns);
+  if (threadIdx.x == 0) flag_side<Released, true>(mine, theirs, first, iterations, ns);
 }
 
 template <bool Released>
