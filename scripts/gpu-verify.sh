@@ -120,10 +120,20 @@ if [ -x build/gpu/apps/grma-hd ]; then
   if [ "$gpus" -ge 2 ]; then
     step hd-2gpu env GRMA_DEVICES=2 $hd --widths 64,128,256,512,1024,2048,4096,8192,16384 --json "$out/hd_2gpu.json"
     models+=(--hd "$out/hd_2gpu.json:2 GPUs")
+    # The two GPUs as two nodes: grma's network engines; the baseline's
+    # halos through the host and MPI.
+    step hd-2nodes env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      mpirun -np 2 --bind-to none -x GRMA_HEAP_SIZE sh -c \
+      "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec $hd --widths 64,256,1024,4096,16384 --json $out/hd_2nodes.json"
+    models+=(--hd "$out/hd_2nodes.json:2 nodes")
   fi
   unset GRMA_HEAP_SIZE
   benches=()
-  [ -f "$out/grma-bench.json" ] && benches+=(--bench "$out/grma-bench.json")
+  # grma-bench's runs first: the model takes each path from the first file
+  # that measured it (the GPUs as two nodes: the remote path of hd-2nodes).
+  for b in grma-bench grma-bench-remote-gpu; do
+    [ -f "$out/$b.json" ] && benches+=(--bench "$out/$b.json")
+  done
   for b in same_device peer_devices remote; do
     [ -f "$out/$b.json" ] && benches+=("--${b//_/-}" "$out/$b.json")
   done
@@ -142,6 +152,7 @@ done
 [ -f "$out/grma-bench.log" ] && { echo; cat "$out/grma-bench.log"; }
 [ -f "$out/grma-bench-remote-gpu.log" ] && { echo; sed -n '/other node/,$p' "$out/grma-bench-remote-gpu.log"; }
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
+[ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
 echo; cat "$out/summary.txt"
 exit $status

@@ -10,7 +10,7 @@ the prediction beside the measurement. With --plots DIR, writes PNG plots
 (needs matplotlib): latency and bandwidth against size, grma beside each
 baseline; HD time against width, grma beside the baseline and the model.
 
-  scripts/grma-model.py [--bench F] [--same-device F] [--peer-devices F] [--remote F]
+  scripts/grma-model.py [--bench F ...] [--same-device F] [--peer-devices F] [--remote F]
                         [--hd F[:LABEL] ...] [--halo F ...] [--plots DIR]
 Standard library only, except for the plots.
 """
@@ -102,15 +102,17 @@ def fit_latency(latency):
 
 def paths_from(args):
     """{path: {"put": segments, "get": segments}} from one-way times in us:
-    grma-bench's JSON (every path it measured), or the per-path benchmarks'."""
+    grma-bench's JSON (every path it measured), or the per-path benchmarks'.
+    Of several files, the first that measured a path gives it, grma-bench's
+    before the per-path ones."""
     paths = {}
-    if args.bench:  # its first run: the GPUs' when it had any
-        for p in bench_runs(args.bench)[0]["paths"]:
-            paths["remote" if p["name"] == "other node" else p["name"]] = fit_latency(p["latency"])
+    for bench in args.bench:  # each file's first run: the GPUs' when it had any
+        for p in bench_runs(bench)[0]["paths"]:
+            paths.setdefault("remote" if p["name"] == "other node" else p["name"], fit_latency(p["latency"]))
     for name, path in (("same device", args.same_device), ("peer device", args.peer_devices),
                        ("remote", args.remote)):
         if path:
-            paths[name] = fit_latency(load(path)["latency"])
+            paths.setdefault(name, fit_latency(load(path)["latency"]))
     return paths
 
 
@@ -234,11 +236,13 @@ def plots(args, paths, hds):
     # The Hockney fit drawn beside each source: its path's (paths_from fits
     # the per-path benchmarks and grma-bench's first run only).
     fitted_path = {name: name for name, _, _, _ in sources}
-    if args.bench:  # grma-bench: each path of each backend beside the floors it measured
-        for k, run in enumerate(bench_runs(args.bench)):
+    for bench in args.bench:  # grma-bench: each path of each backend beside the floors it measured
+        for k, run in enumerate(bench_runs(bench)):
             for p in run["paths"]:
                 path = "remote" if p["name"] == "other node" else p["name"]
                 name = f"{path} (grma-bench, {run['backend']})"
+                if name in fitted_path:  # an earlier file's (as paths_from takes it)
+                    continue
                 fitted_path[name] = path if k == 0 else None
                 sources.append((name, p, [("floor_us", p["floor"]),
                                           ("release_floor_us", released[1])],
@@ -305,7 +309,8 @@ def plots(args, paths, hds):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bench", help="grma-bench's JSON")
+    parser.add_argument("--bench", action="append", default=[], metavar="FILE",
+                        help="grma-bench's JSON; of several, the first to measure a path gives it")
     parser.add_argument("--same-device")
     parser.add_argument("--peer-devices")
     parser.add_argument("--remote")
@@ -318,7 +323,7 @@ def main():
     if not paths:
         parser.error("give at least one benchmark JSON (--bench, --same-device, --peer-devices, --remote)")
     print_table(paths)
-    halos = [load(f) for f in ([args.bench] if args.bench else []) + args.halo]
+    halos = [load(f) for f in args.bench + args.halo]
     hds = []
     for spec in args.hd:
         file, _, label = spec.partition(":")

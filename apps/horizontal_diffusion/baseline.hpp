@@ -1,8 +1,12 @@
 // The kernel-boundary baseline of horizontal diffusion (papers/000 §4.3.3,
 // "MPI CUDA"): one kernel per stencil, a block per band of rows (the same
 // bands and stencil code as the grma ranks), and the halo rows between GPUs
-// copied by the host between kernels (cudaMemcpyPeerAsync, ordered by
-// events, so the host never waits inside an iteration).
+// copied by the host between kernels. Between the GPUs of one process:
+// cudaMemcpyPeerAsync, ordered by events, so the host never waits inside an
+// iteration. Between processes (one per GPU or per node, when grma-hd is
+// built with MPI): the edge rows are copied to the host, exchanged with
+// MPI (not CUDA-aware) and copied into the neighbour's halo rows, the host
+// waiting for each exchange as an MPI program does.
 #pragma once
 
 #include <vector>
@@ -11,18 +15,31 @@
 
 namespace hd {
 
+// Whether the baseline can exchange halos between processes (MPI).
+#if HD_WITH_MPI
+inline constexpr bool baseline_spans_processes = true;
+#else
+inline constexpr bool baseline_spans_processes = false;
+#endif
+
 struct baseline_job {
   variant how;
-  int devices;           // GPUs 0..devices-1 of this process, bands split evenly
+  int devices;           // this process's GPUs: the current one and those after it
   int bands_per_device;  // blocks per kernel
   int threads;           // threads per block
   int rows;              // rows per band
   int n;                 // grid width
   int iterations;
+  int first_row;         // the grid row of this process's first row
+  // The MPI_COMM_WORLD processes whose rows lie just above and just below
+  // this process's, or -1 at the grid's edge (one process: both -1).
+  int process_above = -1;
+  int process_below = -1;
 };
 
 // Seconds for the iterations (after one warm-up iteration); when `grids` is
-// given, the final grid of each data set (m x n doubles each) after exactly
+// given, this process's rows of each data set's final grid (devices x
+// bands_per_device x rows rows of n doubles per set) after exactly
 // `iterations` iterations.
 double run_baseline(const baseline_job& job, std::vector<double>* grids);
 

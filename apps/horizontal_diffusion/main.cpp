@@ -165,10 +165,14 @@ int main(int argc, char** argv) try {
   const int m = info.rank_count * o.rows;
   const bool lead = info.process_index == 0;
 #if defined(__CUDACC__)
-  // The baseline copies halos between this process's GPUs; across processes
-  // it would need MPI between kernels, which it does not do (yet).
-  const bool baseline = o.baseline && cuda && info.process_count == 1;
-  const int devices_here = info.device_count;
+  // The baseline copies halos between this process's GPUs, and through MPI
+  // between processes when built with it. grma numbers world ranks process
+  // by process, so the processes' rows follow their index.
+  const bool baseline =
+      o.baseline && cuda && (info.process_count == 1 || hd::baseline_spans_processes);
+  const int devices_here = info.rank_responsible / info.ranks_per_device;
+  const int process_above = info.process_index - 1;
+  const int process_below = info.process_index + 1 < info.process_count ? info.process_index + 1 : -1;
 #endif
   // Each device holds 5 fields (x 2 data sets) of its ranks' bands.
   const int widest = *std::max_element(o.widths.begin(), o.widths.end());
@@ -208,7 +212,8 @@ int main(int argc, char** argv) try {
 #if defined(__CUDACC__)
       const bool with_baseline = baseline && v != hd::variant::compute;
       const hd::baseline_job job{v, devices_here, info.ranks_per_device, info.threads_per_rank,
-                                 o.rows, n, o.iterations};
+                                 o.rows, n, o.iterations, info.rank_start * o.rows,
+                                 process_above, process_below};
 #endif
       std::vector<double> grma_runs, base_runs;
       for (int k = 0; k < o.repeats; ++k) {
@@ -234,11 +239,18 @@ int main(int argc, char** argv) try {
       }
 #if defined(__CUDACC__)
       if (with_baseline && checked) {
-        std::vector<double> grids;
+        std::vector<double> mine;  // this process's rows of each set, placed in the grids
         hd::baseline_job check_job = job;
         check_job.iterations = o.check_iterations;
-        hd::run_baseline(check_job, &grids);
-        base_error = check_against_reference(grids, sets, m, n, 0, m, o.check_iterations);
+        hd::run_baseline(check_job, &mine);
+        const std::size_t grid = std::size_t(m) * std::size_t(n), part = mine.size() / std::size_t(sets);
+        std::vector<double> grids(std::size_t(sets) * grid);
+        for (int s = 0; s < sets; ++s)
+          std::copy_n(mine.begin() + std::ptrdiff_t(std::size_t(s) * part), part,
+                      grids.begin() + std::ptrdiff_t(std::size_t(s) * grid +
+                                                     std::size_t(job.first_row) * std::size_t(n)));
+        base_error = check_against_reference(grids, sets, m, n, job.first_row,
+                                             info.rank_responsible * o.rows, o.check_iterations);
         all_good = all_good && base_error <= tolerance;
       }
 #endif
