@@ -123,7 +123,7 @@ if [ -x build/gpu/apps/grma-hd ]; then
     # The two GPUs as two nodes: grma's network engines; the baseline's
     # halos through the host and MPI.
     step hd-2nodes env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      mpirun -np 2 --bind-to none -x GRMA_HEAP_SIZE sh -c \
+      timeout 900 mpirun -np 2 --bind-to none -x GRMA_HEAP_SIZE sh -c \
       "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec $hd --widths 64,256,1024,4096,16384 --json $out/hd_2nodes.json"
     models+=(--hd "$out/hd_2nodes.json:2 nodes")
   fi

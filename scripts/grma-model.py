@@ -241,17 +241,15 @@ def plots(args, paths, hds):
                ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
                 [("notified_put_gbs", "grma put"), ("notified_get_gbs", "grma get"),
                  ("mpi_host_gbs", "MPI host buffers")])]
-    # The Hockney fit drawn beside each source: its path's (paths_from fits
-    # the per-path benchmarks and grma-bench's first run only).
-    fitted_path = {name: name for name, _, _, _ in sources}
+    named = {name for name, _, _, _ in sources}
     for bench in args.bench:  # grma-bench: each path of each backend beside the floors it measured
-        for k, run in enumerate(bench_runs(bench)):
+        for run in bench_runs(bench):
             for p in run["paths"]:
                 path = "remote" if p["name"] == "other node" else p["name"]
                 name = f"{path} (grma-bench, {run['backend']})"
-                if name in fitted_path:  # an earlier file's (as paths_from takes it)
+                if name in named:  # an earlier file's (as paths_from takes it)
                     continue
-                fitted_path[name] = path if k == 0 else None
+                named.add(name)
                 sources.append((name, p, [("floor_us", p["floor"]),
                                           ("release_floor_us", released[1])],
                                 [("one_rank_gbs", "grma, one rank"), ("all_pairs_gbs", "grma, all pairs"),
@@ -268,7 +266,7 @@ def plots(args, paths, hds):
                            ("notified_get_us", "grma notified get")] + floors:
             if data["latency"][0].get(key) is not None:
                 left.plot(sizes, [p[key] for p in data["latency"]], marker="o", label=label)
-        fitted = paths.get(fitted_path[name], {})
+        fitted = fit_latency(data["latency"])  # the Hockney fit of this source's own points
         if "put" in fitted:
             model = [2 * halo_time(fitted["put"], s, True) for s in sizes]
             left.plot(sizes, model, linestyle="--", color="gray", label="Hockney fit (put)")

@@ -6,6 +6,7 @@
 #endif
 
 #include <chrono>
+#include <cstdio>
 #include <utility>
 #include <stdexcept>
 #include <string>
@@ -255,7 +256,7 @@ class baseline {
     // also done: it was enqueued on these streams before.
     check(cudaStreamSynchronize(top.stream[s]), "edge rows to the host");
     check(cudaStreamSynchronize(bottom.stream[s]), "edge rows to the host");
-    // A row travelling down carries tag 2t, one travelling up 2t + 1.
+    // A row travelling down carries tag t, one travelling up t + 1.
     const int t = (s * field_count + int(f)) * 2;
     MPI_Request requests[4];
     int count = 0;
@@ -334,12 +335,8 @@ class device_restorer {
   int device_ = 0;
 };
 
-}  // namespace
-
-double run_baseline(const baseline_job& job, std::vector<double>* grids) {
-  if (job.devices < 1 || job.devices > 8) throw std::runtime_error("baseline: 1 to 8 GPUs");
-  if (!baseline_spans_processes && (job.process_above >= 0 || job.process_below >= 0))
-    throw std::runtime_error("baseline: exchanging halos between processes needs grma-hd built with MPI");
+// The run in this process (its part of the job, when the job spans several).
+double run_baseline_here(const baseline_job& job, std::vector<double>* grids) {
   const device_restorer keep;
   baseline b(job);
   b.initialize();
@@ -359,6 +356,25 @@ double run_baseline(const baseline_job& job, std::vector<double>* grids) {
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   check(cudaGetLastError(), "horizontal diffusion kernels");
   return elapsed.count();
+}
+
+}  // namespace
+
+double run_baseline(const baseline_job& job, std::vector<double>* grids) {
+  if (job.devices < 1 || job.devices > 8) throw std::runtime_error("baseline: 1 to 8 GPUs");
+  const bool spans_processes = job.process_above >= 0 || job.process_below >= 0;
+  if (!spans_processes) return run_baseline_here(job, grids);
+#if HD_WITH_MPI
+  // A process that fails here leaves its neighbours waiting in MPI for rows
+  // that never come (and MPI_Finalize waiting for them): end the job.
+  try {
+    return run_baseline_here(job, grids);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grma-hd: %s\n", e.what());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+#endif
+  throw std::runtime_error("baseline: exchanging halos between processes needs grma-hd built with MPI");
 }
 
 }  // namespace hd
