@@ -109,6 +109,11 @@ fi
 # grma-bench: every path of a job over all GPUs here (up to two).
 step grma-bench env GRMA_DEVICES=$([ "$gpus" -ge 2 ] && echo 2 || echo 1) \
   ./build/gpu/bench/grma-bench --json "$out/grma-bench.json"
+# The halo exchange of one GPU's ranks, for the loaded model of hd-1gpu.
+if [ "$gpus" -ge 2 ]; then
+  step grma-bench-halo-1gpu env GRMA_DEVICES=1 ./build/gpu/bench/grma-bench --only halo \
+    --backends cuda --json "$out/grma-bench-halo-1gpu.json"
+fi
 # Horizontal diffusion (papers/000 §4.3), grma beside the kernel-boundary
 # baseline, every result checked against the serial reference; on one GPU
 # and on two; then the model (Hockney fits of the benchmarks' figures) and
@@ -137,6 +142,7 @@ if [ -x build/gpu/apps/grma-hd ]; then
   for b in same_device peer_devices remote; do
     [ -f "$out/$b.json" ] && benches+=("--${b//_/-}" "$out/$b.json")
   done
+  [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
 fi  # benchmarks
