@@ -187,19 +187,20 @@ def predict(hd, paths, loaded=None):
         t_out = 3 * s_m / per_rank
         halo = lambda rows_sent: halo_time(segments, rows_sent * s_r, copies)
         # Exchanges: in (a row each way), lap (one row up), fli (one row down).
+        one_set = t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1)
         if r["variant"] == "hd":
-            t = t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1)
-        elif loaded is not None and r["variant"] in ("nooverlap", "overlap"):
-            t = 2 * (t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1))
+            t = one_set
+        elif r["variant"] not in ("nooverlap", "overlap"):
+            continue
+        elif loaded is not None:  # each set's exchanges are rounds of their own
+            t = 2 * one_set
         elif r["variant"] == "nooverlap":
             t = 2 * (t_lap + t_flx + t_out) + halo(4) + halo(2) + halo(2)
-        elif r["variant"] == "overlap":
-            # papers/000 Figure 4.2: six phases, each the longer of a stencil
+        else:
+            # HD-OVERLAP, papers/000 Figure 4.2: six phases, each the longer of a stencil
             # of one set and a halo exchange of the other.
             t = (max(t_lap, halo(2)) + max(t_lap, halo(1)) + max(t_flx, halo(1)) +
                  max(t_flx, halo(1)) + max(t_out, halo(1)) + max(t_out, halo(2)))
-        else:
-            continue
         predicted[(n, r["variant"])] = t
     return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
                        "memory_gbs": memory / 1e3}
@@ -247,7 +248,7 @@ def plots(args, paths, hds):
             for p in run["paths"]:
                 path = "remote" if p["name"] == "other node" else p["name"]
                 name = f"{path} (grma-bench, {run['backend']})"
-                if name in named:  # an earlier file's (as paths_from takes it)
+                if name in named:  # drawn from an earlier file (same plot file)
                     continue
                 named.add(name)
                 sources.append((name, p, [("floor_us", p["floor"]),

@@ -65,7 +65,7 @@ class baseline {
     check(cudaGetDevice(&first_), "cudaGetDevice");
     device_rows_ = std::size_t(j.bands_per_device) * std::size_t(j.rows);
     elements_ = band_elements(int(device_rows_), j.n);
-    if (j.process_above >= 0 || j.process_below >= 0)
+    if (j.across_processes())
       for (int s = 0; s < sets_; ++s)
         check(cudaMallocHost(&edges_[s], 4 * std::size_t(j.n) * sizeof(double)), "cudaMallocHost");
     for (int d = 0; d < j.devices; ++d) {
@@ -158,7 +158,7 @@ class baseline {
   // The processes start their iterations together (one process: nothing).
   void meet_processes() {
 #if HD_WITH_MPI
-    if (j_.process_above >= 0 || j_.process_below >= 0)
+    if (j_.across_processes())
       check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 #endif
   }
@@ -362,8 +362,7 @@ double run_baseline_here(const baseline_job& job, std::vector<double>* grids) {
 
 double run_baseline(const baseline_job& job, std::vector<double>* grids) {
   if (job.devices < 1 || job.devices > 8) throw std::runtime_error("baseline: 1 to 8 GPUs");
-  const bool spans_processes = job.process_above >= 0 || job.process_below >= 0;
-  if (!spans_processes) return run_baseline_here(job, grids);
+  if (!job.across_processes()) return run_baseline_here(job, grids);
 #if HD_WITH_MPI
   // A process that fails here leaves its neighbours waiting in MPI for rows
   // that never come (and MPI_Finalize waiting for them): end the job.

@@ -35,6 +35,8 @@ struct baseline_job {
   // this process's, or -1 at the grid's edge (one process: both -1).
   int process_above = -1;
   int process_below = -1;
+
+  bool across_processes() const { return process_above >= 0 || process_below >= 0; }
 };
 
 // Seconds for the iterations (after one warm-up iteration); when `grids` is
