@@ -22,7 +22,10 @@
 // data store and a release before each flag) and memcpy (cudaMemcpy,
 // cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
 // between nodes (host buffers; on GPUs also device buffers staged through
-// host buffers). NVSHMEM has its own program, grma-bench-nvshmem.
+// host buffers). Where the build has NVSHMEM (GRMA_NVSHMEM_HOME) and both
+// GPUs of the peer path are this process's, also NVSHMEM between them:
+// put-with-signal round trips, int_p, one block's and as many blocks' puts
+// as grma has pairs (bench/nvshmem_peer.cu, run as two processes).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -31,7 +34,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -45,6 +50,10 @@
 #endif
 #if GRMA_BENCH_MPI
 #include "mpi_baselines.hpp"
+#endif
+#include "nvshmem_run.hpp"
+#ifndef GRMA_BENCH_NVSHMEM
+#define GRMA_BENCH_NVSHMEM 0
 #endif
 
 namespace {
@@ -199,7 +208,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const int latency_iterations = o.quick ? 200 : 5000;
   const auto wanted = [&](const char* section) { return o.only.empty() || o.only == section; };
   if (!wanted("paths")) paths.clear();
+  // NVSHMEM runs beside the peer path where both its GPUs are this process's.
+  const auto with_nvshmem = [&](const path& p) {
+    return GRMA_BENCH_NVSHMEM && cuda && lead && !p.remote && p.devices_apart == 1 && job.process_count == 1;
+  };
   const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) +
+                    int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
                     (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0);
   progress show(steps, lead);
 
@@ -272,17 +286,42 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     }
 #endif
 #endif
+    std::optional<bench::nvshmem_figures> nvshmem;
+    std::string nvshmem_failure;
+#if GRMA_BENCH_NVSHMEM
+    if (with_nvshmem(p)) {
+      show.step(std::string(p.name) + ": NVSHMEM");
+      std::size_t all_pairs_largest = 0;  // NVSHMEM's blocks put what grma's pairs put
+      for (std::size_t b : bandwidth_sizes)
+        if (all_pairs_fit(b)) all_pairs_largest = b;
+      try {
+        nvshmem = bench::run_nvshmem({latency_sizes, bandwidth_sizes, p.offset(full), all_pairs_largest, threads,
+                                      latency_iterations, o.quick ? 4 : 20});
+      } catch (const std::exception& e) {
+        nvshmem_failure = std::string(e.what()) + "\n";
+      }
+    }
+#endif
+    // NVSHMEM's figure for `bytes` from `by`, NaN where it has none.
+    const auto nvshmem_at = [&](const std::map<std::size_t, double> bench::nvshmem_figures::*by, std::size_t bytes) {
+      if (!nvshmem) return double(NAN);
+      const auto it = ((*nvshmem).*by).find(bytes);
+      return it == ((*nvshmem).*by).end() ? double(NAN) : it->second;
+    };
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
     std::snprintf(line, sizeof line,
-                  "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s %14s\n",
+                  "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s %12s %14s %14s\n",
                   p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor",
-                  "release floor", "staged MPI");
-    report += line;
+                  "release floor", "put/release", "NVSHMEM sig", "staged MPI");
+    report += nvshmem_failure + line;
     if (json)
-      std::fprintf(json, "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\",\n     \"latency\": [\n",
-                   first_path ? "" : ",\n", p.name, floor_name, copy_name);
+      std::fprintf(json,
+                   "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\", "
+                   "\"nvshmem_int_p_us\": %s,\n     \"latency\": [\n",
+                   first_path ? "" : ",\n", p.name, floor_name, copy_name,
+                   format(nvshmem ? nvshmem->int_p_us : NAN, "%.4f", "null").c_str());
     first_path = false;
     bool first = true;
     for (std::size_t bytes : latency_sizes) {
@@ -299,21 +338,28 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
 #endif
       const double staged_here = staged_us(bytes, iterations);
-      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s %14s\n", bytes, us[0],
+      const double nvshmem_here = nvshmem_at(&bench::nvshmem_figures::signal_us, bytes);
+      std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s %12s %14s %14s\n", bytes, us[0],
                     us[1], us[2], format(floor_here, "%.3f").c_str(),
-                    format(release_floor_us, "%.3f").c_str(), format(staged_here, "%.3f").c_str());
+                    format(release_floor_us, "%.3f").c_str(), format(us[0] / release_floor_us, "%.2f").c_str(),
+                    format(nvshmem_here, "%.3f").c_str(), format(staged_here, "%.3f").c_str());
       report += line;
       if (json)
         std::fprintf(
             json,
             "%s      {\"bytes\": %zu, \"notified_put_us\": %.4f, \"notified_get_us\": %.4f, "
             "\"signal_put_us\": %.4f, \"floor_us\": %s, \"release_floor_us\": %s, "
-            "\"staged_mpi_us\": %s}",
+            "\"nvshmem_signal_us\": %s, \"staged_mpi_us\": %s}",
             first ? "" : ",\n", bytes, us[0], us[1], us[2],
             format(floor_here, "%.4f", "null").c_str(),
             format(release_floor_us, "%.4f", "null").c_str(),
+            format(nvshmem_here, "%.4f", "null").c_str(),
             format(staged_here, "%.4f", "null").c_str());
       first = false;
+    }
+    if (nvshmem) {
+      std::snprintf(line, sizeof line, "NVSHMEM int_p + int_wait_until (no ordering): %.3f us\n", nvshmem->int_p_us);
+      report += line;
     }
     // Bandwidth: one rank, then all pairs of the path (the full job). With
     // one rank per device the same device has no pairs: nothing to measure.
@@ -323,8 +369,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
-    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s\n", p.name,
-                  pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "staged MPI");
+    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s\n",
+                  p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
+                  "NVSHMEM all", "staged MPI");
     report += line;
     if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [\n");
     first = true;
@@ -345,16 +392,21 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
 #endif
       const double staged_copy = staged_gbs(bytes, iterations);
-      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s\n", bytes, one_gbs,
+      const double nvshmem_one = nvshmem_at(&bench::nvshmem_figures::one_block_gbs, bytes);
+      const double nvshmem_all = nvshmem_at(&bench::nvshmem_figures::blocks_gbs, bytes);
+      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s %14s %14s\n", bytes, one_gbs,
                     format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
+                    format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),
                     format(staged_copy, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(json,
                      "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %s, "
-                     "\"pairs\": %d, \"copy_floor_gbs\": %s, \"staged_mpi_gbs\": %s}",
+                     "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
+                     "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s}",
                      first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
-                     format(copy, "%.3f", "null").c_str(), format(staged_copy, "%.3f", "null").c_str());
+                     format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
+                     format(nvshmem_all, "%.3f", "null").c_str(), format(staged_copy, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.

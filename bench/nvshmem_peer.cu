@@ -1,25 +1,43 @@
-// NVSHMEM on two GPUs of one node, the comparison for grma-bench-peer-devices
-// (issue 4): round trip of put-with-signal (nvshmemx_putmem_signal_block +
-// nvshmem_signal_wait_until) and of nvshmem_int_p + nvshmem_int_wait_until;
-// bandwidth of nvshmemx_putmem_nbi_block from one block and from many. One
-// process per GPU, started by mpirun; MPI only passes NVSHMEM's unique id.
+// NVSHMEM between two GPUs of one node: the NVSHMEM columns of grma-bench's
+// peer-device path, measured in the same run. grma-bench starts this program
+// twice (one process per GPU, `--pe 0` and `--pe 1`) and reads what PE 0
+// writes; it is not meant to be started by hand. PE 0 makes NVSHMEM's unique
+// id and leaves it in `--id-file` for PE 1 (no MPI needed).
 //
-//   mpirun -np 2 grma-bench-nvshmem [--json FILE] [--threads N] [--blocks N]
+// Round trips: put-with-signal (nvshmemx_putmem_signal_block, then
+// nvshmem_signal_wait_until) at each `--latency` size, and nvshmem_int_p with
+// nvshmem_int_wait_until (no ordering: NVSHMEM's flag). Bandwidth: one block
+// putting each `--bandwidth` size to PE 1, and `--blocks` blocks each
+// putting as much (as grma-bench's pairs do) where that is at most
+// `--all-up-to` bytes a block. Output (`--out`), one figure per line:
+//
+//   int_p_us US
+//   latency BYTES US
+//   bandwidth BYTES ONE_BLOCK_GBS BLOCKS_GBS   (BLOCKS_GBS nan where not measured)
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "cuda_bench.hpp"
 
 namespace {
 
 using bench::check;
+
+[[noreturn]] void fail(const std::string& what) {
+  std::fprintf(stderr, "grma-bench-nvshmem: %s\n", what.c_str());
+  std::exit(1);
+}
 
 // PE 0 sends first; each half is one put with its signal, then a wait.
 __global__ void signal_ping_pong(unsigned char* buffer, std::uint64_t* signal, std::size_t bytes,
@@ -54,112 +72,133 @@ __global__ void int_ping_pong(int* flag, int iterations) {
   }
 }
 
-// Every block puts its share of `bytes` to PE 1, `iterations` times.
+// Every block puts `bytes` of its own part of the buffer to PE 1,
+// `iterations` times, then waits for them to complete.
 __global__ void put_bandwidth(unsigned char* buffer, std::size_t bytes, int iterations) {
-  const std::size_t share = bytes / gridDim.x;
-  unsigned char* mine = buffer + share * blockIdx.x;
-  for (int i = 0; i < iterations; ++i) nvshmemx_putmem_nbi_block(mine, mine, share, 1);
+  unsigned char* mine = buffer + bytes * blockIdx.x;
+  for (int i = 0; i < iterations; ++i) nvshmemx_putmem_nbi_block(mine, mine, bytes, 1);
   nvshmem_quiet();
 }
 
-// Seconds one launch of a kernel takes here (both PEs start it together).
+// Seconds of what `launch` enqueues on PE 0's stream; both PEs meet first.
 template <class Launch>
 double timed(Launch&& launch) {
   nvshmem_barrier_all();
   return bench::event_seconds(launch);
 }
 
+std::vector<std::size_t> sizes(const char* list) {
+  std::vector<std::size_t> out;
+  for (const char* p = list; *p;) {
+    char* end = nullptr;
+    out.push_back(std::strtoull(p, &end, 10));
+    if (end == p) fail(std::string("bad size list: ") + list);
+    p = *end == ',' ? end + 1 : end;
+  }
+  return out;
+}
+
+// PE 0 writes the id to `path` (whole, by a rename); PE 1 reads it.
+nvshmemx_uniqueid_t share_id(int pe, const std::string& path) {
+  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
+  if (pe == 0) {
+    nvshmemx_get_uniqueid(&id);
+    const std::string part = path + ".part";
+    std::FILE* f = std::fopen(part.c_str(), "wb");
+    if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 ||
+        std::rename(part.c_str(), path.c_str()) != 0)
+      fail("cannot write " + path);
+    return id;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+      const bool read = std::fread(&id, sizeof id, 1, f) == 1;
+      std::fclose(f);
+      if (read) return id;
+    }
+    if (std::chrono::steady_clock::now() > deadline) fail("no NVSHMEM id from PE 0 in " + path + " after 60 s");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string json_path = "nvshmem_peer.json";
-  int threads = 256, blocks = 64;
+  int pe = -1, threads = 256, blocks = 64, latency_iterations = 5000, bandwidth_iterations = 20;
+  std::size_t all_up_to = 0;
+  std::string id_file, out_path;
+  std::vector<std::size_t> latency_sizes, bandwidth_sizes;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--json")) json_path = argv[i + 1];
-    if (!std::strcmp(argv[i], "--threads")) threads = std::atoi(argv[i + 1]);
-    if (!std::strcmp(argv[i], "--blocks")) blocks = std::atoi(argv[i + 1]);
+    const std::string a = argv[i];
+    const char* v = argv[i + 1];
+    if (a == "--pe") pe = std::atoi(v);
+    else if (a == "--id-file") id_file = v;
+    else if (a == "--out") out_path = v;
+    else if (a == "--threads") threads = std::atoi(v);
+    else if (a == "--blocks") blocks = std::atoi(v);
+    else if (a == "--latency") latency_sizes = sizes(v);
+    else if (a == "--bandwidth") bandwidth_sizes = sizes(v);
+    else if (a == "--all-up-to") all_up_to = std::strtoull(v, nullptr, 10);
+    else if (a == "--latency-iterations") latency_iterations = std::atoi(v);
+    else if (a == "--bandwidth-iterations") bandwidth_iterations = std::atoi(v);
+    else fail("unknown option " + a);
   }
-  MPI_Init(&argc, &argv);
-  int rank = 0, size = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (size != 2) {
-    if (rank == 0) std::fprintf(stderr, "grma-bench-nvshmem runs as two processes (mpirun -np 2)\n");
-    MPI_Finalize();
-    return 1;
-  }
-  check(cudaSetDevice(rank), "cudaSetDevice");
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (rank == 0) nvshmemx_get_uniqueid(&id);
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD);
+  if ((pe != 0 && pe != 1) || id_file.empty() || (pe == 0 && out_path.empty()) || threads < 1 ||
+      blocks < 1 || latency_iterations < 1 || bandwidth_iterations < 1)
+    fail("usage: grma-bench-nvshmem --pe 0|1 --id-file PATH --out FILE [--latency SIZES] "
+         "[--bandwidth SIZES] [--blocks N] [--all-up-to BYTES] [--threads N] "
+         "[--latency-iterations N] [--bandwidth-iterations N]");
+  check(cudaSetDevice(pe), "cudaSetDevice");
+  nvshmemx_uniqueid_t id = share_id(pe, id_file);
   nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmemx_set_attr_uniqueid_args(rank, size, &id, &attr);
-  nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr);
+  nvshmemx_set_attr_uniqueid_args(pe, 2, &id, &attr);
+  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) fail("nvshmemx_init_attr failed");
 
-  constexpr std::size_t most = std::size_t(64) << 20;
+  // One buffer for the largest of: a round trip, one block's puts, all blocks' puts.
+  std::size_t most = 8;
+  for (std::size_t b : latency_sizes) most = std::max(most, b);
+  for (std::size_t b : bandwidth_sizes) most = std::max(most, b <= all_up_to ? b * std::size_t(blocks) : b);
   auto* buffer = static_cast<unsigned char*>(nvshmem_malloc(most));
   auto* signal = static_cast<std::uint64_t*>(nvshmem_calloc(1, sizeof(std::uint64_t)));
   auto* flag = static_cast<int*>(nvshmem_calloc(1, sizeof(int)));
-  check(cudaMemset(buffer, rank + 1, most), "cudaMemset");
-  check(cudaDeviceSynchronize(), "sync");
+  if (buffer == nullptr || signal == nullptr || flag == nullptr)
+    fail("nvshmem_malloc of " + std::to_string(most) + " bytes failed (NVSHMEM_SYMMETRIC_SIZE)");
+  check(cudaMemset(buffer, pe + 1, most), "cudaMemset");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
 
-  std::FILE* json = rank == 0 ? std::fopen(json_path.c_str(), "w") : nullptr;
-  const int iterations = 5000;
-  cudaMemset(flag, 0, sizeof(int));
-  nvshmem_barrier_all();
-  const double int_us = timed([&] { int_ping_pong<<<1, 32>>>(flag, iterations); }) / iterations * 1e6;
-  if (rank == 0) {
-    std::printf("NVSHMEM %d.%d, 2 PEs, %d threads per block\n\n", NVSHMEM_VENDOR_MAJOR_VERSION,
-                NVSHMEM_VENDOR_MINOR_VERSION, threads);
-    std::printf("round trip [us]      bytes  putmem_signal_block  int_p + wait_until\n");
-    std::fprintf(json, "{\n  \"threads_per_block\": %d,\n  \"int_p_us\": %.4f,\n  \"latency\": [\n",
-                 threads, int_us);
+  std::FILE* out = pe == 0 ? std::fopen(out_path.c_str(), "w") : nullptr;
+  if (pe == 0 && out == nullptr) fail("cannot write " + out_path);
+  const double int_us =
+      timed([&] { int_ping_pong<<<1, 32>>>(flag, latency_iterations); }) / latency_iterations * 1e6;
+  if (out) std::fprintf(out, "int_p_us %.4f\n", int_us);
+  for (std::size_t bytes : latency_sizes) {
+    const int n = bytes <= 4096 ? latency_iterations : std::max(1, latency_iterations / 10);
+    check(cudaMemset(signal, 0, sizeof(std::uint64_t)), "cudaMemset");
+    check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    const double us = timed([&] { signal_ping_pong<<<1, threads>>>(buffer, signal, bytes, n); }) / n * 1e6;
+    if (out) std::fprintf(out, "latency %zu %.4f\n", bytes, us);
   }
-  bool first = true;
-  for (std::size_t bytes = 8; bytes <= most; bytes *= 8) {
-    const int n = bytes <= 4096 ? iterations : bytes <= (1 << 20) ? 500 : 20;
-    cudaMemset(signal, 0, sizeof(std::uint64_t));
-    check(cudaDeviceSynchronize(), "sync");
-    const double us =
-        timed([&] { signal_ping_pong<<<1, threads>>>(buffer, signal, bytes, n); }) / n * 1e6;
-    if (rank == 0) {
-      std::printf("               %10zu  %19.3f  %18.3f\n", bytes, us, int_us);
-      std::fprintf(json, "%s    {\"bytes\": %zu, \"putmem_signal_us\": %.4f}", first ? "" : ",\n",
-                   bytes, us);
-    }
-    first = false;
-  }
-  if (rank == 0) {
-    std::printf("\nbandwidth PE 0 -> PE 1 [GB/s]   bytes  one block  %d blocks\n", blocks);
-    std::fprintf(json, "\n  ],\n  \"bandwidth\": [\n");
-  }
-  first = true;
-  for (std::size_t bytes = std::size_t(64) << 10; bytes <= most; bytes *= 4) {
-    const int n = 20;
-    // Only PE 0 sends; PE 1 launches nothing and waits at the barriers.
+  for (std::size_t bytes : bandwidth_sizes) {
+    const int n = bandwidth_iterations;
+    // Only PE 0 sends; PE 1 launches nothing and meets it at the barriers.
     const double one = timed([&] {
-      if (rank == 0) put_bandwidth<<<1, threads>>>(buffer, bytes, n);
+      if (pe == 0) put_bandwidth<<<1, threads>>>(buffer, bytes, n);
     });
-    const double many = timed([&] {
-      if (rank == 0) put_bandwidth<<<blocks, threads>>>(buffer, bytes, n);
-    });
-    if (rank == 0) {
-      const double one_gbs = double(bytes) * n / one / 1e9, many_gbs = double(bytes) * n / many / 1e9;
-      std::printf("                              %10zu  %9.1f  %9.1f\n", bytes, one_gbs, many_gbs);
-      std::fprintf(json, "%s    {\"bytes\": %zu, \"one_block_gbs\": %.2f, \"blocks_gbs\": %.2f}",
-                   first ? "" : ",\n", bytes, one_gbs, many_gbs);
-    }
-    first = false;
+    const bool all = bytes <= all_up_to;
+    const double many = all ? timed([&] {
+      if (pe == 0) put_bandwidth<<<blocks, threads>>>(buffer, bytes, n);
+    }) : NAN;
+    if (out)
+      std::fprintf(out, "bandwidth %zu %.3f %.3f\n", bytes, double(bytes) * n / one / 1e9,
+                   all ? double(bytes) * n * blocks / many / 1e9 : NAN);
   }
-  if (rank == 0) {
-    std::fprintf(json, "\n  ]\n}\n");
-    std::fclose(json);
-    std::printf("\nJSON: %s\n", json_path.c_str());
-  }
+  check(cudaGetLastError(), "kernel launch");
+  if (out && std::fclose(out) != 0) fail("cannot write " + out_path);
+  nvshmem_barrier_all();
   nvshmem_free(flag);
   nvshmem_free(signal);
   nvshmem_free(buffer);
   nvshmem_finalize();
-  MPI_Finalize();
   return 0;
 }

@@ -20,7 +20,7 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, records the resul
   printf '%-34s %-10s %4ds\n' "$name" "$r" $((SECONDS - start)) | tee -a "$out/summary.txt"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
-# NVSHMEM from the Python environment, when there, for the comparison benchmark.
+# NVSHMEM from the Python environment, when there, for grma-bench's comparison.
 nvshmem=$(python3 -c "import nvidia.nvshmem; print(list(nvidia.nvshmem.__path__)[0])" 2>/dev/null || true)
 step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON \
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON -DGRMA_NVSHMEM_HOME="$nvshmem"
@@ -82,31 +82,15 @@ if [ -x build/gpu/apps/grma-hd ]; then
 fi
 fi  # tests
 if benchmarks; then
-step bench-same-device ./build/gpu/bench/grma-bench-same-device --json "$out/same_device.json"
+# The two GPUs as two nodes (the network engines), then two CPU "nodes",
+# quick: every operation between the GPUs costs tens of microseconds so far.
 if [ "$gpus" -ge 2 ]; then
-  step bench-peer-devices ./build/gpu/bench/grma-bench-peer-devices --json "$out/peer_devices.json"
-  if [ -x build/gpu/bench/grma-bench-nvshmem ]; then
-    step bench-nvshmem env LD_LIBRARY_PATH="$nvshmem/lib:${LD_LIBRARY_PATH:-}" \
-      OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NVSHMEM_REMOTE_TRANSPORT=none \
-      mpirun -np 2 -x LD_LIBRARY_PATH -x NVSHMEM_DISABLE_NVLS -x NVSHMEM_REMOTE_TRANSPORT \
-      ./build/gpu/bench/grma-bench-nvshmem --json "$out/nvshmem_peer.json"
-  fi
-fi
-# Two nodes on this machine (the CPU backend; each process's network engine
-# needs a core beside its rank: no binding).
-if [ -x build/gpu/bench/grma-bench-remote ]; then
-  step bench-remote env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  step grma-bench-remote env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     mpirun -np 2 --bind-to none sh -c \
-    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench-remote --json $out/remote.json"
+    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --only paths --json $out/grma-bench-remote.json"
 fi
-# The two GPUs as two nodes (CUDA backend, the network engines), quick:
-# every operation between them costs tens of microseconds so far.
-if [ "$gpus" -ge 2 ]; then
-  step grma-bench-remote-gpu env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun -np 2 --bind-to none sh -c \
-    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --backends cuda --only paths --json $out/grma-bench-remote-gpu.json"
-fi
-# grma-bench: every path of a job over all GPUs here (up to two).
+# grma-bench: every path of a job over all GPUs here (up to two), NVSHMEM
+# between them where the build has it.
 step grma-bench env GRMA_DEVICES=$([ "$gpus" -ge 2 ] && echo 2 || echo 1) \
   ./build/gpu/bench/grma-bench --json "$out/grma-bench.json"
 # The halo exchange of one GPU's ranks, for the loaded model of hd-1gpu.
@@ -136,11 +120,8 @@ if [ -x build/gpu/apps/grma-hd ]; then
   benches=()
   # grma-bench's runs first: the model takes each path from the first file
   # that measured it (the GPUs as two nodes: the remote path of hd-2nodes).
-  for b in grma-bench grma-bench-remote-gpu; do
+  for b in grma-bench grma-bench-remote; do
     [ -f "$out/$b.json" ] && benches+=(--bench "$out/$b.json")
-  done
-  for b in same_device peer_devices remote; do
-    [ -f "$out/$b.json" ] && benches+=("--${b//_/-}" "$out/$b.json")
   done
   [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
@@ -151,12 +132,8 @@ echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.lo
   echo "== $(basename "$f")"
   grep -h -m6 -E "SUMMARY|tests passed|^\[  (PASSED|FAILED)|^========= +(Invalid|Race|Barrier|Error)" "$f"
 done
-[ -f "$out/bench-same-device.log" ] && { echo; tail -n 25 "$out/bench-same-device.log"; }
-[ -f "$out/bench-peer-devices.log" ] && { echo; tail -n 20 "$out/bench-peer-devices.log"; }
-[ -f "$out/bench-nvshmem.log" ] && { echo; tail -n 20 "$out/bench-nvshmem.log"; }
-[ -f "$out/bench-remote.log" ] && { echo; tail -n 19 "$out/bench-remote.log"; }
 [ -f "$out/grma-bench.log" ] && { echo; cat "$out/grma-bench.log"; }
-[ -f "$out/grma-bench-remote-gpu.log" ] && { echo; sed -n '/other node/,$p' "$out/grma-bench-remote-gpu.log"; }
+[ -f "$out/grma-bench-remote.log" ] && { echo; grep -A12 "other node" "$out/grma-bench-remote.log"; }
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }

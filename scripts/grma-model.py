@@ -2,7 +2,7 @@
 """The grma performance model (papers/000 §4.2-4.3.2) and plots.
 
 Fits the Hockney model t(s) = L + s / B to the one-way times (half the
-ping-pong round trip) that the benchmarks measured, per path (same device,
+ping-pong round trip) that grma-bench measured, per path (same device,
 peer device, remote) and, where the curve bends, per size range; prints the
 parameters as papers/000 Table 4.2 does. Given grma-hd's JSON, predicts the
 time of an iteration of HD, HD-NOOVERLAP and HD-OVERLAP from them and prints
@@ -10,8 +10,8 @@ the prediction beside the measurement. With --plots DIR, writes PNG plots
 (needs matplotlib): latency and bandwidth against size, grma beside each
 baseline; HD time against width, grma beside the baseline and the model.
 
-  scripts/grma-model.py [--bench F ...] [--same-device F] [--peer-devices F] [--remote F]
-                        [--hd F[:LABEL] ...] [--halo F ...] [--plots DIR]
+  scripts/grma-model.py --bench F [--bench F ...] [--hd F[:LABEL] ...] [--halo F ...]
+                        [--plots DIR]
 Standard library only, except for the plots.
 """
 import argparse
@@ -101,18 +101,13 @@ def fit_latency(latency):
 
 
 def paths_from(args):
-    """{path: {"put": segments, "get": segments}} from one-way times in us:
-    grma-bench's JSON (every path it measured), or the per-path benchmarks'.
-    Of several files, the first that measured a path gives it, grma-bench's
-    before the per-path ones."""
+    """{path: {"put": segments, "get": segments}} from one-way times in us,
+    from grma-bench's JSON (every path it measured). Of several files, the
+    first that measured a path gives it."""
     paths = {}
     for bench in args.bench:  # each file's first run: the GPUs' when it had any
         for p in bench_runs(bench)[0]["paths"]:
             paths.setdefault("remote" if p["name"] == "other node" else p["name"], fit_latency(p["latency"]))
-    for name, path in (("same device", args.same_device), ("peer device", args.peer_devices),
-                       ("remote", args.remote)):
-        if path:
-            paths.setdefault(name, fit_latency(load(path)["latency"]))
     return paths
 
 
@@ -232,33 +227,27 @@ def plots(args, paths, hds):
     import os
     os.makedirs(args.plots, exist_ok=True)
     written = []
-    # Latency and bandwidth against size, grma beside the baselines of each run.
-    released = ("release_flag_us", "release flag (floor of any put)")
-    sources = [("same device", args.same_device, [("raw_flag_us", "raw flag (floor)"), released],
-                [("all_ranks_gbs", "grma, all ranks"), ("memcpy_d2d_gbs", "cudaMemcpy D2D")]),
-               ("peer device", args.peer_devices, [("raw_flag_us", "raw flag (floor)"), released],
-                [("one_rank_gbs", "grma, one rank"), ("all_ranks_gbs", "grma, all ranks"),
-                 ("memcpy_peer_gbs", "cudaMemcpyPeer")]),
-               ("remote", args.remote, [("mpi_host_us", "MPI host buffers")],
-                [("notified_put_gbs", "grma put"), ("notified_get_gbs", "grma get"),
-                 ("mpi_host_gbs", "MPI host buffers")])]
-    named = {name for name, _, _, _ in sources}
-    for bench in args.bench:  # grma-bench: each path of each backend beside the floors it measured
+    # Latency and bandwidth against size: each path of each backend, grma
+    # beside the floors and baselines measured in the same run.
+    sources, named = [], set()
+    for bench in args.bench:
         for run in bench_runs(bench):
             for p in run["paths"]:
                 path = "remote" if p["name"] == "other node" else p["name"]
-                name = f"{path} (grma-bench, {run['backend']})"
+                name = f"{path} ({run['backend']})"
                 if name in named:  # drawn from an earlier file (same plot file)
                     continue
                 named.add(name)
                 sources.append((name, p, [("floor_us", p["floor"]),
-                                          ("release_floor_us", released[1])],
+                                          ("release_floor_us", "release flag (floor of any put)"),
+                                          ("nvshmem_signal_us", "NVSHMEM putmem_signal"),
+                                          ("staged_mpi_us", "MPI, staged through the host")],
                                 [("one_rank_gbs", "grma, one rank"), ("all_pairs_gbs", "grma, all pairs"),
-                                 ("copy_floor_gbs", p["copy_baseline"])]))
-    for name, path, floors, bands in sources:
-        if not path:
-            continue
-        data = path if isinstance(path, dict) else load(path)
+                                 ("copy_floor_gbs", p["copy_baseline"]),
+                                 ("nvshmem_one_block_gbs", "NVSHMEM, one block"),
+                                 ("nvshmem_blocks_gbs", "NVSHMEM, as many blocks as pairs"),
+                                 ("staged_mpi_gbs", "MPI, staged through the host")]))
+    for name, data, floors, bands in sources:
         if not data.get("bandwidth"):
             data["bandwidth"] = [{"bytes": 1}]
         fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
@@ -274,15 +263,13 @@ def plots(args, paths, hds):
         left.set(xscale="log", yscale="log", xlabel="bytes", ylabel="round trip [us]",
                  title=f"{name}: ping-pong")
         left.legend(fontsize=8)
-        size_key = "bytes_per_rank" if "bytes_per_rank" in data["bandwidth"][0] else "bytes"
-        bw_sizes = [p[size_key] for p in data["bandwidth"]]
+        bw_sizes = [p["bytes"] for p in data["bandwidth"]]
         for key, label in bands:
             if any(p.get(key) is not None for p in data["bandwidth"]):
                 # null where not measured (all pairs of sizes the heap cannot hold for all)
                 values = [float("nan") if p.get(key) is None else p[key] for p in data["bandwidth"]]
                 right.plot(bw_sizes, values, marker="o", label=label)
-        right.set(xscale="log", xlabel="bytes" + (" per rank" if size_key == "bytes_per_rank" else ""),
-                  ylabel="GB/s", title=f"{name}: bandwidth")
+        right.set(xscale="log", xlabel="bytes per rank", ylabel="GB/s", title=f"{name}: bandwidth")
         right.legend(fontsize=8)
         fig.tight_layout()
         file = os.path.join(args.plots, name.replace(" (", "_").replace(")", "").replace(", ", "_").replace(" ", "_") + ".png")
@@ -318,9 +305,6 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bench", action="append", default=[], metavar="FILE",
                         help="grma-bench's JSON; of several, the first to measure a path gives it")
-    parser.add_argument("--same-device")
-    parser.add_argument("--peer-devices")
-    parser.add_argument("--remote")
     parser.add_argument("--hd", action="append", default=[], metavar="FILE[:LABEL]")
     parser.add_argument("--halo", action="append", default=[], metavar="FILE",
                         help="grma-bench JSON with a halo exchange of as many ranks as an --hd run")
@@ -328,7 +312,7 @@ def main():
     args = parser.parse_args()
     paths = paths_from(args)
     if not paths:
-        parser.error("give at least one benchmark JSON (--bench, --same-device, --peer-devices, --remote)")
+        parser.error("give at least one grma-bench JSON (--bench)")
     print_table(paths)
     halos = [load(f) for f in args.bench + args.halo]
     hds = []
