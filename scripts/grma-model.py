@@ -91,8 +91,9 @@ def bench_runs(path):
 
 
 def fit_latency(latency):
-    """Hockney segments of put and get from a list of ping-pong entries."""
-    entry = {}
+    """Hockney segments of put and get from a list of ping-pong entries, and
+    the largest size measured (beyond it a segment is extrapolated)."""
+    entry = {"largest": max((p["bytes"] for p in latency), default=0)}
     for op, key in (("put", "notified_put_us"), ("get", "notified_get_us")):
         points = [(p["bytes"], p[key] / 2) for p in latency if p.get(key)]
         if points:
@@ -172,9 +173,11 @@ def predict(hd, paths, loaded=None):
         # so its own slope is memory contention HD does not have).
         load_latency = segment_for(loaded, 8)[1]
         segments = [(start, load_latency, bandwidth) for start, _, bandwidth in segments]
-    predicted = {}
+    predicted, extrapolated = {}, set()
     for r in hd["results"]:
         n = r["width"]
+        if 4 * 8 * n > paths[path]["largest"]:  # the largest exchange: 4 rows (two sets, both ways)
+            extrapolated.add(n)
         s_m, s_r = 8.0 * rows * n, 8.0 * n
         per_rank = memory / ranks
         t_lap = 2 * s_m / per_rank
@@ -198,7 +201,8 @@ def predict(hd, paths, loaded=None):
                  max(t_flx, halo(1)) + max(t_out, halo(1)) + max(t_out, halo(2)))
         predicted[(n, r["variant"])] = t
     return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
-                       "memory_gbs": memory / 1e3}
+                       "memory_gbs": memory / 1e3, "extrapolated": extrapolated,
+                       "largest": paths[path]["largest"]}
 
 
 def print_hd(hd, predicted, about, label, loaded=None):
@@ -214,9 +218,13 @@ def print_hd(hd, predicted, about, label, loaded=None):
             continue
         g, m, b = r["grma_us"], predicted[key], r.get("baseline_us")
         l = loaded[key] if loaded else None
-        print(f"{r['width']:>7} {r['variant']:>10} {g:>10.2f} {m:>11.2f} {m / g:>11.2f} "
+        mark = "*" if r["width"] in about["extrapolated"] else " "
+        print(f"{r['width']:>7} {r['variant']:>10} {g:>10.2f} {m:>10.2f}{mark} {m / g:>11.2f} "
               f"{(f'{l:.2f}' if l else '-'):>12} {(f'{l / g:.2f}' if l else '-'):>12} "
               f"{(f'{b:.2f}' if b else '-'):>14} {(f'{b / g:.2f}' if b else '-'):>14}")
+    if about["extrapolated"]:
+        print(f"* halos above the largest ping-pong measured on the path ({about['largest']} B): "
+              "its Hockney fit is extrapolated there")
     print()
 
 
@@ -276,7 +284,7 @@ def plots(args, paths, hds):
         fig.savefig(file, dpi=110)
         plt.close(fig)
         written.append(file)
-    for hd, predicted, label, loaded in hds:
+    for hd, predicted, label, loaded, extrapolated in hds:
         fig, axes = plt.subplots(1, 3, figsize=(14, 4), sharey=False)
         for ax, variant in zip(axes, ("hd", "overlap", "nooverlap")):
             rows = [r for r in hd["results"] if r["variant"] == variant]
@@ -284,11 +292,12 @@ def plots(args, paths, hds):
             ax.plot(widths, [r["grma_us"] for r in rows], marker="o", label="grma")
             if any(r.get("baseline_us") for r in rows):
                 ax.plot(widths, [r["baseline_us"] for r in rows], marker="s", label="kernel-boundary baseline")
-            if predicted:
-                ax.plot(widths, [predicted[(w, variant)] for w in widths], linestyle="--", color="gray",
+            modelled = [w for w in widths if w not in extrapolated]  # within the fitted sizes
+            if predicted and modelled:
+                ax.plot(modelled, [predicted[(w, variant)] for w in modelled], linestyle="--", marker="x", color="gray",
                         label="model (ping-pong latency)")
-            if loaded:
-                ax.plot(widths, [loaded[(w, variant)] for w in widths], linestyle=":", color="black",
+            if loaded and modelled:
+                ax.plot(modelled, [loaded[(w, variant)] for w in modelled], linestyle=":", marker="x", color="black",
                         label="model (halo exchange under load)")
             ax.set(xscale="log", yscale="log", xlabel="grid width", ylabel="us per iteration",
                    title=f"{variant.upper() if variant == 'hd' else 'HD-' + variant.upper()} ({label})")
@@ -327,7 +336,7 @@ def main():
             print(f"{file}: no model (needs the compute variant and the path's benchmark)", file=sys.stderr)
         else:
             print_hd(hd, predicted, about, label, loaded)
-        hds.append((hd, predicted, label, loaded))
+        hds.append((hd, predicted, label, loaded, about["extrapolated"] if about else set()))
     if args.plots:
         plots(args, paths, hds)
 
