@@ -1,7 +1,6 @@
-// What the grma benchmarks share: the rank programs they time, and running
-// one with a result record in userdata. Same device, two devices or two
-// nodes is only a matter of where ranks 0 and 1 (and the two halves of the
-// job) are.
+// The rank programs grma-bench times. Same device, two devices or two nodes
+// is only a matter of where the two ends (a rank and its partner `offset`
+// or `partner` ranks on) are.
 #pragma once
 
 #include <grma/grma.hpp>
@@ -21,7 +20,7 @@ struct ping_pong {
   std::size_t bytes;
   int iterations;
   mode how;
-  int partner = 1;
+  int partner;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -71,21 +70,19 @@ struct ping_pong {
   }
 };
 
-// `active` ranks each put `bytes` to the rank `offset` ranks on (0: half the
-// job away; on two devices, its counterpart on the other), `iterations`
+// `active` ranks each put `bytes` to the rank `offset` ranks on, `iterations`
 // times, one notification per put; rank 0 times the whole exchange.
 struct bandwidth {
   std::size_t bytes;
   int iterations;
   int active;
-  int offset = 0;
+  int offset;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     const int me = r.rank(grma::world);
     const int n = r.size(grma::world);
-    const int away = offset == 0 ? n / 2 : offset;
-    const int target = (me + away) % n, source = (me + n - away) % n;
+    const int target = (me + offset) % n, source = (me + n - offset) % n;
     // Only ranks that put or are put to hold buffers, so one rank's large
     // puts fit a heap that all ranks' would not.
     const std::size_t mine = me < active || source < active ? bytes : 0;
@@ -231,13 +228,5 @@ struct matching {
     r.free(word);
   }
 };
-
-template <class Program>
-results run(grma::runtime& rt, const Program& p, int ranks_per_device, int threads) {
-  results out{};
-  rt.run(p, {.threads_per_rank = threads, .ranks_per_device = ranks_per_device, .userdata = &out,
-             .userdata_size = sizeof out});
-  return out;
-}
 
 }  // namespace bench

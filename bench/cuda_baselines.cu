@@ -7,6 +7,19 @@
 namespace bench {
 namespace {
 
+// Enables peer access both ways between GPUs a and b (a != b).
+void enable_peer_access(int a, int b) {
+  for (int d : {a, b}) {
+    check(cudaSetDevice(d), "cudaSetDevice");
+    const cudaError_t e = cudaDeviceEnablePeerAccess(d == a ? b : a, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      (void)cudaGetLastError();
+    else
+      check(e, "cudaDeviceEnablePeerAccess");
+  }
+  check(cudaSetDevice(a), "cudaSetDevice");
+}
+
 // One side of the ping-pong: `first` stores, then polls; the other polls,
 // then stores. Thread 0 only; `first` records the time of `iterations` round
 // trips after 100 for warm-up. Released (the least a notified put must do):
@@ -122,17 +135,6 @@ double flag_round_trip_us(int a, int b, int iterations) {
 
 }  // namespace
 
-void enable_peer_access(int a, int b) {
-  for (int d : {a, b}) {
-    check(cudaSetDevice(d), "cudaSetDevice");
-    const cudaError_t e = cudaDeviceEnablePeerAccess(d == a ? b : a, 0);
-    if (e == cudaErrorPeerAccessAlreadyEnabled)
-      (void)cudaGetLastError();
-    else
-      check(e, "cudaDeviceEnablePeerAccess");
-  }
-  check(cudaSetDevice(a), "cudaSetDevice");
-}
 
 double raw_flag_round_trip_us(int a, int b, int iterations) {
   return flag_round_trip_us<false>(a, b, iterations);

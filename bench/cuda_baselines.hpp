@@ -1,4 +1,4 @@
-// The floors the CUDA benchmarks measure grma against, in the same run: a raw
+// The floors grma-bench measures grma against on GPUs, in the same run: a raw
 // flag ping-pong (one store, one poll), the same with a data store and a
 // release before each flag (the ordering a notified put needs), and
 // cudaMemcpy, on one GPU or between two (peer memory).
@@ -7,9 +7,6 @@
 #include <cstddef>
 
 namespace bench {
-
-// Enables peer access both ways between GPUs a and b (a != b).
-void enable_peer_access(int a, int b);
 
 // Round trip of a flag between a block on GPU a and one on GPU b (the same
 // GPU when a == b), in microseconds.

@@ -1,5 +1,6 @@
-// What the CUDA benchmarks share: one way to stop at a failed CUDA call, and
-// one way to time work on the current device's default stream.
+// What the CUDA baselines and grma-bench-nvshmem share: one way to stop at a
+// failed CUDA call, and one way to time work on the current device's default
+// stream.
 #pragma once
 
 #include <cuda_runtime.h>

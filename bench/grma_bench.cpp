@@ -297,8 +297,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       try {
         nvshmem = bench::run_nvshmem({latency_sizes, bandwidth_sizes, p.offset(full), all_pairs_largest, threads,
                                       latency_iterations, o.quick ? 4 : 20});
-      } catch (const std::exception& e) {
+      } catch (const std::exception& e) {  // grma's figures go on; the failure is reported
         nvshmem_failure = std::string(e.what()) + "\n";
+        std::fprintf(stderr, "grma-bench: %s", nvshmem_failure.c_str());
       }
     }
 #endif

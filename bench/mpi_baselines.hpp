@@ -1,4 +1,4 @@
-// The MPI floors the inter-node benchmarks measure grma against, in the same
+// The MPI floors grma-bench measures the path between nodes against, in the same
 // run: a ping-pong and a stream of host buffers between MPI_COMM_WORLD
 // process 0 and process `peer` (only those two call them); with `stage`,
 // of device buffers staged through the host buffers.
@@ -27,7 +27,7 @@ inline int process() {
 }
 
 // MPI_Send/MPI_Recv round trip, in microseconds (after 20 for warm-up).
-inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1,
+inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer,
                                 const staging* stage = nullptr) {
   std::vector<unsigned char> buffer(bytes == 0 ? 1 : bytes, 1);
   const int me = process(), other = me == 0 ? peer : 0;
@@ -55,7 +55,7 @@ inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer = 1,
 
 // Process 0 sends `iterations` messages of `bytes` to `peer`, which answers
 // the last with an empty one: GB/s. An empty message first lines them up.
-inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer = 1,
+inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
                              const staging* stage = nullptr) {
   std::vector<unsigned char> buffer(bytes, 1);
   const int me = process(), other = me == 0 ? peer : 0;

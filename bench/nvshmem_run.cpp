@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,19 +45,16 @@ std::string tail(const std::string& path) {
   return out;
 }
 
-// The environment of the PEs: ours, with NVSHMEM's libraries on the library
-// path (it loads its bootstrap plugin at run time), a symmetric heap that
-// holds the largest buffer and, unless set, no network transport (both PEs
-// are on this node).
-std::vector<std::string> pe_environment(std::size_t heap) {
+// The environment of the PEs: ours, with NVSHMEM's libraries first on the
+// library path (it loads its bootstrap plugin at run time; the loader reads
+// the path when the process starts, so the PE cannot set it itself).
+std::vector<std::string> pe_environment() {
   std::vector<std::string> env;
   const char* path = std::getenv("LD_LIBRARY_PATH");
   for (char** e = environ; *e != nullptr; ++e)
     if (std::strncmp(*e, "LD_LIBRARY_PATH=", 16) != 0) env.emplace_back(*e);
-  env.push_back(std::string("LD_LIBRARY_PATH=") + GRMA_BENCH_NVSHMEM_LIB + (path ? std::string(":") + path : ""));
-  if (std::getenv("NVSHMEM_SYMMETRIC_SIZE") == nullptr)
-    env.push_back("NVSHMEM_SYMMETRIC_SIZE=" + std::to_string(heap));
-  if (std::getenv("NVSHMEM_REMOTE_TRANSPORT") == nullptr) env.push_back("NVSHMEM_REMOTE_TRANSPORT=none");
+  env.push_back(std::string("LD_LIBRARY_PATH=") + GRMA_BENCH_NVSHMEM_LIB +
+                (path != nullptr && *path != '\0' ? std::string(":") + path : ""));
   return env;
 }
 
@@ -79,77 +76,102 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
   return pid;
 }
 
+// The two PEs' processes and their directory: whatever happens, nothing is
+// left running and nothing is left in the directory once this ends.
+class pe_run {
+ public:
+  pe_run() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/grma-bench-nvshmem-XXXXXX";
+    if (mkdtemp(pattern.data()) == nullptr)
+      throw std::runtime_error("cannot make a directory like " + pattern + ": " + std::strerror(errno));
+    dir_ = pattern;
+  }
+  ~pe_run() {
+    for (pid_t& pid : pids_)
+      if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, nullptr, 0);
+        pid = 0;
+      }
+    for (const char* f : {"figures", "id", "id.part", "pe0.log", "pe1.log"}) std::remove(file(f).c_str());
+    rmdir(dir_.c_str());
+  }
+  pe_run(const pe_run&) = delete;
+  pe_run& operator=(const pe_run&) = delete;
+
+  std::string file(const char* name) const { return dir_ + "/" + name; }
+  std::string log(int pe) const { return file(pe == 0 ? "pe0.log" : "pe1.log"); }
+
+  void start(int pe, const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    pids_[pe] = spawn(args, env, log(pe));
+  }
+
+  // Waits for both; the failure (with the end of their output), or empty.
+  // One that fails ends the other too: it would wait for its peer in
+  // NVSHMEM's barrier.
+  std::string wait() {
+    const auto deadline = std::chrono::steady_clock::now() + time_allowed;
+    while (pids_[0] > 0 || pids_[1] > 0) {
+      for (int pe = 0; pe < 2; ++pe) {
+        if (pids_[pe] <= 0) continue;
+        int status = 0;
+        const pid_t done = waitpid(pids_[pe], &status, WNOHANG);
+        if (done == 0) continue;
+        pids_[pe] = 0;
+        // -1: someone else reaped it (no status to read); the figures say.
+        if (done > 0 && (!WIFEXITED(status) || WEXITSTATUS(status) != 0))
+          return "PE " + std::to_string(pe) + " failed" + output();
+      }
+      if (std::chrono::steady_clock::now() > deadline)
+        return "the two PEs did not finish in " + std::to_string(time_allowed.count()) + " s" + output();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return "";
+  }
+
+  std::string output() const { return "\n PE 0:" + tail(log(0)) + "\n PE 1:" + tail(log(1)); }
+
+ private:
+  std::string dir_;
+  pid_t pids_[2] = {0, 0};
+};
+
 }  // namespace
 
 nvshmem_figures run_nvshmem(const nvshmem_request& r) {
-  char dir_template[] = "/tmp/grma-bench-nvshmem-XXXXXX";
-  if (mkdtemp(dir_template) == nullptr) throw std::runtime_error("cannot make a directory in /tmp");
-  const std::string dir = dir_template, figures_path = dir + "/figures", id_path = dir + "/id";
-  std::size_t heap = std::size_t(1) << 20;
-  for (std::size_t b : r.latency_sizes) heap = std::max(heap, b);
-  for (std::size_t b : r.bandwidth_sizes) heap = std::max(heap, b <= r.all_up_to ? b * std::size_t(r.blocks) : b);
-  heap += std::size_t(256) << 20;  // NVSHMEM's own allocations beside the buffer
-  const std::vector<std::string> env = pe_environment(heap);
-
-  pid_t pids[2];
-  std::string logs[2];
-  for (int pe = 0; pe < 2; ++pe) {
-    logs[pe] = dir + "/pe" + std::to_string(pe) + ".log";
-    pids[pe] = spawn({GRMA_BENCH_NVSHMEM_PROGRAM, "--pe", std::to_string(pe), "--id-file", id_path, "--out",
-                      figures_path, "--latency", join(r.latency_sizes), "--bandwidth", join(r.bandwidth_sizes),
-                      "--blocks", std::to_string(r.blocks), "--all-up-to", std::to_string(r.all_up_to),
-                      "--threads", std::to_string(r.threads), "--latency-iterations",
-                      std::to_string(r.latency_iterations), "--bandwidth-iterations",
-                      std::to_string(r.bandwidth_iterations)},
-                     env, logs[pe]);
-  }
-  // Wait for both, killing both when time runs out or one fails (its peer
-  // would wait for it in NVSHMEM's barrier).
-  int status[2] = {-1, -1};
-  bool running[2] = {true, true};
-  std::string failure;
-  const auto deadline = std::chrono::steady_clock::now() + time_allowed;
-  while ((running[0] || running[1]) && failure.empty()) {
-    for (int pe = 0; pe < 2; ++pe)
-      if (running[pe] && waitpid(pids[pe], &status[pe], WNOHANG) == pids[pe]) {
-        running[pe] = false;
-        if (!WIFEXITED(status[pe]) || WEXITSTATUS(status[pe]) != 0)
-          failure = "PE " + std::to_string(pe) + " failed" + tail(logs[pe]);
-      }
-    if (failure.empty() && std::chrono::steady_clock::now() > deadline)
-      failure = "the two PEs did not finish in " + std::to_string(time_allowed.count()) + " s" + tail(logs[0]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  pe_run run;
+  const std::vector<std::string> env = pe_environment();
   for (int pe = 0; pe < 2; ++pe)
-    if (running[pe]) {
-      kill(pids[pe], SIGKILL);
-      waitpid(pids[pe], &status[pe], 0);
-    }
+    run.start(pe,
+              {GRMA_BENCH_NVSHMEM_PROGRAM, "--pe", std::to_string(pe), "--id-file", run.file("id"), "--out",
+               run.file("figures"), "--latency", join(r.latency_sizes), "--bandwidth", join(r.bandwidth_sizes),
+               "--blocks", std::to_string(r.blocks), "--all-up-to", std::to_string(r.all_up_to), "--threads",
+               std::to_string(r.threads), "--latency-iterations", std::to_string(r.latency_iterations),
+               "--bandwidth-iterations", std::to_string(r.bandwidth_iterations)},
+              env);
+  const std::string failure = run.wait();
+  if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
 
   nvshmem_figures out{NAN, {}, {}, {}};
-  if (failure.empty()) {
-    std::ifstream in(figures_path);
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      std::string what;
-      std::size_t bytes = 0;
-      fields >> what;
-      if (what == "int_p_us") {
-        fields >> out.int_p_us;
-      } else if (what == "latency") {
-        fields >> bytes >> out.signal_us[bytes];
-      } else if (what == "bandwidth") {
-        std::string one, all;  // "nan" where not measured, which >> into a double refuses
-        fields >> bytes >> one >> all;
-        out.one_block_gbs[bytes] = std::strtod(one.c_str(), nullptr);
-        out.blocks_gbs[bytes] = std::strtod(all.c_str(), nullptr);
-      }
+  std::ifstream in(run.file("figures"));
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string what;
+    std::size_t bytes = 0;
+    fields >> what;
+    if (what == "int_p_us") {
+      fields >> out.int_p_us;
+    } else if (what == "latency") {
+      fields >> bytes >> out.signal_us[bytes];
+    } else if (what == "bandwidth") {
+      std::string one, all;  // "nan" where not measured, which >> into a double refuses
+      fields >> bytes >> one >> all;
+      out.one_block_gbs[bytes] = std::strtod(one.c_str(), nullptr);
+      out.blocks_gbs[bytes] = std::strtod(all.c_str(), nullptr);
     }
-    if (std::isnan(out.int_p_us)) failure = "no figures in " + figures_path;
   }
-  for (const std::string& f : {figures_path, id_path, logs[0], logs[1]}) std::remove(f.c_str());
-  rmdir(dir.c_str());
-  if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
+  if (std::isnan(out.int_p_us)) throw std::runtime_error("NVSHMEM: no figures from PE 0" + run.output());
   return out;
 }
 

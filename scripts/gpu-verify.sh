@@ -93,6 +93,10 @@ fi
 # between them where the build has it.
 step grma-bench env GRMA_DEVICES=$([ "$gpus" -ge 2 ] && echo 2 || echo 1) \
   ./build/gpu/bench/grma-bench --json "$out/grma-bench.json"
+# grma-bench goes on without NVSHMEM's figures when its processes fail: say so here.
+if [ "$gpus" -ge 2 ] && [ -x build/gpu/bench/grma-bench-nvshmem ]; then
+  step grma-bench-nvshmem grep "NVSHMEM int_p" "$out/grma-bench.log"
+fi
 # The halo exchange of one GPU's ranks, for the loaded model of hd-1gpu.
 if [ "$gpus" -ge 2 ]; then
   step grma-bench-halo-1gpu env GRMA_DEVICES=1 ./build/gpu/bench/grma-bench --only halo \
@@ -133,7 +137,7 @@ echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.lo
   grep -h -m6 -E "SUMMARY|tests passed|^\[  (PASSED|FAILED)|^========= +(Invalid|Race|Barrier|Error)" "$f"
 done
 [ -f "$out/grma-bench.log" ] && { echo; cat "$out/grma-bench.log"; }
-[ -f "$out/grma-bench-remote.log" ] && { echo; grep -A12 "other node" "$out/grma-bench-remote.log"; }
+[ -f "$out/grma-bench-remote.log" ] && { echo; sed -n '/other node/,$p' "$out/grma-bench-remote.log"; }
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }

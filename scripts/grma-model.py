@@ -176,8 +176,11 @@ def predict(hd, paths, loaded=None):
     predicted, extrapolated = {}, set()
     for r in hd["results"]:
         n = r["width"]
-        if 4 * 8 * n > paths[path]["largest"]:  # the largest exchange: 4 rows (two sets, both ways)
-            extrapolated.add(n)
+        # Copied halos of more bytes than the path's largest ping-pong: the
+        # fit is extrapolated (the largest exchange: 4 rows in HD-NOOVERLAP).
+        rows_at_once = 4 if r["variant"] == "nooverlap" and loaded is None else 2
+        if copies and rows_at_once * 8 * n > paths[path]["largest"]:
+            extrapolated.add((n, r["variant"]))
         s_m, s_r = 8.0 * rows * n, 8.0 * n
         per_rank = memory / ranks
         t_lap = 2 * s_m / per_rank
@@ -218,7 +221,7 @@ def print_hd(hd, predicted, about, label, loaded=None):
             continue
         g, m, b = r["grma_us"], predicted[key], r.get("baseline_us")
         l = loaded[key] if loaded else None
-        mark = "*" if r["width"] in about["extrapolated"] else " "
+        mark = "*" if key in about["extrapolated"] else " "
         print(f"{r['width']:>7} {r['variant']:>10} {g:>10.2f} {m:>10.2f}{mark} {m / g:>11.2f} "
               f"{(f'{l:.2f}' if l else '-'):>12} {(f'{l / g:.2f}' if l else '-'):>12} "
               f"{(f'{b:.2f}' if b else '-'):>14} {(f'{b / g:.2f}' if b else '-'):>14}")
@@ -292,7 +295,7 @@ def plots(args, paths, hds):
             ax.plot(widths, [r["grma_us"] for r in rows], marker="o", label="grma")
             if any(r.get("baseline_us") for r in rows):
                 ax.plot(widths, [r["baseline_us"] for r in rows], marker="s", label="kernel-boundary baseline")
-            modelled = [w for w in widths if w not in extrapolated]  # within the fitted sizes
+            modelled = [w for w in widths if (w, variant) not in extrapolated]  # within the fitted sizes
             if predicted and modelled:
                 ax.plot(modelled, [predicted[(w, variant)] for w in modelled], linestyle="--", marker="x", color="gray",
                         label="model (ping-pong latency)")
