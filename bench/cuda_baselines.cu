@@ -135,7 +135,6 @@ double flag_round_trip_us(int a, int b, int iterations) {
 
 }  // namespace
 
-
 double raw_flag_round_trip_us(int a, int b, int iterations) {
   return flag_round_trip_us<false>(a, b, iterations);
 }

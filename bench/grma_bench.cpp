@@ -166,6 +166,12 @@ std::string format(double v, const char* f, const char* none = "-") {
   return text;
 }
 
+// The figure measured at `bytes`, NaN where none was.
+double figure_at(const std::map<std::size_t, double>& by_size, std::size_t bytes) {
+  const auto it = by_size.find(bytes);
+  return it == by_size.end() ? NAN : it->second;
+}
+
 // Every figure of one backend: the paths of the job, the halo exchange and
 // matching. Writes the run's JSON object (json is null on other processes)
 // and returns the text report.
@@ -303,12 +309,6 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       }
     }
 #endif
-    // NVSHMEM's figure for `bytes` from `by`, NaN where it has none.
-    const auto nvshmem_at = [&](const std::map<std::size_t, double> bench::nvshmem_figures::*by, std::size_t bytes) {
-      if (!nvshmem) return double(NAN);
-      const auto it = ((*nvshmem).*by).find(bytes);
-      return it == ((*nvshmem).*by).end() ? double(NAN) : it->second;
-    };
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
@@ -339,7 +339,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) floor_here = bench::mpi_round_trip_us(bytes, iterations, far_process);
 #endif
       const double staged_here = staged_us(bytes, iterations);
-      const double nvshmem_here = nvshmem_at(&bench::nvshmem_figures::signal_us, bytes);
+      const double nvshmem_here = nvshmem ? figure_at(nvshmem->signal_us, bytes) : NAN;
       std::snprintf(line, sizeof line, "%10zu %13.3f %13.3f %13.3f %14s %14s %12s %14s %14s\n", bytes, us[0],
                     us[1], us[2], format(floor_here, "%.3f").c_str(),
                     format(release_floor_us, "%.3f").c_str(), format(us[0] / release_floor_us, "%.2f").c_str(),
@@ -393,8 +393,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
 #endif
       const double staged_copy = staged_gbs(bytes, iterations);
-      const double nvshmem_one = nvshmem_at(&bench::nvshmem_figures::one_block_gbs, bytes);
-      const double nvshmem_all = nvshmem_at(&bench::nvshmem_figures::blocks_gbs, bytes);
+      const double nvshmem_one = nvshmem ? figure_at(nvshmem->one_block_gbs, bytes) : NAN;
+      const double nvshmem_all = nvshmem ? figure_at(nvshmem->blocks_gbs, bytes) : NAN;
       std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s %14s %14s\n", bytes, one_gbs,
                     format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
                     format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),

@@ -174,19 +174,20 @@ def predict(hd, paths, loaded=None):
         load_latency = segment_for(loaded, 8)[1]
         segments = [(start, load_latency, bandwidth) for start, _, bandwidth in segments]
     predicted, extrapolated = {}, set()
+    largest = paths[path]["largest"]
     for r in hd["results"]:
         n = r["width"]
-        # Copied halos of more bytes than the path's largest ping-pong: the
-        # fit is extrapolated (the largest exchange: 4 rows in HD-NOOVERLAP).
-        rows_at_once = 4 if r["variant"] == "nooverlap" and loaded is None else 2
-        if copies and rows_at_once * 8 * n > paths[path]["largest"]:
-            extrapolated.add((n, r["variant"]))
         s_m, s_r = 8.0 * rows * n, 8.0 * n
         per_rank = memory / ranks
         t_lap = 2 * s_m / per_rank
         t_flx = 4 * s_m / per_rank
         t_out = 3 * s_m / per_rank
-        halo = lambda rows_sent: halo_time(segments, rows_sent * s_r, copies)
+
+        def halo(rows_sent, key=(n, r["variant"])):
+            # A copied halo larger than the path's largest ping-pong: the fit is extrapolated.
+            if copies and rows_sent * s_r > largest:
+                extrapolated.add(key)
+            return halo_time(segments, rows_sent * s_r, copies)
         # Exchanges: in (a row each way), lap (one row up), fli (one row down).
         one_set = t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1)
         if r["variant"] == "hd":
@@ -205,7 +206,7 @@ def predict(hd, paths, loaded=None):
         predicted[(n, r["variant"])] = t
     return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
                        "memory_gbs": memory / 1e3, "extrapolated": extrapolated,
-                       "largest": paths[path]["largest"]}
+                       "largest": largest}
 
 
 def print_hd(hd, predicted, about, label, loaded=None):
