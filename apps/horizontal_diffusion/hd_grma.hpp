@@ -56,22 +56,27 @@ struct grma_program {
 
     GRMA_HOST_DEVICE std::size_t row_bytes() const { return std::size_t(p.n) * sizeof(double); }
 
-    // Puts this rank's edge rows into its neighbours' halos of field f.
-    GRMA_HOST_DEVICE void send_halos(int set, field f, halo_rows h, int t) {
+    // Puts this rank's edge rows into its neighbours' halos of field f:
+    // by the rank's threads (`c` the rank) or one warp (`c` its one_warp()).
+    template <class Caller>
+    GRMA_HOST_DEVICE void send_halos(Caller& c, int set, field f, halo_rows h, int t) {
       const std::size_t n = std::size_t(p.n);
       // My last row is the halo above my lower neighbour's band.
       if (h.above && me + 1 < ranks)
-        r.put_notify(win[set][f], me + 1, 0, row_bytes(), band[set][f] + std::size_t(p.rows) * n, t);
+        c.put_notify(win[set][f], me + 1, 0, row_bytes(), band[set][f] + std::size_t(p.rows) * n, t);
       // My first row is the halo below my upper neighbour's band.
       if (h.below && me > 0)
-        r.put_notify(win[set][f], me - 1, std::size_t(p.rows + 1) * n * sizeof(double), row_bytes(),
+        c.put_notify(win[set][f], me - 1, std::size_t(p.rows + 1) * n * sizeof(double), row_bytes(),
                      band[set][f] + n, t);
     }
+    GRMA_HOST_DEVICE void send_halos(int set, field f, halo_rows h, int t) { send_halos(r, set, f, h, t); }
 
-    GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) {
-      if (h.above && me > 0) r.wait_notifications(win[set][f], me - 1, t, 1);
-      if (h.below && me + 1 < ranks) r.wait_notifications(win[set][f], me + 1, t, 1);
+    template <class Caller>
+    GRMA_HOST_DEVICE void wait_halos(Caller& c, int set, field f, halo_rows h, int t) {
+      if (h.above && me > 0) c.wait_notifications(win[set][f], me - 1, t, 1);
+      if (h.below && me + 1 < ranks) c.wait_notifications(win[set][f], me + 1, t, 1);
     }
+    GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) { wait_halos(r, set, f, h, t); }
 
     // Each stencil is followed by a meeting of the rank's threads: the next
     // stencil (or put) reads what other threads wrote.
@@ -175,9 +180,12 @@ struct grma_program {
 
   // HD-OVERLAP (papers/000 Listing 4.1): while one set's halos travel, the
   // other set computes. A set's out rows go out as soon as they are computed
-  // (they are the next iteration's in).
+  // (they are the next iteration's in). A rank of more than one warp gives
+  // one warp the exchanges while the others compute (iterate_by_warps); a
+  // rank of one warp (or one thread: the CPU backend) alternates itself.
   template <class State>
   GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
+    if (st.r.threads() > st.r.one_warp().threads()) return iterate_by_warps(st);
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
@@ -199,6 +207,71 @@ struct grma_program {
     }
     // The last iteration's out halos arrived (and are part of the work).
     for (int s = 0; s < 2; ++s) st.wait_halos(s, in, halos_of_in, tag(iterations, 0, s));
+  }
+
+  // HD-OVERLAP with the exchanges on one warp: six phases an iteration, in
+  // each the other warps compute one stencil of one set while the warp puts
+  // the halos of the stencil before (the other set's, or the same set's
+  // when nothing else is between them) and waits for those the next stencil
+  // needs. Then all the rank's threads meet: what the workers computed is
+  // behind the warp's next puts, what the warp waited for before their next
+  // reads. A phase costs the longer of its stencil and its exchange.
+  //
+  //   phase  workers   warp: sends, then waits for
+  //   (0)    -         in(0)         in(0)          before the loop
+  //   1      lap(0)    in(1)         in(1)
+  //   2      lap(1)    lap(0)        lap(0)
+  //   3      flx(0)    lap(1)        lap(1)
+  //   4      flx(1)    fli(0)        fli(0)
+  //   5      out(0)    fli(1)        fli(1)         then set 0's out becomes in
+  //   6      out(1)    in(0) (next)  in(0) (next)   then set 1's out becomes in
+  //   (7)    -         in(1) (next)  in(1) (next)   after the loop
+  template <class State>
+  GRMA_HOST_DEVICE void iterate_by_warps(State& st) const {
+    auto& r = st.r;
+    auto warp = r.one_warp();
+    const int lanes = warp.threads();
+    const bool exchanges = r.thread() < lanes;
+    const int worker = r.thread() - lanes, workers = r.threads() - lanes;
+    // One phase: `compute` by the workers, `exchange` by the warp, then all meet.
+    auto phase = [&](auto&& compute, auto&& exchange) {
+      if (exchanges) exchange();
+      else compute();
+      r.sync_threads();
+    };
+    auto nothing = [] {};
+    auto halos = [&](int set, field f, halo_rows h, int t) {
+      return [&st, &warp, set, f, h, t] {
+        st.send_halos(warp, set, f, h, t);
+        st.wait_halos(warp, set, f, h, t);
+      };
+    };
+    auto lap_of = [&](int s) {
+      return [&st, s, worker, workers] { compute_lap(st.band[s][in], st.band[s][lap], st.p.rows, st.p.n, worker, workers); };
+    };
+    auto flx_of = [&](int s) {
+      return [&st, s, worker, workers] {
+        compute_fli(st.band[s][lap], st.band[s][fli], st.p.rows, st.p.n, worker, workers);
+        compute_flj(st.band[s][lap], st.band[s][flj], st.p.rows, st.p.n, worker, workers);
+      };
+    };
+    auto out_of = [&](int s) {
+      return [&st, s, worker, workers] {
+        compute_out(st.band[s][fli], st.band[s][flj], st.band[s][out], st.p.rows, st.p.n, worker, workers);
+      };
+    };
+    phase(nothing, halos(0, in, halos_of_in, tag(0, 0, 0)));
+    for (int it = 0; it < iterations; ++it) {
+      phase(lap_of(0), halos(1, in, halos_of_in, tag(it, 0, 1)));
+      phase(lap_of(1), halos(0, lap, halos_of_lap, tag(it, 1, 0)));
+      phase(flx_of(0), halos(1, lap, halos_of_lap, tag(it, 1, 1)));
+      phase(flx_of(1), halos(0, fli, halos_of_fli, tag(it, 2, 0)));
+      phase(out_of(0), halos(1, fli, halos_of_fli, tag(it, 2, 1)));
+      st.swap(0);  // every thread: its own copy of the state
+      phase(out_of(1), halos(0, in, halos_of_in, tag(it + 1, 0, 0)));
+      st.swap(1);
+    }
+    phase(nothing, halos(1, in, halos_of_in, tag(iterations, 0, 1)));
   }
 
   // The stencils alone, for the memory time: on rows 2..r-1 of each band,

@@ -68,6 +68,22 @@ class basic_rank {
   GRMA_INLINE T* userdata() const { return static_cast<T*>(userdata()); }
   GRMA_INLINE std::size_t userdata_size() const { return view().userdata_size; }
 
+  // ---- one warp alone ----------------------------------------------------------
+
+  // The rank's calls made by one warp of its threads while the others do
+  // other work (NVSHMEM's _warp calls): a rank puts one data set's halos
+  // while its other warps compute the next. The handle follows the calling
+  // convention over the warp's threads: all of them call each function
+  // together (on a GPU a whole warp: 32 threads of the rank, as NVSHMEM's
+  // warp calls need), and thread() and threads() count its lanes. While a
+  // warp uses it, no other thread of the rank makes a grma call. What other warps
+  // wrote is behind a sync_threads() with the warp before the warp puts it,
+  // and what the warp's wait delivered is behind one before they read it.
+  // On the CPU backend a rank is one thread: its own warp.
+  GRMA_INLINE basic_rank<typename P::warp_platform> one_warp() const {
+    return {*v_, device_rank_, *local_};
+  }
+
   // ---- memory ----------------------------------------------------------------
 
   // Rank-private memory from the device heap; may be registered in windows.

@@ -187,6 +187,78 @@ TEST_P(NotifiedAccess, RingDeliversEveryRound) {
   }
 }
 
+// ---- one warp communicates while the others work ------------------------------------------
+
+constexpr std::size_t warp_halo_bytes = 1000;
+constexpr int warp_halo_tags = 3;
+
+// A halo exchange in which one warp of each rank (one_warp) puts to both
+// neighbours of a ring and waits for both of theirs, round after round,
+// while the rank's other threads each write a word of their own; then all
+// threads check both messages byte for byte and a word another thread
+// wrote. Neighbours wait for each other, so one is at most a round ahead:
+// rounds alternate between two slots per neighbour. On the CPU backend the
+// rank's one thread is its warp and does both parts.
+struct one_warp_halo {
+  int rounds;
+  buffers mem;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    // [from the left: two slots][from the right: two slots][outbox][words]
+    const std::size_t slot = round64(warp_halo_bytes);
+    auto* inbox = mem.get<std::uint8_t>(r, 5 * slot + 8 * std::size_t(r.threads()));
+    std::uint8_t* outbox = inbox + 4 * slot;
+    auto* words = reinterpret_cast<std::uint64_t*>(inbox + 5 * slot);
+    grma::window w = r.window_create(grma::world, inbox, 4 * slot);
+    auto warp = r.one_warp();
+    const int lanes = warp.threads(), t = r.thread();
+    const bool alone = r.threads() == lanes;  // the same threads do both parts
+    for (int round = 0; round < rounds; ++round) {
+      const std::size_t from_left = std::size_t(round % 2) * slot, from_right = from_left + 2 * slot;
+      const int tag = round % warp_halo_tags;
+      fill(r, outbox, warp_halo_bytes, mix(std::uint64_t(me), std::uint64_t(round)));
+      if (t < lanes) {
+        warp.put_notify(w, right, from_left, warp_halo_bytes, outbox, tag);  // I am its left
+        warp.put_notify(w, left, from_right, warp_halo_bytes, outbox, tag);
+        warp.wait_notifications(w, left, tag, 1);
+        warp.wait_notifications(w, right, tag, 1);
+        tally(warp, rec, 0);
+      }
+      if (alone || t >= lanes) words[t] = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(t));
+      r.sync_threads();
+      CONF_CHECK_PATTERN(r, rec, inbox + from_left, warp_halo_bytes,
+                         mix(std::uint64_t(left), std::uint64_t(round)), 0, round);
+      CONF_CHECK_PATTERN(r, rec, inbox + from_right, warp_halo_bytes,
+                         mix(std::uint64_t(right), std::uint64_t(round)), 0, round);
+      // Another thread's word (a worker's, where the rank has workers).
+      const int other = alone ? t : lanes + (t + 1) % (r.threads() - lanes);
+      const std::uint64_t expected = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(other));
+      if (words[other] != expected) record_failure(rec, __LINE__, round, other, (long long)words[other]);
+      r.sync_threads();  // the words are read before the next round writes them
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), 0, 0, 0);
+    r.window_free(w);
+    mem.release(r, inbox);
+  }
+};
+
+TEST_P(NotifiedAccess, OneWarpPutsWhileTheOthersWork) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(one_warp_halo{});
+  const one_warp_halo program{64, j.prepare(0, 5 * round64(warp_halo_bytes) + 8 * 1024)};
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int) { return unsigned(program.rounds); }, "rounds exchanged");
+  }
+}
+
 // ---- token ring ------------------------------------------------------------------------
 
 // A token travels around the ring; each rank adds one, so a lost, repeated or

@@ -66,6 +66,14 @@ TEST(Errors, TargetRankOutOfRange) {
   EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: rank 4 is out of range: communicator world has 4 ranks");
 }
 
+TEST(Errors, OneWarpNamesTheRankAndTheCall) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1) r.one_warp().put_notify(w, 4, 0, 8, m, 0);
+  }), 4);
+  EXPECT_EQ(e.rank(), 1);
+  EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: rank 4 is out of range: communicator world has 4 ranks");
+}
+
 TEST(Errors, NegativeTargetRank) {
   const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
     if (r.rank(grma::world) == 0) r.get_notify(w, -1, 0, 8, m, 0);

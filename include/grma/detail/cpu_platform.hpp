@@ -16,6 +16,9 @@
 namespace grma::detail {
 
 struct cpu_platform {
+  // A rank is one thread: it is its own warp (basic_rank::one_warp).
+  using warp_platform = cpu_platform;
+
   static constexpr scope memory_scope = scope::device;
   // Spins before a waiting rank publishes its state for the watchdog, and
   // between its looks at the abort flag: cheap here, so soon and often.

@@ -7,6 +7,7 @@
 #if defined(__CUDACC__)
 
 #include <cstdint>
+#include <cstring>
 
 #include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
@@ -14,7 +15,12 @@
 
 namespace grma::detail {
 
+struct cuda_warp_platform;
+
 struct cuda_platform {
+  // The platform of calls made by one warp of a rank alone (basic_rank::one_warp).
+  using warp_platform = cuda_warp_platform;
+
   // Ranks of one GPU share device memory: device scope suffices (peer GPUs
   // and the host use system scope explicitly).
   static constexpr scope memory_scope = scope::device;
@@ -110,13 +116,22 @@ struct cuda_platform {
   // be another rank's window, written on another SM. Ranges that partly
   // overlap are copied as memmove does (the CPU backend's semantics).
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
+    copy_by<cuda_platform>(destination, source, bytes);
+  }
+
+ protected:
+  // The copy by the threads of `Group` (the block, or one warp): its
+  // thread_index(), thread_count() and sync().
+  template <class Group>
+  GRMA_INLINE static void copy_by(void* destination, const void* source, std::size_t bytes) {
 #if GRMA_DEVICE_CODE
     auto* db = static_cast<unsigned char*>(destination);
     const auto* sb = static_cast<const unsigned char*>(source);
     const std::size_t distance = db > sb ? std::size_t(db - sb) : std::size_t(sb - db);
-    if (distance < bytes) return copy_overlapping(db, sb, bytes, distance);
+    if (distance < bytes) return copy_overlapping<Group>(db, sb, bytes, distance);
     const auto d = reinterpret_cast<std::uintptr_t>(destination);
     const auto s = reinterpret_cast<std::uintptr_t>(source);
+    const std::size_t me = std::size_t(Group::thread_index()), count = std::size_t(Group::thread_count());
     std::size_t done = 0;
     if (((d | s) & 15u) == 0) {
       // `unroll` vectors per thread per step: their loads are in flight
@@ -125,19 +140,19 @@ struct cuda_platform {
       const std::size_t vectors = bytes / 16;
       auto* dv = static_cast<uint4*>(destination);
       const auto* sv = static_cast<const uint4*>(source);
-      const std::size_t step = std::size_t(blockDim.x) * unroll;
-      std::size_t i = threadIdx.x;
-      for (; i + step - blockDim.x < vectors; i += step) {
+      const std::size_t step = count * unroll;
+      std::size_t i = me;
+      for (; i + step - count < vectors; i += step) {
         uint4 v[unroll];
 #pragma unroll
-        for (std::size_t k = 0; k < unroll; ++k) v[k] = __ldcg(sv + i + k * blockDim.x);
+        for (std::size_t k = 0; k < unroll; ++k) v[k] = __ldcg(sv + i + k * count);
 #pragma unroll
-        for (std::size_t k = 0; k < unroll; ++k) dv[i + k * blockDim.x] = v[k];
+        for (std::size_t k = 0; k < unroll; ++k) dv[i + k * count] = v[k];
       }
-      for (; i < vectors; i += blockDim.x) dv[i] = __ldcg(sv + i);
+      for (; i < vectors; i += count) dv[i] = __ldcg(sv + i);
       done = vectors * 16;
     }
-    for (std::size_t i = done + threadIdx.x; i < bytes; i += blockDim.x) db[i] = __ldcg(sb + i);
+    for (std::size_t i = done + me; i < bytes; i += count) db[i] = __ldcg(sb + i);
 #else
     (void)destination;
     (void)source;
@@ -148,16 +163,18 @@ struct cuda_platform {
  private:
   // Partly overlapping ranges: pieces no longer than the distance between
   // them, so a piece's reads and writes never meet, in the order that reads
-  // every byte before it is overwritten; a barrier between pieces.
+  // every byte before it is overwritten; the group meets between pieces.
+  template <class Group>
   GRMA_INLINE static void copy_overlapping(unsigned char* d, const unsigned char* s,
                                            std::size_t bytes, std::size_t distance) {
 #if GRMA_DEVICE_CODE
     const bool backwards = d > s;
+    const std::size_t me = std::size_t(Group::thread_index()), count = std::size_t(Group::thread_count());
     for (std::size_t done = 0; done < bytes; done += distance) {
       const std::size_t n = bytes - done < distance ? bytes - done : distance;
       const std::size_t at = backwards ? bytes - done - n : done;
-      for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) d[at + i] = __ldcg(s + at + i);
-      __syncthreads();
+      for (std::size_t i = me; i < n; i += count) d[at + i] = __ldcg(s + at + i);
+      Group::sync();
     }
 #else
     (void)d;
@@ -224,6 +241,53 @@ struct cuda_platform {
 #endif
     __builtin_unreachable();
   }
+};
+
+// One warp of a rank making the rank's calls alone while its other warps do
+// other work (basic_rank::one_warp; NVSHMEM's _warp calls). The same
+// operations over the warp's 32 lanes: lane 0 leads, the lanes meet at
+// __syncwarp, values go round by shuffles. The rank's state is the block's
+// (shared memory), so one warp at a time may use it. Like NVSHMEM's, the
+// calls need a whole warp: 32 threads of the block, all calling.
+struct cuda_warp_platform : cuda_platform {
+  using warp_platform = cuda_warp_platform;
+
+  GRMA_INLINE static int thread_index() {
+#if GRMA_DEVICE_CODE
+    return int(threadIdx.x & 31u);
+#else
+    return 0;
+#endif
+  }
+  GRMA_INLINE static int thread_count() {
+#if GRMA_DEVICE_CODE
+    return 32;
+#else
+    return 1;
+#endif
+  }
+  GRMA_INLINE static void sync() {
+#if GRMA_DEVICE_CODE
+    __syncwarp();
+#endif
+  }
+  // Lane 0's value, to every lane, a 32-bit word at a time.
+  template <class T>
+  GRMA_INLINE static T broadcast(T value) {
+#if GRMA_DEVICE_CODE
+    constexpr int words = int((sizeof(T) + 3) / 4);
+    unsigned word[words] = {};
+    std::memcpy(word, &value, sizeof(T));
+    for (int i = 0; i < words; ++i) word[i] = __shfl_sync(0xffffffffu, word[i], 0);
+    std::memcpy(&value, word, sizeof(T));
+#endif
+    return value;
+  }
+  GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
+    copy_by<cuda_warp_platform>(destination, source, bytes);
+  }
+  // The lanes' writes happen before lane 0's release (cumulative).
+  GRMA_INLINE static void publish_fence() { sync(); }
 };
 
 }  // namespace grma::detail
