@@ -228,50 +228,48 @@ struct grma_program {
   //   (7)    -         in(1) (next)  in(1) (next)   after the loop
   template <class State>
   GRMA_HOST_DEVICE void iterate_by_warps(State& st) const {
-    auto& r = st.r;
-    auto warp = r.one_warp();
-    const int lanes = warp.threads();
-    const bool exchanges = r.thread() < lanes;
-    const int worker = r.thread() - lanes, workers = r.threads() - lanes;
-    // One phase: `compute` by the workers, `exchange` by the warp, then all meet.
-    auto phase = [&](auto&& compute, auto&& exchange) {
-      if (exchanges) exchange();
-      else compute();
-      r.sync_threads();
-    };
-    auto nothing = [] {};
-    auto halos = [&](int set, field f, halo_rows h, int t) {
-      return [&st, &warp, set, f, h, t] {
-        st.send_halos(warp, set, f, h, t);
-        st.wait_halos(warp, set, f, h, t);
-      };
-    };
-    auto lap_of = [&](int s) {
-      return [&st, s, worker, workers] { compute_lap(st.band[s][in], st.band[s][lap], st.p.rows, st.p.n, worker, workers); };
-    };
-    auto flx_of = [&](int s) {
-      return [&st, s, worker, workers] {
-        compute_fli(st.band[s][lap], st.band[s][fli], st.p.rows, st.p.n, worker, workers);
-        compute_flj(st.band[s][lap], st.band[s][flj], st.p.rows, st.p.n, worker, workers);
-      };
-    };
-    auto out_of = [&](int s) {
-      return [&st, s, worker, workers] {
-        compute_out(st.band[s][fli], st.band[s][flj], st.band[s][out], st.p.rows, st.p.n, worker, workers);
-      };
-    };
-    phase(nothing, halos(0, in, halos_of_in, tag(0, 0, 0)));
+    auto warp = st.r.one_warp();
+    phase(st, warp, stencil::none, 0, 0, in, halos_of_in, tag(0, 0, 0));
     for (int it = 0; it < iterations; ++it) {
-      phase(lap_of(0), halos(1, in, halos_of_in, tag(it, 0, 1)));
-      phase(lap_of(1), halos(0, lap, halos_of_lap, tag(it, 1, 0)));
-      phase(flx_of(0), halos(1, lap, halos_of_lap, tag(it, 1, 1)));
-      phase(flx_of(1), halos(0, fli, halos_of_fli, tag(it, 2, 0)));
-      phase(out_of(0), halos(1, fli, halos_of_fli, tag(it, 2, 1)));
+      phase(st, warp, stencil::laplacian, 0, 1, in, halos_of_in, tag(it, 0, 1));
+      phase(st, warp, stencil::laplacian, 1, 0, lap, halos_of_lap, tag(it, 1, 0));
+      phase(st, warp, stencil::fluxes, 0, 1, lap, halos_of_lap, tag(it, 1, 1));
+      phase(st, warp, stencil::fluxes, 1, 0, fli, halos_of_fli, tag(it, 2, 0));
+      phase(st, warp, stencil::output, 0, 1, fli, halos_of_fli, tag(it, 2, 1));
       st.swap(0);  // every thread: its own copy of the state
-      phase(out_of(1), halos(0, in, halos_of_in, tag(it + 1, 0, 0)));
+      phase(st, warp, stencil::output, 1, 0, in, halos_of_in, tag(it + 1, 0, 0));
       st.swap(1);
     }
-    phase(nothing, halos(1, in, halos_of_in, tag(iterations, 0, 1)));
+    phase(st, warp, stencil::none, 0, 1, in, halos_of_in, tag(iterations, 0, 1));
+  }
+
+  enum class stencil : int { none, laplacian, fluxes, output };
+
+  // One phase of iterate_by_warps: the workers compute `work` of data set
+  // `set` while the warp puts the halos of field f of set `exchanged` and
+  // waits for its neighbours'; then all the rank's threads meet.
+  template <class State, class Warp>
+  GRMA_HOST_DEVICE void phase(State& st, Warp& warp, stencil work, int set, int exchanged, field f,
+                              halo_rows h, int t) const {
+    auto& r = st.r;
+    const int lanes = warp.threads();
+    if (r.thread() < lanes) {
+      st.send_halos(warp, exchanged, f, h, t);
+      st.wait_halos(warp, exchanged, f, h, t);
+    } else {
+      const int worker = r.thread() - lanes, workers = r.threads() - lanes;
+      double* const* b = st.band[set];
+      switch (work) {
+        case stencil::laplacian: compute_lap(b[in], b[lap], rows, n, worker, workers); break;
+        case stencil::fluxes:
+          compute_fli(b[lap], b[fli], rows, n, worker, workers);
+          compute_flj(b[lap], b[flj], rows, n, worker, workers);
+          break;
+        case stencil::output: compute_out(b[fli], b[flj], b[out], rows, n, worker, workers); break;
+        case stencil::none: break;
+      }
+    }
+    r.sync_threads();
   }
 
   // The stencils alone, for the memory time: on rows 2..r-1 of each band,
