@@ -180,12 +180,12 @@ struct grma_program {
 
   // HD-OVERLAP (papers/000 Listing 4.1): while one set's halos travel, the
   // other set computes. A set's out rows go out as soon as they are computed
-  // (they are the next iteration's in). A rank of more than one warp gives
+  // (they are the next iteration's in). A rank of two warps or more gives
   // one warp the exchanges while the others compute (iterate_by_warps); a
-  // rank of one warp (or one thread: the CPU backend) alternates itself.
+  // smaller rank (one thread on the CPU backend) alternates itself.
   template <class State>
   GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
-    if (st.r.threads() > st.r.one_warp().threads()) return iterate_by_warps(st);
+    if (st.r.threads() >= 2 * st.r.one_warp().threads()) return iterate_by_warps(st);
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {

@@ -192,9 +192,11 @@ TEST_P(NotifiedAccess, RingDeliversEveryRound) {
 constexpr std::size_t warp_halo_bytes = 1000;
 constexpr int warp_halo_tags = 3;
 
-// A halo exchange in which one warp of each rank (one_warp) puts to both
-// neighbours of a ring and waits for both of theirs, round after round,
-// while the rank's other threads each write a word of their own; then all
+// A halo exchange in which one warp of each rank (one_warp; the last whole
+// warp, so that neither its lane numbers nor its leader are the block's)
+// puts to both neighbours of a ring and takes both of theirs (one by
+// test_notifications, one by wait_notifications), round after round, while
+// the rank's other threads each write a word of their own; then all
 // threads check both messages byte for byte and a word another thread
 // wrote. Neighbours wait for each other, so one is at most a round ahead:
 // rounds alternate between two slots per neighbour. On the CPU backend the
@@ -217,25 +219,28 @@ struct one_warp_halo {
     auto warp = r.one_warp();
     const int lanes = warp.threads(), t = r.thread();
     const bool alone = r.threads() == lanes;  // the same threads do both parts
+    const int first = (r.threads() / lanes - 1) * lanes;  // the calling warp's first thread
+    const bool calls = t >= first && t < first + lanes;
     for (int round = 0; round < rounds; ++round) {
       const std::size_t from_left = std::size_t(round % 2) * slot, from_right = from_left + 2 * slot;
       const int tag = round % warp_halo_tags;
       fill(r, outbox, warp_halo_bytes, mix(std::uint64_t(me), std::uint64_t(round)));
-      if (t < lanes) {
+      if (calls) {
         warp.put_notify(w, right, from_left, warp_halo_bytes, outbox, tag);  // I am its left
         warp.put_notify(w, left, from_right, warp_halo_bytes, outbox, tag);
-        warp.wait_notifications(w, left, tag, 1);
+        while (!warp.test_notifications(w, left, tag, 1)) relax();
         warp.wait_notifications(w, right, tag, 1);
         tally(warp, rec, 0);
       }
-      if (alone || t >= lanes) words[t] = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(t));
+      if (alone || !calls) words[t] = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(t));
       r.sync_threads();
       CONF_CHECK_PATTERN(r, rec, inbox + from_left, warp_halo_bytes,
                          mix(std::uint64_t(left), std::uint64_t(round)), 0, round);
       CONF_CHECK_PATTERN(r, rec, inbox + from_right, warp_halo_bytes,
                          mix(std::uint64_t(right), std::uint64_t(round)), 0, round);
-      // Another thread's word (a worker's, where the rank has workers).
-      const int other = alone ? t : lanes + (t + 1) % (r.threads() - lanes);
+      // Another thread's word: a worker's, where the rank has workers (the
+      // workers are the threads before the calling warp).
+      const int other = alone ? (t + 1) % r.threads() : (t + 1) % first;
       const std::uint64_t expected = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(other));
       if (words[other] != expected) record_failure(rec, __LINE__, round, other, (long long)words[other]);
       r.sync_threads();  // the words are read before the next round writes them
