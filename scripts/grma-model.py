@@ -149,10 +149,12 @@ def predict(hd, paths, loaded=None):
     under that load is bound by each rank's own work for its puts and waits
     (grma-bench's round costs several times one way of its ping-pong). In
     HD-NOOVERLAP the rank's threads do that work between their stencils, so
-    each data set's exchange is a round of its own; HD-OVERLAP gives it to
-    one warp while the others compute (iterate_by_warps), so each of its
-    phases costs the longer of a stencil and a round."""
+    each data set's exchange is a round of its own; HD-OVERLAP on ranks of
+    two GPU warps or more gives it to one warp while the others compute
+    (iterate_by_warps), so each of its phases costs the longer of a stencil
+    and a round (smaller ranks alternate: rounds of their own again)."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
+    by_warps = hd["backend"] == "cuda" and hd["threads_per_rank"] >= 2 * 32
     devices, nodes = hd["devices"], hd.get("nodes", 1)
     compute = [r for r in hd["results"] if r["variant"] == "compute"]
     if not compute:
@@ -192,18 +194,17 @@ def predict(hd, paths, loaded=None):
         one_set = t_lap + t_flx + t_out + halo(2) + halo(1) + halo(1)
         if r["variant"] == "hd":
             t = one_set
+        elif r["variant"] not in ("nooverlap", "overlap"):
+            continue
+        elif loaded is not None and (r["variant"] == "nooverlap" or not by_warps):
+            t = 2 * one_set  # each set's exchanges are rounds of their own
         elif r["variant"] == "nooverlap":
-            if loaded is not None:  # each set's exchanges are rounds of their own
-                t = 2 * one_set
-            else:
-                t = 2 * (t_lap + t_flx + t_out) + halo(4) + halo(2) + halo(2)
-        elif r["variant"] == "overlap":
+            t = 2 * (t_lap + t_flx + t_out) + halo(4) + halo(2) + halo(2)
+        else:
             # HD-OVERLAP, papers/000 Figure 4.2: six phases, each the longer of a stencil
             # of one set and a halo exchange of the other.
             t = (max(t_lap, halo(2)) + max(t_lap, halo(1)) + max(t_flx, halo(1)) +
                  max(t_flx, halo(1)) + max(t_out, halo(1)) + max(t_out, halo(2)))
-        else:
-            continue
         predicted[(n, r["variant"])] = t
     return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
                        "memory_gbs": memory / 1e3, "extrapolated": extrapolated,
