@@ -84,14 +84,11 @@ fi  # tests
 if benchmarks; then
 # The two GPUs as two nodes (the network engines), then two CPU "nodes",
 # quick: every operation between the GPUs costs tens of microseconds so far.
+# Its halo exchange is the loaded model's for hd-2nodes.
 if [ "$gpus" -ge 2 ]; then
   step grma-bench-remote env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
     mpirun -np 2 --bind-to none sh -c \
-    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --only paths --json $out/grma-bench-remote.json"
-  # The halo exchange of those ranks, for the loaded model of hd-2nodes.
-  step grma-bench-remote-halo env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun -np 2 --bind-to none sh -c \
-    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --only halo --backends cuda --json $out/grma-bench-remote-halo.json"
+    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --json $out/grma-bench-remote.json"
 fi
 # grma-bench: every path of a job over all GPUs here (up to two), NVSHMEM
 # between them where the build has it.
@@ -131,9 +128,7 @@ if [ -x build/gpu/apps/grma-hd ]; then
   for b in grma-bench grma-bench-remote; do
     [ -f "$out/$b.json" ] && benches+=(--bench "$out/$b.json")
   done
-  for h in grma-bench-halo-1gpu grma-bench-remote-halo; do
-    [ -f "$out/$h.json" ] && benches+=(--halo "$out/$h.json")
-  done
+  [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
 fi  # benchmarks
