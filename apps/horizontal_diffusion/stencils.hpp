@@ -49,17 +49,24 @@ GRMA_HOST_DEVICE inline std::size_t band_elements(int rows, int n) {
 // together where it is wide enough, four points per thread at a time: the
 // four values are computed (loaded) before any is stored, so their loads
 // are in flight together (a rank has few threads per SM to hide memory
-// latency). Narrower rows are taken several at a time, so every thread
-// stays busy. No division per point.
+// latency). The sweep goes down all the band's rows of one block of columns
+// before the next block: a stencil reads each input row for three output
+// rows, and a block's rows are still in cache when it reads them again,
+// where whole rows of a wide grid are not. (A row of 16384 columns is 128
+// KiB, and 528 ranks' next rows overflow an H100's 50 MiB L2; a block of
+// 1024 columns, four for each of 256 threads, is 48 KiB over a band's six
+// rows, 25 MiB for 528 ranks.)
+// Narrower rows are taken several at a time, so every thread stays busy.
+// No division per point.
 template <class Value>
 GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, int thread, int threads,
                                    Value&& value) {
   const unsigned w = unsigned(n), t = unsigned(thread), count = unsigned(threads);
   if (w >= count) {
-    for (unsigned i = 1; i <= unsigned(rows); ++i) {
-      const std::size_t row = std::size_t(i) * w;
-      unsigned j = t;
-      for (; j + 3 * count < w; j += 4 * count) {
+    unsigned j = t;
+    for (; j + 3 * count < w; j += 4 * count)
+      for (unsigned i = 1; i <= unsigned(rows); ++i) {
+        const std::size_t row = std::size_t(i) * w;
         const double v0 = value(row + j, j), v1 = value(row + j + count, j + count),
                      v2 = value(row + j + 2 * count, j + 2 * count),
                      v3 = value(row + j + 3 * count, j + 3 * count);
@@ -68,8 +75,11 @@ GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, int thr
         destination[row + j + 2 * count] = v2;
         destination[row + j + 3 * count] = v3;
       }
-      for (; j < w; j += count) destination[row + j] = value(row + j, j);
-    }
+    for (; j < w; j += count)
+      for (unsigned i = 1; i <= unsigned(rows); ++i) {
+        const std::size_t row = std::size_t(i) * w;
+        destination[row + j] = value(row + j, j);
+      }
     return;
   }
   const unsigned rows_at_once = count / w, j = t % w;
