@@ -53,6 +53,7 @@ struct grma_program {
     int me, ranks;
     double* band[2][field_count];   // this rank's band of each field and data set
     grma::window win[2][field_count];
+    unsigned claims;                // on the rank's block counter so far (iterate_by_warps)
 
     GRMA_HOST_DEVICE std::size_t row_bytes() const { return std::size_t(p.n) * sizeof(double); }
 
@@ -106,7 +107,7 @@ struct grma_program {
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    state<Rank> st{r, *this, r.rank(grma::world), r.size(grma::world), {}, {}};
+    state<Rank> st{r, *this, r.rank(grma::world), r.size(grma::world), {}, {}, 0};
     const int sets = data_sets(how);
     const int device_rank = r.rank(grma::device), device_ranks = r.size(grma::device);
     const std::size_t nn = std::size_t(n);
@@ -185,7 +186,9 @@ struct grma_program {
   // smaller rank (one thread on the CPU backend) alternates itself.
   template <class State>
   GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
-    if (st.r.threads() >= 2 * st.r.one_warp().threads()) return iterate_by_warps(st);
+    const int lanes = st.r.one_warp().threads();
+    if (st.r.threads() >= 2 * lanes)
+      return claims_blocks(st.r.threads(), lanes) ? iterate_by_warps<true>(st) : iterate_by_warps<false>(st);
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
@@ -226,50 +229,120 @@ struct grma_program {
   //   5      out(0)    fli(1)        fli(1)         then set 0's out becomes in
   //   6      out(1)    in(0) (next)  in(0) (next)   then set 1's out becomes in
   //   (7)    -         in(1) (next)  in(1) (next)   after the loop
-  template <class State>
+  //
+  // Claims: the band is wide enough for the warps to claim blocks of columns
+  // (phase). A template argument, so that narrower bands run the phase
+  // without a trace of claiming (it cost them 2-4 % as a run-time test).
+  template <bool Claims, class State>
   GRMA_HOST_DEVICE void iterate_by_warps(State& st) const {
     auto warp = st.r.one_warp();
-    phase(st, warp, stencil::none, 0, 0, in, halos_of_in, tag(0, 0, 0));
+    // The counter starts at zero before the first phase's meeting, which
+    // puts it before any claim.
+    if (Claims && st.r.thread() == 0) rank_block_counter() = 0;
+    phase<Claims>(st, warp, stencil::none, 0, 0, in, halos_of_in, tag(0, 0, 0));
     for (int it = 0; it < iterations; ++it) {
-      phase(st, warp, stencil::laplacian, 0, 1, in, halos_of_in, tag(it, 0, 1));
-      phase(st, warp, stencil::laplacian, 1, 0, lap, halos_of_lap, tag(it, 1, 0));
-      phase(st, warp, stencil::fluxes, 0, 1, lap, halos_of_lap, tag(it, 1, 1));
-      phase(st, warp, stencil::fluxes, 1, 0, fli, halos_of_fli, tag(it, 2, 0));
-      phase(st, warp, stencil::output, 0, 1, fli, halos_of_fli, tag(it, 2, 1));
+      phase<Claims>(st, warp, stencil::laplacian, 0, 1, in, halos_of_in, tag(it, 0, 1));
+      phase<Claims>(st, warp, stencil::laplacian, 1, 0, lap, halos_of_lap, tag(it, 1, 0));
+      phase<Claims>(st, warp, stencil::fluxes, 0, 1, lap, halos_of_lap, tag(it, 1, 1));
+      phase<Claims>(st, warp, stencil::fluxes, 1, 0, fli, halos_of_fli, tag(it, 2, 0));
+      phase<Claims>(st, warp, stencil::output, 0, 1, fli, halos_of_fli, tag(it, 2, 1));
       st.swap(0);  // every thread: its own copy of the state
-      phase(st, warp, stencil::output, 1, 0, in, halos_of_in, tag(it + 1, 0, 0));
+      phase<Claims>(st, warp, stencil::output, 1, 0, in, halos_of_in, tag(it + 1, 0, 0));
       st.swap(1);
     }
-    phase(st, warp, stencil::none, 0, 1, in, halos_of_in, tag(iterations, 0, 1));
+    phase<Claims>(st, warp, stencil::none, 0, 1, in, halos_of_in, tag(iterations, 0, 1));
   }
 
   enum class stencil : int { none, laplacian, fluxes, output };
 
   // One phase of iterate_by_warps: the workers compute `work` of data set
   // `set` while the warp puts the halos of field f of set `exchanged` and
-  // waits for its neighbours'; then all the rank's threads meet.
-  template <class State, class Warp>
+  // waits for its neighbours'; then all the rank's threads meet. Where the
+  // band is wide enough for every warp to take several blocks of columns
+  // (Claims), the warps claim the stencil's blocks one at a time and
+  // the exchanging warp joins in when its exchange is done: at wide grids a
+  // stencil takes several rounds, and the warp would otherwise idle for most
+  // of the phase (one warp in eight of a memory-bound rank).
+  template <bool Claims, class State, class Warp>
   GRMA_HOST_DEVICE void phase(State& st, Warp& warp, stencil work, int set, int exchanged, field f,
                               halo_rows h, int t) const {
     auto& r = st.r;
     const int lanes = warp.threads();
+    const bool by_blocks = Claims && work != stencil::none;
     if (r.thread() < lanes) {
       st.send_halos(warp, exchanged, f, h, t);
       st.wait_halos(warp, exchanged, f, h, t);
-    } else {
-      const int worker = r.thread() - lanes, workers = r.threads() - lanes;
-      double* const* b = st.band[set];
-      switch (work) {
-        case stencil::laplacian: compute_lap(b[in], b[lap], rows, n, worker, workers); break;
-        case stencil::fluxes:
-          compute_fli(b[lap], b[fli], rows, n, worker, workers);
-          compute_flj(b[lap], b[flj], rows, n, worker, workers);
-          break;
-        case stencil::output: compute_out(b[fli], b[flj], b[out], rows, n, worker, workers); break;
-        case stencil::none: break;
-      }
+    } else if (!by_blocks) {
+      compute(st.band[set], work, r.thread() - lanes, r.threads() - lanes, every_column);
     }
+    if (by_blocks) claim_blocks(st, work, set, lanes);
     r.sync_threads();
+  }
+
+  // The rank's warps take the blocks of `work` one at a time from the rank's
+  // counter. It only counts up: a phase's claims are its next `blocks`
+  // values, and each warp stops at its first claim past them, so that every
+  // thread knows where the next phase's claims start (blocks + warps on;
+  // unsigned arithmetic wraps around with the counter).
+  template <class State>
+  GRMA_HOST_DEVICE void claim_blocks(State& st, stencil work, int set, int lanes) const {
+    const unsigned width = block_width(lanes), blocks = (unsigned(n) + width - 1) / width;
+    const int lane = st.r.thread() % lanes;
+    unsigned& counter = rank_block_counter();
+    for (unsigned b; (b = claim_block(counter, lane) - st.claims) < blocks;)
+      compute(st.band[set], work, lane, lanes, {b * width, b * width + width});
+    st.claims += blocks + unsigned(st.r.threads() / lanes);
+  }
+
+  // A block is as many columns as one warp's four points a lane (sweep).
+  GRMA_HOST_DEVICE static unsigned block_width(int lanes) { return 4 * unsigned(lanes); }
+
+  // Claiming pays where the band has at least four blocks for each warp:
+  // with fewer, waiting for the last blocks costs more than the exchanging
+  // warp's share gains. Every warp must be whole (claim_block's broadcast).
+  GRMA_HOST_DEVICE bool claims_blocks(int threads, int lanes) const {
+    return threads % lanes == 0 && unsigned(n) >= 4 * block_width(lanes) * unsigned(threads / lanes);
+  }
+
+  // `work` on `columns` of data set b's bands, by `thread` of `threads`.
+  GRMA_HOST_DEVICE void compute(double* const* b, stencil work, int thread, int threads,
+                                column_range columns) const {
+    switch (work) {
+      case stencil::laplacian: compute_lap(b[in], b[lap], rows, n, thread, threads, columns); break;
+      case stencil::fluxes:
+        compute_fli(b[lap], b[fli], rows, n, thread, threads, columns);
+        compute_flj(b[lap], b[flj], rows, n, thread, threads, columns);
+        break;
+      case stencil::output: compute_out(b[fli], b[flj], b[out], rows, n, thread, threads, columns); break;
+      case stencil::none: break;
+    }
+  }
+
+  // The rank's counter of claimed blocks: shared memory on a GPU, where a
+  // rank is one thread block. A CPU rank is one thread, never more than one
+  // warp: it never claims, but the code is compiled for it.
+  GRMA_HOST_DEVICE static unsigned& rank_block_counter() {
+#ifdef __CUDA_ARCH__
+    __shared__ unsigned counter;
+#else
+    thread_local unsigned counter;
+#endif
+    return counter;
+  }
+
+  // The next block for the calling warp, the same for each of its lanes:
+  // lane 0 claims it, the others wait for it in the shuffle. The atomic is
+  // relaxed: a claim orders no data (blocks are disjoint), and the stencil's
+  // writes reach the other warps through the meeting that ends the phase.
+  GRMA_HOST_DEVICE static unsigned claim_block(unsigned& counter, int lane) {
+#ifdef __CUDA_ARCH__
+    unsigned b = 0;
+    if (lane == 0) b = atomicAdd(&counter, 1u);
+    return __shfl_sync(0xffffffffu, b, 0);
+#else
+    (void)lane;
+    return counter++;
+#endif
   }
 
   // The stencils alone, for the memory time: on rows 2..r-1 of each band,

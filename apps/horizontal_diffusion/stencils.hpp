@@ -44,27 +44,37 @@ GRMA_HOST_DEVICE inline std::size_t band_elements(int rows, int n) {
   return std::size_t(rows + 2) * std::size_t(n);
 }
 
-// Computes rows 1..rows of a band of `destination`, value(index in the band,
-// column) at each point, by `thread` of `threads`. Threads sweep a row
-// together where it is wide enough, four points per thread at a time: the
-// four values are computed (loaded) before any is stored, so their loads
-// are in flight together (a rank has few threads per SM to hide memory
-// latency). The sweep goes down all the band's rows of one block of columns
-// before the next block: a stencil reads each input row for three output
-// rows, and a block's rows are still in cache when it reads them again,
-// where whole rows of a wide grid are not. (A row of 16384 columns is 128
-// KiB, and 528 ranks' next rows overflow an H100's 50 MiB L2; a block of
+// Columns [first, end) of a band, end clipped to the row: what one sweep
+// computes (every_column: all of them).
+struct column_range {
+  unsigned first;
+  unsigned end;
+};
+inline constexpr column_range every_column{0, ~0u};
+
+// Computes rows 1..rows of `columns` of a band of `destination`,
+// value(index in the band, column) at each point, by `thread` of `threads`.
+// Threads sweep a row together where it is wide enough, four points per
+// thread at a time: the four values are computed (loaded) before any is
+// stored, so their loads are in flight together (a rank has few threads per
+// SM to hide memory latency). The sweep goes down all the band's rows of one
+// block of columns before the next block: a stencil reads each input row for
+// three output rows, and a block's rows are still in cache when it reads them
+// again, where whole rows of a wide grid are not. (A row of 16384 columns is
+// 128 KiB, and 528 ranks' next rows overflow an H100's 50 MiB L2; a block of
 // 1024 columns, four for each of 256 threads, is 48 KiB over a band's six
 // rows, 25 MiB for 528 ranks.)
 // Narrower rows are taken several at a time, so every thread stays busy.
 // No division per point.
 template <class Value>
-GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, int thread, int threads,
-                                   Value&& value) {
+GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, column_range columns,
+                                   int thread, int threads, Value&& value) {
   const unsigned w = unsigned(n), t = unsigned(thread), count = unsigned(threads);
-  if (w >= count) {
-    unsigned j = t;
-    for (; j + 3 * count < w; j += 4 * count)
+  const unsigned first = columns.first, end = columns.end < w ? columns.end : w;
+  if (first >= end) return;
+  if (end - first >= count) {
+    unsigned j = first + t;
+    for (; j + 3 * count < end; j += 4 * count)
       for (unsigned i = 1; i <= unsigned(rows); ++i) {
         const std::size_t row = std::size_t(i) * w;
         const double v0 = value(row + j, j), v1 = value(row + j + count, j + count),
@@ -75,22 +85,23 @@ GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, int thr
         destination[row + j + 2 * count] = v2;
         destination[row + j + 3 * count] = v3;
       }
-    for (; j < w; j += count)
+    for (; j < end; j += count)
       for (unsigned i = 1; i <= unsigned(rows); ++i) {
         const std::size_t row = std::size_t(i) * w;
         destination[row + j] = value(row + j, j);
       }
     return;
   }
-  const unsigned rows_at_once = count / w, j = t % w;
-  if (t >= rows_at_once * w) return;
-  for (unsigned i = 1 + t / w; i <= unsigned(rows); i += rows_at_once)
+  const unsigned width = end - first, rows_at_once = count / width, j = first + t % width;
+  if (t >= rows_at_once * width) return;
+  for (unsigned i = 1 + t / width; i <= unsigned(rows); i += rows_at_once)
     destination[std::size_t(i) * w + j] = value(std::size_t(i) * w + j, j);
 }
 
 GRMA_HOST_DEVICE inline void compute_lap(const double* in_band, double* lap_band, int rows, int n,
-                                         int thread, int threads) {
-  sweep(lap_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+                                         int thread, int threads,
+                                         column_range columns = every_column) {
+  sweep(lap_band, rows, n, columns, thread, threads, [&](std::size_t at, unsigned j) {
     const double* c = in_band + at;
     const double left = j > 0 ? c[-1] : 0.0, right = j + 1 < unsigned(n) ? c[1] : 0.0;
     return -4.0 * c[0] + c[-std::ptrdiff_t(n)] + c[n] + left + right;
@@ -98,14 +109,16 @@ GRMA_HOST_DEVICE inline void compute_lap(const double* in_band, double* lap_band
 }
 
 GRMA_HOST_DEVICE inline void compute_fli(const double* lap_band, double* fli_band, int rows, int n,
-                                         int thread, int threads) {
-  sweep(fli_band, rows, n, thread, threads,
+                                         int thread, int threads,
+                                         column_range columns = every_column) {
+  sweep(fli_band, rows, n, columns, thread, threads,
         [&](std::size_t at, unsigned) { return lap_band[at + n] - lap_band[at]; });
 }
 
 GRMA_HOST_DEVICE inline void compute_flj(const double* lap_band, double* flj_band, int rows, int n,
-                                         int thread, int threads) {
-  sweep(flj_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+                                         int thread, int threads,
+                                         column_range columns = every_column) {
+  sweep(flj_band, rows, n, columns, thread, threads, [&](std::size_t at, unsigned j) {
     const double right = j + 1 < unsigned(n) ? lap_band[at + 1] : 0.0;
     return right - lap_band[at];
   });
@@ -113,8 +126,8 @@ GRMA_HOST_DEVICE inline void compute_flj(const double* lap_band, double* flj_ban
 
 GRMA_HOST_DEVICE inline void compute_out(const double* fli_band, const double* flj_band,
                                          double* out_band, int rows, int n, int thread,
-                                         int threads) {
-  sweep(out_band, rows, n, thread, threads, [&](std::size_t at, unsigned j) {
+                                         int threads, column_range columns = every_column) {
+  sweep(out_band, rows, n, columns, thread, threads, [&](std::size_t at, unsigned j) {
     const double flj_left = j > 0 ? flj_band[at - 1] : 0.0;
     return ((fli_band[at - n] - fli_band[at]) + (flj_left - flj_band[at])) * (1.0 / 64);
   });
