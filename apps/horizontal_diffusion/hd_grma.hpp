@@ -188,7 +188,8 @@ struct grma_program {
   GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
     const int lanes = st.r.one_warp().threads();
     if (st.r.threads() >= 2 * lanes)
-      return claims_blocks(st.r.threads(), lanes) ? iterate_by_warps<true>(st) : iterate_by_warps<false>(st);
+      return wide_enough_to_claim(st.r.threads(), lanes) ? iterate_by_warps<true>(st)
+                                                         : iterate_by_warps<false>(st);
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
@@ -232,7 +233,7 @@ struct grma_program {
   //
   // Claims: the band is wide enough for the warps to claim blocks of columns
   // (phase). A template argument, so that narrower bands run the phase
-  // without a trace of claiming (it cost them 2-4 % as a run-time test).
+  // without a trace of claiming (it cost them 2.5-3.5 % as a run-time test).
   template <bool Claims, class State>
   GRMA_HOST_DEVICE void iterate_by_warps(State& st) const {
     auto warp = st.r.one_warp();
@@ -294,27 +295,35 @@ struct grma_program {
     st.claims += blocks + unsigned(st.r.threads() / lanes);
   }
 
-  // A block is as many columns as one warp's four points a lane (sweep).
-  GRMA_HOST_DEVICE static unsigned block_width(int lanes) { return 4 * unsigned(lanes); }
+  // A block is as many columns as one warp sweeps at a time.
+  GRMA_HOST_DEVICE static unsigned block_width(int lanes) {
+    return unsigned(sweep_points_per_thread) * unsigned(lanes);
+  }
 
   // Claiming pays where the band has at least four blocks for each warp:
   // with fewer, waiting for the last blocks costs more than the exchanging
   // warp's share gains. Every warp must be whole (claim_block's broadcast).
-  GRMA_HOST_DEVICE bool claims_blocks(int threads, int lanes) const {
-    return threads % lanes == 0 && unsigned(n) >= 4 * block_width(lanes) * unsigned(threads / lanes);
+  GRMA_HOST_DEVICE bool wide_enough_to_claim(int threads, int lanes) const {
+    return threads % lanes == 0 &&
+           unsigned(n) >= 4 * block_width(lanes) * unsigned(threads / lanes);
   }
 
   // `work` on `columns` of data set b's bands, by `thread` of `threads`.
   GRMA_HOST_DEVICE void compute(double* const* b, stencil work, int thread, int threads,
                                 column_range columns) const {
     switch (work) {
-      case stencil::laplacian: compute_lap(b[in], b[lap], rows, n, thread, threads, columns); break;
+      case stencil::laplacian:
+        compute_lap(b[in], b[lap], rows, n, thread, threads, columns);
+        break;
       case stencil::fluxes:
         compute_fli(b[lap], b[fli], rows, n, thread, threads, columns);
         compute_flj(b[lap], b[flj], rows, n, thread, threads, columns);
         break;
-      case stencil::output: compute_out(b[fli], b[flj], b[out], rows, n, thread, threads, columns); break;
-      case stencil::none: break;
+      case stencil::output:
+        compute_out(b[fli], b[flj], b[out], rows, n, thread, threads, columns);
+        break;
+      case stencil::none:
+        break;
     }
   }
 
@@ -322,7 +331,7 @@ struct grma_program {
   // rank is one thread block. A CPU rank is one thread, never more than one
   // warp: it never claims, but the code is compiled for it.
   GRMA_HOST_DEVICE static unsigned& rank_block_counter() {
-#ifdef __CUDA_ARCH__
+#if GRMA_DEVICE_CODE
     __shared__ unsigned counter;
 #else
     thread_local unsigned counter;
@@ -335,7 +344,7 @@ struct grma_program {
   // relaxed: a claim orders no data (blocks are disjoint), and the stencil's
   // writes reach the other warps through the meeting that ends the phase.
   GRMA_HOST_DEVICE static unsigned claim_block(unsigned& counter, int lane) {
-#ifdef __CUDA_ARCH__
+#if GRMA_DEVICE_CODE
     unsigned b = 0;
     if (lane == 0) b = atomicAdd(&counter, 1u);
     return __shfl_sync(0xffffffffu, b, 0);

@@ -52,20 +52,23 @@ struct column_range {
 };
 inline constexpr column_range every_column{0, ~0u};
 
+// Points a thread of a sweep computes at a time (the four loads in flight).
+inline constexpr int sweep_points_per_thread = 4;
+
 // Computes rows 1..rows of `columns` of a band of `destination`,
 // value(index in the band, column) at each point, by `thread` of `threads`.
-// Threads sweep a row together where it is wide enough, four points per
-// thread at a time: the four values are computed (loaded) before any is
-// stored, so their loads are in flight together (a rank has few threads per
-// SM to hide memory latency). The sweep goes down all the band's rows of one
-// block of columns before the next block: a stencil reads each input row for
-// three output rows, and a block's rows are still in cache when it reads them
-// again, where whole rows of a wide grid are not. (A row of 16384 columns is
-// 128 KiB, and 528 ranks' next rows overflow an H100's 50 MiB L2; a block of
-// 1024 columns, four for each of 256 threads, is 48 KiB over a band's six
-// rows, 25 MiB for 528 ranks.)
-// Narrower rows are taken several at a time, so every thread stays busy.
-// No division per point.
+// Threads sweep a row of the columns together where there are enough of
+// them, four points per thread at a time: the four values are computed
+// (loaded) before any is stored, so their loads are in flight together (a
+// rank has few threads per SM to hide memory latency). The sweep goes down
+// all the band's rows of one block of columns before the next block: a
+// stencil reads each input row for up to three output rows (lap: three), and
+// a block's rows are still in cache when it reads them again, where whole
+// rows of a wide grid are not. (A row of 16384 columns is 128 KiB, and 528
+// ranks' next rows overflow an H100's 50 MiB L2; a block of 1024 columns,
+// four for each of 256 threads, is 48 KiB over a band's six rows, 25 MiB
+// for 528 ranks.) Fewer columns than threads are taken several rows at a
+// time, so every thread stays busy. No division per point.
 template <class Value>
 GRMA_HOST_DEVICE inline void sweep(double* destination, int rows, int n, column_range columns,
                                    int thread, int threads, Value&& value) {
