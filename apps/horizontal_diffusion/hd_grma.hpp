@@ -46,6 +46,9 @@ struct grma_program {
     return (iteration * 3 + stage) * 2 + set;
   }
 
+  // The stencils of one exchange-to-exchange stage (fluxes: fli and flj).
+  enum class stencil : int { none, laplacian, fluxes, output };
+
   template <class Rank>
   struct state {
     Rank& r;
@@ -79,19 +82,10 @@ struct grma_program {
     }
     GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) { wait_halos(r, set, f, h, t); }
 
-    // Each stencil is followed by a meeting of the rank's threads: the next
+    // A stencil by all the rank's threads, then a meeting of them: the next
     // stencil (or put) reads what other threads wrote.
-    GRMA_HOST_DEVICE void lap_of(int s) {
-      compute_lap(band[s][in], band[s][lap], p.rows, p.n, r.thread(), r.threads());
-      r.sync_threads();
-    }
-    GRMA_HOST_DEVICE void flx_of(int s) {
-      compute_fli(band[s][lap], band[s][fli], p.rows, p.n, r.thread(), r.threads());
-      compute_flj(band[s][lap], band[s][flj], p.rows, p.n, r.thread(), r.threads());
-      r.sync_threads();
-    }
-    GRMA_HOST_DEVICE void out_of(int s) {
-      compute_out(band[s][fli], band[s][flj], band[s][out], p.rows, p.n, r.thread(), r.threads());
+    GRMA_HOST_DEVICE void stencil_of(stencil work, int s) {
+      p.compute(band[s], work, r.thread(), r.threads(), every_column);
       r.sync_threads();
     }
     // out becomes the next iteration's in (buffers and windows alike).
@@ -166,14 +160,14 @@ struct grma_program {
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < sets; ++s) st.send_halos(s, in, halos_of_in, tag(it, 0, s));
       for (int s = 0; s < sets; ++s) st.wait_halos(s, in, halos_of_in, tag(it, 0, s));
-      for (int s = 0; s < sets; ++s) st.lap_of(s);
+      for (int s = 0; s < sets; ++s) st.stencil_of(stencil::laplacian, s);
       for (int s = 0; s < sets; ++s) st.send_halos(s, lap, halos_of_lap, tag(it, 1, s));
       for (int s = 0; s < sets; ++s) st.wait_halos(s, lap, halos_of_lap, tag(it, 1, s));
-      for (int s = 0; s < sets; ++s) st.flx_of(s);
+      for (int s = 0; s < sets; ++s) st.stencil_of(stencil::fluxes, s);
       for (int s = 0; s < sets; ++s) st.send_halos(s, fli, halos_of_fli, tag(it, 2, s));
       for (int s = 0; s < sets; ++s) st.wait_halos(s, fli, halos_of_fli, tag(it, 2, s));
       for (int s = 0; s < sets; ++s) {
-        st.out_of(s);
+        st.stencil_of(stencil::output, s);
         st.swap(s);
       }
     }
@@ -194,17 +188,17 @@ struct grma_program {
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
         st.wait_halos(s, in, halos_of_in, tag(it, 0, s));
-        st.lap_of(s);
+        st.stencil_of(stencil::laplacian, s);
         st.send_halos(s, lap, halos_of_lap, tag(it, 1, s));
       }
       for (int s = 0; s < 2; ++s) {
         st.wait_halos(s, lap, halos_of_lap, tag(it, 1, s));
-        st.flx_of(s);
+        st.stencil_of(stencil::fluxes, s);
         st.send_halos(s, fli, halos_of_fli, tag(it, 2, s));
       }
       for (int s = 0; s < 2; ++s) {
         st.wait_halos(s, fli, halos_of_fli, tag(it, 2, s));
-        st.out_of(s);
+        st.stencil_of(stencil::output, s);
         st.send_halos(s, out, halos_of_in, tag(it + 1, 0, s));
         st.swap(s);
       }
@@ -253,8 +247,6 @@ struct grma_program {
     }
     phase<Claims>(st, warp, stencil::none, 0, 1, in, halos_of_in, tag(iterations, 0, 1));
   }
-
-  enum class stencil : int { none, laplacian, fluxes, output };
 
   // One phase of iterate_by_warps: the workers compute `work` of data set
   // `set` while the warp puts the halos of field f of set `exchanged` and
