@@ -85,7 +85,7 @@ struct grma_program {
     // A stencil by all the rank's threads, then a meeting of them: the next
     // stencil (or put) reads what other threads wrote.
     GRMA_HOST_DEVICE void stencil_of(stencil work, int s) {
-      p.compute(band[s], work, r.thread(), r.threads(), every_column);
+      p.compute(band[s], work, p.rows, r.thread(), r.threads(), every_column);
       r.sync_threads();
     }
     // out becomes the next iteration's in (buffers and windows alike).
@@ -266,25 +266,36 @@ struct grma_program {
       st.send_halos(warp, exchanged, f, h, t);
       st.wait_halos(warp, exchanged, f, h, t);
     } else if (!by_blocks) {
-      compute(st.band[set], work, r.thread() - lanes, r.threads() - lanes, every_column);
+      compute(st.band[set], work, rows, r.thread() - lanes, r.threads() - lanes, every_column);
     }
     if (by_blocks) claim_blocks(st, work, set, lanes);
     r.sync_threads();
   }
 
-  // The rank's warps take the blocks of `work` one at a time from the rank's
-  // counter. It only counts up: a phase's claims are its next `blocks`
-  // values, and each warp stops at its first claim past them, so that every
-  // thread knows where the next phase's claims start (blocks + warps on;
-  // unsigned arithmetic wraps around with the counter).
+  // The rank's warps take `work` one claim at a time from the rank's counter.
+  // A claim is one row of a block of columns, a block's rows one after
+  // another before the next block's (the rows that neighbouring claims read
+  // are still in cache): the last claims of a phase, which the other warps
+  // wait for, are a fraction of a block. The counter only counts up: a
+  // phase's claims are its next `claims` values, and each warp stops at its
+  // first claim past them, so that every thread knows where the next phase's
+  // claims start (claims + warps on; unsigned arithmetic wraps around with
+  // the counter).
   template <class State>
   GRMA_HOST_DEVICE void claim_blocks(State& st, stencil work, int set, int lanes) const {
-    const unsigned width = block_width(lanes), blocks = (unsigned(n) + width - 1) / width;
+    const unsigned width = block_width(lanes), band_rows = unsigned(rows);
+    const unsigned claims = (unsigned(n) + width - 1) / width * band_rows;
     const int lane = st.r.thread() % lanes;
     unsigned& counter = rank_block_counter();
-    for (unsigned b; (b = claim_block(counter, lane) - st.claims) < blocks;)
-      compute(st.band[set], work, lane, lanes, {b * width, b * width + width});
-    st.claims += blocks + unsigned(st.r.threads() / lanes);
+    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;) {
+      // Row i of a band is row 1 of the band that starts i - 1 rows later.
+      double* row[field_count];
+      for (int f = 0; f < field_count; ++f)
+        row[f] = st.band[set][f] + std::size_t(c % band_rows) * std::size_t(n);
+      const unsigned first = c / band_rows * width;
+      compute(row, work, 1, lane, lanes, {first, first + width});
+    }
+    st.claims += claims + unsigned(st.r.threads() / lanes);
   }
 
   // A block is as many columns as one warp sweeps at a time.
@@ -300,19 +311,20 @@ struct grma_program {
            unsigned(n) >= 4 * block_width(lanes) * unsigned(threads / lanes);
   }
 
-  // `work` on `columns` of data set b's bands, by `thread` of `threads`.
-  GRMA_HOST_DEVICE void compute(double* const* b, stencil work, int thread, int threads,
-                                column_range columns) const {
+  // `work` on rows 1..band_rows of `columns` of data set b's bands, by
+  // `thread` of `threads`.
+  GRMA_HOST_DEVICE void compute(double* const* b, stencil work, int band_rows, int thread,
+                                int threads, column_range columns) const {
     switch (work) {
       case stencil::laplacian:
-        compute_lap(b[in], b[lap], rows, n, thread, threads, columns);
+        compute_lap(b[in], b[lap], band_rows, n, thread, threads, columns);
         break;
       case stencil::fluxes:
-        compute_fli(b[lap], b[fli], rows, n, thread, threads, columns);
-        compute_flj(b[lap], b[flj], rows, n, thread, threads, columns);
+        compute_fli(b[lap], b[fli], band_rows, n, thread, threads, columns);
+        compute_flj(b[lap], b[flj], band_rows, n, thread, threads, columns);
         break;
       case stencil::output:
-        compute_out(b[fli], b[flj], b[out], rows, n, thread, threads, columns);
+        compute_out(b[fli], b[flj], b[out], band_rows, n, thread, threads, columns);
         break;
       case stencil::none:
         break;

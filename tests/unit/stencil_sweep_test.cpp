@@ -82,6 +82,25 @@ TEST(Sweep, BlocksOfColumnsComputeWhatTheWholeBandDoes) {
   }
 }
 
+// Row i of a band computed as row 1 of the band that starts i - 1 rows
+// later (HD-OVERLAP's claims of one row of a block), block by block.
+TEST(Sweep, RowsOfShiftedBandsComputeWhatTheWholeBandDoes) {
+  for (int n : {33, 300}) {
+    const std::vector<double> in = random_band(n);
+    std::vector<double> whole(in.size(), 0.0), by_rows(in.size(), 0.0);
+    hd::compute_lap(in.data(), whole.data(), rows, n, 0, 1);
+    const unsigned width = 64;
+    for (unsigned first = 0; first < unsigned(n); first += width)
+      for (int i = 1; i <= rows; ++i)
+        for (int lane = 0; lane < 16; ++lane) {
+          const std::size_t shift = std::size_t(i - 1) * std::size_t(n);
+          hd::compute_lap(in.data() + shift, by_rows.data() + shift, 1, n, lane, 16,
+                          {first, first + width});
+        }
+    EXPECT_TRUE(same_bytes(by_rows, whole)) << n << " columns";
+  }
+}
+
 TEST(Sweep, WritesOnlyItsColumnsAndRows) {
   const int n = 100;
   const std::vector<double> in = random_band(n);
