@@ -1,5 +1,7 @@
 #include "grma/error.hpp"
 
+#include <bit>
+#include <iomanip>
 #include <sstream>
 
 #include "grma/types.hpp"
@@ -131,6 +133,11 @@ std::string describe_values(const error_record& r) {
       s << "every rank of the device must free the same block: device rank " << v[1]
         << " passed another pointer than device rank 0 (this rank passed 0x" << std::hex << u(v[0])
         << std::dec << ")";
+      break;
+    case errc::partial_warp:
+      s << "called by " << std::popcount(std::uint32_t(v[0])) << " of a warp's 32 lanes (mask 0x"
+        << std::hex << std::setw(8) << std::setfill('0') << std::uint32_t(v[0]) << std::dec
+        << "): one_warp's calls need every lane of a whole warp";
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -91,6 +91,15 @@ TEST(ErrorText, Signals) {
             "grma: rank 1: wait_signal: invalid signal_op or cmp value 17");
 }
 
+TEST(ErrorText, PartialWarpCountsTheLanesThatCalled) {
+  EXPECT_EQ(describe(record_of(errc::partial_warp, 1, call::put_notify, {0xffff})),
+            "grma: rank 1: put_notify: called by 16 of a warp's 32 lanes (mask 0x0000ffff): "
+            "one_warp's calls need every lane of a whole warp");
+  EXPECT_EQ(describe(record_of(errc::partial_warp, 2, call::wait_notifications, {0x80000001})),
+            "grma: rank 2: wait_notifications: called by 2 of a warp's 32 lanes (mask 0x80000001): "
+            "one_warp's calls need every lane of a whole warp");
+}
+
 TEST(ErrorText, AssertionCarriesItsText) {
   EXPECT_EQ(
       describe(record_of(errc::assertion_failed, 5, call::rank_assert, {}, "main.cpp:12: x > 0")),

@@ -94,6 +94,9 @@ struct cuda_platform {
     __syncthreads();
 #endif
   }
+  // Lanes of the calling warp that should be calling and are not: none that
+  // the block's calls could see (cuda_warp_platform's can).
+  GRMA_INLINE static constexpr std::uint32_t missing_lanes() { return 0; }
 
   // Thread 0's value, to every thread of the block. The first barrier keeps
   // thread 0 from overwriting the slot while others still read the last one.
@@ -269,6 +272,17 @@ struct cuda_warp_platform : cuda_platform {
   GRMA_INLINE static void sync() {
 #if GRMA_DEVICE_CODE
     __syncwarp();
+#endif
+  }
+  // The lanes not calling: a subset of a warp, or a warp the block's last,
+  // partial one. Where a warp's lanes take a branch together they run
+  // together (cooperative groups' coalesced_threads counts on it too), so a
+  // whole warp's call finds all 32 active.
+  GRMA_INLINE static std::uint32_t missing_lanes() {
+#if GRMA_DEVICE_CODE
+    return ~__activemask();
+#else
+    return 0;
 #endif
   }
   // Lane 0's value, to every lane, a 32-bit word at a time.
