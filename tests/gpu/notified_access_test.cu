@@ -192,15 +192,47 @@ TEST_P(NotifiedAccess, RingDeliversEveryRound) {
 constexpr std::size_t warp_halo_bytes = 1000;
 constexpr int warp_halo_tags = 3;
 
-// A halo exchange in which one warp of each rank (one_warp; the last whole
-// warp, so that neither its lane numbers nor its leader are the block's)
-// puts to both neighbours of a ring and takes both of theirs (one by
-// test_notifications, one by wait_notifications), round after round, while
-// the rank's other threads each write a word of their own; then all
-// threads check both messages byte for byte and a word another thread
-// wrote. Neighbours wait for each other, so one is at most a round ahead:
-// rounds alternate between two slots per neighbour. On the CPU backend the
-// rank's one thread is its warp and does both parts.
+// Which of a rank's threads make one_warp's calls: the last whole warp, so
+// that neither its lane numbers nor its leader are the block's. The others
+// (the workers) each write a word of their own meanwhile. On the CPU
+// backend the rank's one thread is its warp and does both parts.
+struct warp_split {
+  bool alone;  // the same threads do both parts
+  int first;   // the calling warp's first thread
+  bool calls;  // this thread is in the calling warp
+
+  template <class Rank, class Warp>
+  GRMA_HOST_DEVICE warp_split(const Rank& r, const Warp& warp)
+      : alone(r.threads() == warp.threads()),
+        first((r.threads() / warp.threads() - 1) * warp.threads()),
+        calls(r.thread() >= first && r.thread() < first + warp.threads()) {}
+
+  // A thread's word for `round`, written while the warp communicates.
+  template <class Rank>
+  GRMA_HOST_DEVICE void work(const Rank& r, std::uint64_t* words, int round) const {
+    if (alone || !calls)
+      words[r.thread()] = mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round),
+                              std::uint64_t(r.thread()));
+  }
+
+  // After a sync_threads: another thread's word (a worker's, where the rank
+  // has workers) is the one it wrote for `round`.
+  template <class Rank>
+  GRMA_HOST_DEVICE void check_work(const Rank& r, rank_record& rec, const std::uint64_t* words,
+                                   int round) const {
+    const int other = alone ? (r.thread() + 1) % r.threads() : (r.thread() + 1) % first;
+    const std::uint64_t expected =
+        mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round), std::uint64_t(other));
+    if (words[other] != expected) record_failure(rec, __LINE__, round, other, (long long)words[other]);
+  }
+};
+
+// A halo exchange in which one warp of each rank puts to both neighbours of
+// a ring and takes both of theirs (one by test_notifications, one by
+// wait_notifications), round after round, while the rank's other threads
+// work; then all threads check both messages byte for byte and a word
+// another thread wrote. Neighbours wait for each other, so one is at most a
+// round ahead: rounds alternate between two slots per neighbour.
 struct one_warp_halo {
   int rounds;
   buffers mem;
@@ -217,32 +249,25 @@ struct one_warp_halo {
     auto* words = reinterpret_cast<std::uint64_t*>(inbox + 5 * slot);
     grma::window w = r.window_create(grma::world, inbox, 4 * slot);
     auto warp = r.one_warp();
-    const int lanes = warp.threads(), t = r.thread();
-    const bool alone = r.threads() == lanes;  // the same threads do both parts
-    const int first = (r.threads() / lanes - 1) * lanes;  // the calling warp's first thread
-    const bool calls = t >= first && t < first + lanes;
+    const warp_split split(r, warp);
     for (int round = 0; round < rounds; ++round) {
       const std::size_t from_left = std::size_t(round % 2) * slot, from_right = from_left + 2 * slot;
       const int tag = round % warp_halo_tags;
       fill(r, outbox, warp_halo_bytes, mix(std::uint64_t(me), std::uint64_t(round)));
-      if (calls) {
+      if (split.calls) {
         warp.put_notify(w, right, from_left, warp_halo_bytes, outbox, tag);  // I am its left
         warp.put_notify(w, left, from_right, warp_halo_bytes, outbox, tag);
         while (!warp.test_notifications(w, left, tag, 1)) relax();
         warp.wait_notifications(w, right, tag, 1);
         tally(warp, rec, 0);
       }
-      if (alone || !calls) words[t] = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(t));
+      split.work(r, words, round);
       r.sync_threads();
       CONF_CHECK_PATTERN(r, rec, inbox + from_left, warp_halo_bytes,
                          mix(std::uint64_t(left), std::uint64_t(round)), 0, round);
       CONF_CHECK_PATTERN(r, rec, inbox + from_right, warp_halo_bytes,
                          mix(std::uint64_t(right), std::uint64_t(round)), 0, round);
-      // Another thread's word: a worker's, where the rank has workers (the
-      // workers are the threads before the calling warp).
-      const int other = alone ? (t + 1) % r.threads() : (t + 1) % first;
-      const std::uint64_t expected = mix(std::uint64_t(me), std::uint64_t(round), std::uint64_t(other));
-      if (words[other] != expected) record_failure(rec, __LINE__, round, other, (long long)words[other]);
+      split.check_work(r, rec, words, round);
       r.sync_threads();  // the words are read before the next round writes them
     }
     r.barrier(grma::world);
@@ -257,6 +282,77 @@ TEST_P(NotifiedAccess, OneWarpPutsWhileTheOthersWork) {
   job j(rt, GetParam());
   j.resolve(one_warp_halo{});
   const one_warp_halo program{64, j.prepare(0, 5 * round64(warp_halo_bytes) + 8 * 1024)};
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int) { return unsigned(program.rounds); }, "rounds exchanged");
+  }
+}
+
+// The warp's other calls, round after round around a ring, while the
+// rank's other threads work. All threads fill an exposed block with this
+// round's pattern; the warp put_signals a copy of it into the right
+// neighbour's inbox (two slots: the right one checks a round's slot before
+// it can let me reach the round after next), with the signal word set to
+// the round; waits for the left one's signal (its block is ready), then
+// get_notifies the left one's block, and waits for the right one's get's
+// notification before the next round overwrites the block. Then all threads
+// check what came by put_signal and by get_notify byte for byte.
+struct one_warp_gets_and_signals {
+  int rounds;
+  buffers mem;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    // Window: [signal word][exposed][inbox: two slots]; then [got][words].
+    const std::size_t slot = round64(warp_halo_bytes), exposed = 64, inbox = exposed + slot;
+    const std::size_t window_bytes = inbox + 2 * slot;
+    auto* base = mem.get<std::uint8_t>(r, window_bytes + slot + 8 * std::size_t(r.threads()));
+    std::uint8_t* got = base + window_bytes;
+    auto* words = reinterpret_cast<std::uint64_t*>(got + slot);
+    if (r.thread() == 0) *reinterpret_cast<std::uint64_t*>(base) = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, base, window_bytes);
+    auto warp = r.one_warp();
+    const warp_split split(r, warp);
+    for (int round = 0; round < rounds; ++round) {
+      const std::uint64_t seed = mix(std::uint64_t(me), std::uint64_t(round));
+      const std::size_t to = inbox + std::size_t(round % 2) * slot;
+      const int tag = round % warp_halo_tags;
+      fill(r, base + exposed, warp_halo_bytes, seed);
+      if (split.calls) {
+        warp.put_signal(w, right, to, warp_halo_bytes, base + exposed, 0,
+                        std::uint64_t(round + 1), grma::signal_op::set);
+        const std::uint64_t seen = warp.wait_signal(w, 0, grma::cmp::eq, std::uint64_t(round + 1));
+        CONF_EXPECT(warp, rec, seen == std::uint64_t(round + 1), round, seen, 0);
+        warp.get_notify(w, left, exposed, warp_halo_bytes, got, tag);
+        warp.wait_notifications(w, right, tag, 1);  // the right one has my block
+        tally(warp, rec, 0);
+      }
+      split.work(r, words, round);
+      r.sync_threads();
+      const std::uint64_t from_left = mix(std::uint64_t(left), std::uint64_t(round));
+      CONF_CHECK_PATTERN(r, rec, got, warp_halo_bytes, from_left, 0, round);
+      CONF_CHECK_PATTERN(r, rec, base + to, warp_halo_bytes, from_left, 0, round);
+      split.check_work(r, rec, words, round);
+      r.sync_threads();  // the words are read before the next round writes them
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), 0, 0, 0);
+    r.window_free(w);
+    mem.release(r, base);
+  }
+};
+
+TEST_P(NotifiedAccess, OneWarpGetsAndSignalsWhileTheOthersWork) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(one_warp_gets_and_signals{});
+  const std::size_t slot = round64(warp_halo_bytes);
+  const one_warp_gets_and_signals program{64, j.prepare(0, 64 + 4 * slot + 8 * 1024)};
   if (j.run(program)) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
