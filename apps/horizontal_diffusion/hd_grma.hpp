@@ -289,11 +289,9 @@ struct grma_program {
     unsigned& counter = rank_block_counter();
     for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;) {
       // Row i of a band is row 1 of the band that starts i - 1 rows later.
-      double* row[field_count];
-      for (int f = 0; f < field_count; ++f)
-        row[f] = st.band[set][f] + std::size_t(c % band_rows) * std::size_t(n);
+      const shifted_bands row = shifted(st.band[set], c % band_rows);
       const unsigned first = c / band_rows * width;
-      compute(row, work, 1, lane, lanes, {first, first + width});
+      compute(row.of, work, 1, lane, lanes, {first, first + width});
     }
     st.claims += claims + unsigned(st.r.threads() / lanes);
   }
@@ -310,6 +308,16 @@ struct grma_program {
   GRMA_HOST_DEVICE bool wide_enough_to_claim(int threads, int lanes) const {
     return threads % lanes == 0 &&
            unsigned(n) >= 2 * block_width(lanes) * unsigned(threads / lanes);
+  }
+
+  // A data set's bands as the bands that start `down` rows later.
+  struct shifted_bands {
+    double* of[field_count];
+  };
+  GRMA_HOST_DEVICE shifted_bands shifted(double* const* b, unsigned down) const {
+    shifted_bands s;
+    for (int f = 0; f < field_count; ++f) s.of[f] = b[f] + std::size_t(down) * std::size_t(n);
+    return s;
   }
 
   // `work` on rows 1..band_rows of `columns` of data set b's bands, by
@@ -363,17 +371,14 @@ struct grma_program {
   // so that no rank reads another's rows (nothing orders them here).
   template <class State>
   GRMA_HOST_DEVICE void iterate_compute(State& st) const {
-    const std::size_t nn = std::size_t(n);
-    const int inner = rows - 2;
     auto& r = st.r;
     for (int it = 0; it < iterations; ++it) {
-      double* const* b = st.band[0];
-      compute_lap(b[in] + nn, b[lap] + nn, inner, n, r.thread(), r.threads());
+      const shifted_bands inner = shifted(st.band[0], 1);
+      compute(inner.of, stencil::laplacian, rows - 2, r.thread(), r.threads(), every_column);
       r.sync_threads();
-      compute_fli(b[lap] + nn, b[fli] + nn, inner, n, r.thread(), r.threads());
-      compute_flj(b[lap] + nn, b[flj] + nn, inner, n, r.thread(), r.threads());
+      compute(inner.of, stencil::fluxes, rows - 2, r.thread(), r.threads(), every_column);
       r.sync_threads();
-      compute_out(b[fli] + nn, b[flj] + nn, b[out] + nn, inner, n, r.thread(), r.threads());
+      compute(inner.of, stencil::output, rows - 2, r.thread(), r.threads(), every_column);
       r.sync_threads();
       st.swap(0);
     }
