@@ -27,12 +27,24 @@ GRMA_HOST_DEVICE inline int data_sets(variant v) {
   return v == variant::overlap || v == variant::nooverlap ? 2 : 1;
 }
 
-// What the host reads back: rank 0's time for the iterations; then, when the
-// run verifies, the final grid of each data set (m x n doubles each).
+// How a rank runs its variant (grma_program::schedule_for).
+enum class schedule : std::int32_t {
+  serialized,         // HD, HD-NOOVERLAP: each exchange, then each stencil
+  alternating,        // HD-OVERLAP on a rank of one warp: the rank does both
+  by_warps,           // HD-OVERLAP: one warp exchanges while the others compute
+  by_warps_claiming,  // the same, and the warps claim rows of blocks of columns
+  stencils_only,      // compute: no exchange
+};
+
+// What the host reads back: rank 0's time for the iterations and schedule;
+// then, when the run verifies, the final grid of each data set (m x n
+// doubles each).
 struct result_header {
   double seconds;
-  double pad[7];  // the grids start 64-byte aligned
+  schedule ran;
+  std::int32_t pad[13];  // the grids start 64-byte aligned
 };
+static_assert(sizeof(result_header) == 64);
 
 struct grma_program {
   variant how;
@@ -127,16 +139,20 @@ struct grma_program {
       }
     r.barrier(grma::world);  // every band is ready before any neighbour reads it
 
+    const schedule ran = schedule_for(r.threads(), r.one_warp().threads());
     const double start = r.wtime();
-    switch (how) {
-      case variant::hd: iterate_serialized(st, 1); break;
-      case variant::nooverlap: iterate_serialized(st, 2); break;
-      case variant::overlap: iterate_overlapped(st); break;
-      case variant::compute: iterate_compute(st); break;
+    switch (ran) {
+      case schedule::serialized: iterate_serialized(st, sets); break;
+      case schedule::alternating: iterate_alternating(st); break;
+      case schedule::by_warps: iterate_by_warps<false>(st); break;
+      case schedule::by_warps_claiming: iterate_by_warps<true>(st); break;
+      case schedule::stencils_only: iterate_compute(st); break;
     }
     r.barrier(grma::world);
-    if (st.me == 0 && r.thread() == 0)
+    if (st.me == 0 && r.thread() == 0) {
       r.template userdata<result_header>()->seconds = r.wtime() - start;
+      r.template userdata<result_header>()->ran = ran;
+    }
 
     if (write_back) {
       auto* grids = reinterpret_cast<double*>(r.template userdata<result_header>() + 1);
@@ -176,14 +192,22 @@ struct grma_program {
   // HD-OVERLAP (papers/000 Listing 4.1): while one set's halos travel, the
   // other set computes. A set's out rows go out as soon as they are computed
   // (they are the next iteration's in). A rank of two warps or more gives
-  // one warp the exchanges while the others compute (iterate_by_warps); a
-  // smaller rank (one thread on the CPU backend) alternates itself.
+  // one warp the exchanges while the others compute (iterate_by_warps),
+  // where the band is wide enough with claims; a smaller rank (one thread on
+  // the CPU backend) alternates itself (iterate_alternating).
+  GRMA_HOST_DEVICE schedule schedule_for(int threads, int lanes) const {
+    switch (how) {
+      case variant::hd:
+      case variant::nooverlap: return schedule::serialized;
+      case variant::compute: return schedule::stencils_only;
+      case variant::overlap: break;
+    }
+    if (threads < 2 * lanes) return schedule::alternating;
+    return wide_enough_to_claim(threads, lanes) ? schedule::by_warps_claiming : schedule::by_warps;
+  }
+
   template <class State>
-  GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
-    const int lanes = st.r.one_warp().threads();
-    if (st.r.threads() >= 2 * lanes)
-      return wide_enough_to_claim(st.r.threads(), lanes) ? iterate_by_warps<true>(st)
-                                                         : iterate_by_warps<false>(st);
+  GRMA_HOST_DEVICE void iterate_alternating(State& st) const {
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
