@@ -335,6 +335,9 @@ def main():
     for spec in args.hd:
         file, _, label = spec.partition(":")
         hd = load(file)
+        if any("schedule" not in r for r in hd["results"]):
+            parser.error(f"{file}: its results do not say how HD ran (\"schedule\"); "
+                         "rerun it with this grma-hd")
         label = label or f"{hd['devices']} device{'s' if hd['devices'] > 1 else ''}"
         predicted, about = predict(hd, paths)
         segments = halo_segments(halos, hd["ranks"], hd["backend"])

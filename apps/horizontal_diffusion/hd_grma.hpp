@@ -249,9 +249,10 @@ struct grma_program {
   //   6      out(1)    in(0) (next)  in(0) (next)   then set 1's out becomes in
   //   (7)    -         in(1) (next)  in(1) (next)   after the loop
   //
-  // Claims: the band is wide enough for the warps to claim blocks of columns
-  // (phase). A template argument, so that narrower bands run the phase
-  // without a trace of claiming (it cost them 2.5-3.5 % as a run-time test).
+  // Claims: the band is wide enough for the warps to claim rows of blocks of
+  // columns (phase). A template argument, so that narrower bands run the
+  // phase without a trace of claiming (it cost them 2.5-3.5 % as a run-time
+  // test).
   template <bool Claims, class State>
   GRMA_HOST_DEVICE void iterate_by_warps(State& st) const {
     auto warp = st.r.one_warp();
@@ -275,9 +276,9 @@ struct grma_program {
   // One phase of iterate_by_warps: the workers compute `work` of data set
   // `set` while the warp puts the halos of field f of set `exchanged` and
   // waits for its neighbours'; then all the rank's threads meet. Where the
-  // band is wide enough for every warp to take several blocks of columns
-  // (Claims), the warps claim the stencil's blocks one at a time and
-  // the exchanging warp joins in when its exchange is done: at wide grids a
+  // band has at least two blocks of columns for every warp (Claims), the
+  // warps claim the stencil's rows of blocks one at a time and the
+  // exchanging warp joins in when its exchange is done: at wide grids a
   // stencil takes several rounds, and the warp would otherwise idle for most
   // of the phase (one warp in eight of a memory-bound rank).
   template <bool Claims, class State, class Warp>
@@ -307,17 +308,26 @@ struct grma_program {
   // the counter).
   template <class State>
   GRMA_HOST_DEVICE void claim_blocks(State& st, stencil work, int set, int lanes) const {
-    const unsigned width = block_width(lanes), band_rows = unsigned(rows);
-    const unsigned claims = (unsigned(n) + width - 1) / width * band_rows;
+    const unsigned width = block_width(lanes), claims = claims_of(width);
     const int lane = st.r.thread() % lanes;
     unsigned& counter = rank_block_counter();
-    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;) {
-      // Row i of a band is row 1 of the band that starts i - 1 rows later.
-      const shifted_bands row = shifted(st.band[set], c % band_rows);
-      const unsigned first = c / band_rows * width;
-      compute(row.of, work, 1, lane, lanes, {first, first + width});
-    }
+    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;)
+      compute_claim(st.band[set], work, c, width, lane, lanes);
     st.claims += claims + unsigned(st.r.threads() / lanes);
+  }
+
+  // A phase's claims: each row of each block of `width` columns.
+  GRMA_HOST_DEVICE unsigned claims_of(unsigned width) const {
+    return (unsigned(n) + width - 1) / width * unsigned(rows);
+  }
+
+  // `work` on claim c of data set b's bands, by `lane` of `lanes`: row
+  // c % rows + 1 of block c / rows, which is row 1 of the bands that start
+  // c % rows rows later.
+  GRMA_HOST_DEVICE void compute_claim(double* const* b, stencil work, unsigned c, unsigned width,
+                                      int lane, int lanes) const {
+    const unsigned first = c / unsigned(rows) * width;
+    compute(shifted(b, c % unsigned(rows)).of, work, 1, lane, lanes, {first, first + width});
   }
 
   // A block is as many columns as one warp sweeps at a time.
@@ -364,7 +374,7 @@ struct grma_program {
     }
   }
 
-  // The rank's counter of claimed blocks: shared memory on a GPU, where a
+  // The rank's counter of claims: shared memory on a GPU, where a
   // rank is one thread block. A CPU rank is one thread, never more than one
   // warp: it never claims, but the code is compiled for it.
   GRMA_HOST_DEVICE static unsigned& rank_block_counter() {
@@ -376,9 +386,10 @@ struct grma_program {
     return counter;
   }
 
-  // The next block for the calling warp, the same for each of its lanes:
-  // lane 0 claims it, the others wait for it in the shuffle. The atomic is
-  // relaxed: a claim orders no data (blocks are disjoint), and the stencil's
+  // The next claim for the calling warp, the same for each of its lanes:
+  // lane 0 takes it, the others wait for it in the shuffle. The atomic is
+  // relaxed: a claim orders no data (claims write disjoint points and read
+  // only what the phase does not write), and the stencil's
   // writes reach the other warps through the meeting that ends the phase.
   GRMA_HOST_DEVICE static unsigned claim_block(unsigned& counter, int lane) {
 #if GRMA_DEVICE_CODE

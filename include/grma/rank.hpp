@@ -79,7 +79,8 @@ class basic_rank {
   // warp uses it, no other thread of the rank makes a grma call. What other warps
   // wrote is behind a sync_threads() with the warp before the warp puts it,
   // and what the warp's wait delivered is behind one before they read it.
-  // A call by fewer than the warp's 32 lanes fails (errc::partial_warp).
+  // A call from the rank's last warp where the rank's threads end inside it
+  // fails (errc::partial_warp); part of a whole warp calling is undefined.
   // On the CPU backend a rank is one thread: its own warp.
   GRMA_INLINE basic_rank<typename P::warp_platform> one_warp() const {
     return {*v_, device_rank_, *local_};
@@ -634,13 +635,14 @@ class basic_rank {
     P::sync();  // before any thread scans the lines again
   }
 
-  // A warp's calls meet and broadcast over all 32 lanes: called by fewer
-  // they would hang or read what no lane wrote. Every call that meets or
-  // broadcasts checks first (lookup, collective, alloc, free); the block's
-  // and the CPU's platforms miss no lanes and compile the check away.
+  // A warp's calls meet and broadcast over all 32 lanes: from a warp that
+  // lacks some they would hang or read what no lane wrote. Every call that
+  // meets or broadcasts checks first (lookup, collective, alloc,
+  // alloc_shared, free); the block's and the CPU's platforms lack no lanes
+  // and compile the check away.
   GRMA_INLINE void check_lanes(call where) const {
-    if (const std::uint32_t missing = P::missing_lanes(); missing != 0)
-      fail(errc::partial_warp, where, std::int64_t(~missing));
+    if (const int missing = P::missing_lanes(); missing != 0)
+      fail(errc::partial_warp, where, 32 - missing);
   }
 
   GRMA_INLINE void check_tag(int tag, call where) const {

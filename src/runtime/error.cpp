@@ -1,7 +1,5 @@
 #include "grma/error.hpp"
 
-#include <bit>
-#include <iomanip>
 #include <sstream>
 
 #include "grma/types.hpp"
@@ -135,9 +133,9 @@ std::string describe_values(const error_record& r) {
         << std::dec << ")";
       break;
     case errc::partial_warp:
-      s << "called by " << std::popcount(std::uint32_t(v[0])) << " of a warp's 32 lanes (mask 0x"
-        << std::hex << std::setw(8) << std::setfill('0') << std::uint32_t(v[0]) << std::dec
-        << "): one_warp's calls need every lane of a whole warp";
+      s << "called from the rank's last warp, which has " << v[0]
+        << " of 32 lanes (the rank's threads are not a multiple of 32): one_warp's calls need a "
+           "whole warp";
       break;
     case errc::count_: s << "unknown error"; break;
   }

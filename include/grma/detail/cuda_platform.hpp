@@ -94,9 +94,9 @@ struct cuda_platform {
     __syncthreads();
 #endif
   }
-  // Lanes of the calling warp that should be calling and are not: none that
-  // the block's calls could see (cuda_warp_platform's can).
-  GRMA_INLINE static constexpr std::uint32_t missing_lanes() { return 0; }
+  // Lanes the calling warp lacks: none for the block's calls, which meet
+  // at __syncthreads (cuda_warp_platform's can lack some).
+  GRMA_INLINE static constexpr int missing_lanes() { return 0; }
 
   // Thread 0's value, to every thread of the block. The first barrier keeps
   // thread 0 from overwriting the slot while others still read the last one.
@@ -274,13 +274,15 @@ struct cuda_warp_platform : cuda_platform {
     __syncwarp();
 #endif
   }
-  // The lanes not calling: a subset of a warp, or a warp the block's last,
-  // partial one. Where a warp's lanes take a branch together they run
-  // together (cooperative groups' coalesced_threads counts on it too), so a
-  // whole warp's call finds all 32 active.
-  GRMA_INLINE static std::uint32_t missing_lanes() {
+  // Lanes the calling warp lacks: those past the block's last thread, where
+  // the rank's threads are not a multiple of 32 and this is its last warp.
+  // (Part of a whole warp calling is not caught: which lanes run together
+  // at an instruction, __activemask, is not promised to be the lanes that
+  // took the same branch, so it would fail correct programs too.)
+  GRMA_INLINE static int missing_lanes() {
 #if GRMA_DEVICE_CODE
-    return ~__activemask();
+    const unsigned present = blockDim.x - (threadIdx.x & ~31u);
+    return present >= 32 ? 0 : int(32 - present);
 #else
     return 0;
 #endif
