@@ -150,11 +150,11 @@ def predict(hd, paths, loaded=None):
     (grma-bench's round costs several times one way of its ping-pong). In
     HD-NOOVERLAP the rank's threads do that work between their stencils, so
     each data set's exchange is a round of its own; HD-OVERLAP on ranks of
-    two warps or more gives it to one warp while the others compute (the
-    result's schedule "by warps"), so each of its phases costs the longer of
-    a stencil and a round (smaller ranks alternate: rounds of their own
-    again)."""
+    two GPU warps or more gives it to one warp while the others compute
+    (iterate_by_warps), so each of its phases costs the longer of a stencil
+    and a round (smaller ranks alternate: rounds of their own again)."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
+    by_warps = hd["backend"] == "cuda" and hd["threads_per_rank"] >= 2 * 32
     devices, nodes = hd["devices"], hd.get("nodes", 1)
     compute = [r for r in hd["results"] if r["variant"] == "compute"]
     if not compute:
@@ -196,8 +196,7 @@ def predict(hd, paths, loaded=None):
             t = one_set
         elif r["variant"] not in ("nooverlap", "overlap"):
             continue
-        elif loaded is not None and (r["variant"] == "nooverlap" or
-                                     not r["schedule"].startswith("by warps")):
+        elif loaded is not None and (r["variant"] == "nooverlap" or not by_warps):
             t = 2 * one_set  # each set's exchanges are rounds of their own
         elif r["variant"] == "nooverlap":
             t = 2 * (t_lap + t_flx + t_out) + halo(4) + halo(2) + halo(2)
@@ -335,9 +334,6 @@ def main():
     for spec in args.hd:
         file, _, label = spec.partition(":")
         hd = load(file)
-        if any("schedule" not in r for r in hd["results"]):
-            parser.error(f"{file}: its results do not say how HD ran (\"schedule\"); "
-                         "rerun it with this grma-hd")
         label = label or f"{hd['devices']} device{'s' if hd['devices'] > 1 else ''}"
         predicted, about = predict(hd, paths)
         segments = halo_segments(halos, hd["ranks"], hd["backend"])

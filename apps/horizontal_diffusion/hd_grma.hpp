@@ -27,24 +27,12 @@ GRMA_HOST_DEVICE inline int data_sets(variant v) {
   return v == variant::overlap || v == variant::nooverlap ? 2 : 1;
 }
 
-// How a rank runs its variant (grma_program::schedule_for).
-enum class schedule : std::int32_t {
-  serialized,         // HD, HD-NOOVERLAP: each exchange, then each stencil
-  alternating,        // HD-OVERLAP on a rank of one warp: the rank does both
-  by_warps,           // HD-OVERLAP: one warp exchanges while the others compute
-  by_warps_claiming,  // the same, and the warps claim rows of blocks of columns
-  stencils_only,      // compute: no exchange
-};
-
-// What the host reads back: rank 0's time for the iterations and schedule;
-// then, when the run verifies, the final grid of each data set (m x n
-// doubles each).
+// What the host reads back: rank 0's time for the iterations; then, when the
+// run verifies, the final grid of each data set (m x n doubles each).
 struct result_header {
   double seconds;
-  schedule ran;
-  std::int32_t pad[13];  // the grids start 64-byte aligned
+  double pad[7];  // the grids start 64-byte aligned
 };
-static_assert(sizeof(result_header) == 64);
 
 struct grma_program {
   variant how;
@@ -139,20 +127,16 @@ struct grma_program {
       }
     r.barrier(grma::world);  // every band is ready before any neighbour reads it
 
-    const schedule ran = schedule_for(r.threads(), r.one_warp().threads());
     const double start = r.wtime();
-    switch (ran) {
-      case schedule::serialized: iterate_serialized(st, sets); break;
-      case schedule::alternating: iterate_alternating(st); break;
-      case schedule::by_warps: iterate_by_warps<false>(st); break;
-      case schedule::by_warps_claiming: iterate_by_warps<true>(st); break;
-      case schedule::stencils_only: iterate_compute(st); break;
+    switch (how) {
+      case variant::hd: iterate_serialized(st, 1); break;
+      case variant::nooverlap: iterate_serialized(st, 2); break;
+      case variant::overlap: iterate_overlapped(st); break;
+      case variant::compute: iterate_compute(st); break;
     }
     r.barrier(grma::world);
-    if (st.me == 0 && r.thread() == 0) {
+    if (st.me == 0 && r.thread() == 0)
       r.template userdata<result_header>()->seconds = r.wtime() - start;
-      r.template userdata<result_header>()->ran = ran;
-    }
 
     if (write_back) {
       auto* grids = reinterpret_cast<double*>(r.template userdata<result_header>() + 1);
@@ -192,22 +176,14 @@ struct grma_program {
   // HD-OVERLAP (papers/000 Listing 4.1): while one set's halos travel, the
   // other set computes. A set's out rows go out as soon as they are computed
   // (they are the next iteration's in). A rank of two warps or more gives
-  // one warp the exchanges while the others compute (iterate_by_warps),
-  // where the band is wide enough with claims; a smaller rank (one thread on
-  // the CPU backend) alternates itself (iterate_alternating).
-  GRMA_HOST_DEVICE schedule schedule_for(int threads, int lanes) const {
-    switch (how) {
-      case variant::hd:
-      case variant::nooverlap: return schedule::serialized;
-      case variant::compute: return schedule::stencils_only;
-      case variant::overlap: break;
-    }
-    if (threads < 2 * lanes) return schedule::alternating;
-    return wide_enough_to_claim(threads, lanes) ? schedule::by_warps_claiming : schedule::by_warps;
-  }
-
+  // one warp the exchanges while the others compute (iterate_by_warps); a
+  // smaller rank (one thread on the CPU backend) alternates itself.
   template <class State>
-  GRMA_HOST_DEVICE void iterate_alternating(State& st) const {
+  GRMA_HOST_DEVICE void iterate_overlapped(State& st) const {
+    const int lanes = st.r.one_warp().threads();
+    if (st.r.threads() >= 2 * lanes)
+      return wide_enough_to_claim(st.r.threads(), lanes) ? iterate_by_warps<true>(st)
+                                                         : iterate_by_warps<false>(st);
     for (int s = 0; s < 2; ++s) st.send_halos(s, in, halos_of_in, tag(0, 0, s));
     for (int it = 0; it < iterations; ++it) {
       for (int s = 0; s < 2; ++s) {
@@ -308,26 +284,19 @@ struct grma_program {
   // the counter).
   template <class State>
   GRMA_HOST_DEVICE void claim_blocks(State& st, stencil work, int set, int lanes) const {
-    const unsigned width = block_width(lanes), claims = claims_of(width);
+    const unsigned width = block_width(lanes), band_rows = unsigned(rows);
+    const unsigned claims = (unsigned(n) + width - 1) / width * band_rows;
     const int lane = st.r.thread() % lanes;
     unsigned& counter = rank_block_counter();
-    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;)
-      compute_claim(st.band[set], work, c, width, lane, lanes);
+    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;) {
+      // Row i of a band is row 1 of the band that starts i - 1 rows later.
+      double* row[field_count];
+      for (int f = 0; f < field_count; ++f)
+        row[f] = st.band[set][f] + std::size_t(c % band_rows) * std::size_t(n);
+      const unsigned first = c / band_rows * width;
+      compute(row, work, 1, lane, lanes, {first, first + width});
+    }
     st.claims += claims + unsigned(st.r.threads() / lanes);
-  }
-
-  // A phase's claims: each row of each block of `width` columns.
-  GRMA_HOST_DEVICE unsigned claims_of(unsigned width) const {
-    return (unsigned(n) + width - 1) / width * unsigned(rows);
-  }
-
-  // `work` on claim c of data set b's bands, by `lane` of `lanes`: row
-  // c % rows + 1 of block c / rows, which is row 1 of the bands that start
-  // c % rows rows later.
-  GRMA_HOST_DEVICE void compute_claim(double* const* b, stencil work, unsigned c, unsigned width,
-                                      int lane, int lanes) const {
-    const unsigned first = c / unsigned(rows) * width;
-    compute(shifted(b, c % unsigned(rows)).of, work, 1, lane, lanes, {first, first + width});
   }
 
   // A block is as many columns as one warp sweeps at a time.
@@ -342,16 +311,6 @@ struct grma_program {
   GRMA_HOST_DEVICE bool wide_enough_to_claim(int threads, int lanes) const {
     return threads % lanes == 0 &&
            unsigned(n) >= 2 * block_width(lanes) * unsigned(threads / lanes);
-  }
-
-  // A data set's bands as the bands that start `down` rows later.
-  struct shifted_bands {
-    double* of[field_count];
-  };
-  GRMA_HOST_DEVICE shifted_bands shifted(double* const* b, unsigned down) const {
-    shifted_bands s;
-    for (int f = 0; f < field_count; ++f) s.of[f] = b[f] + std::size_t(down) * std::size_t(n);
-    return s;
   }
 
   // `work` on rows 1..band_rows of `columns` of data set b's bands, by
@@ -406,14 +365,17 @@ struct grma_program {
   // so that no rank reads another's rows (nothing orders them here).
   template <class State>
   GRMA_HOST_DEVICE void iterate_compute(State& st) const {
+    const std::size_t nn = std::size_t(n);
+    const int inner = rows - 2;
     auto& r = st.r;
     for (int it = 0; it < iterations; ++it) {
-      const shifted_bands inner = shifted(st.band[0], 1);
-      compute(inner.of, stencil::laplacian, rows - 2, r.thread(), r.threads(), every_column);
+      double* const* b = st.band[0];
+      compute_lap(b[in] + nn, b[lap] + nn, inner, n, r.thread(), r.threads());
       r.sync_threads();
-      compute(inner.of, stencil::fluxes, rows - 2, r.thread(), r.threads(), every_column);
+      compute_fli(b[lap] + nn, b[fli] + nn, inner, n, r.thread(), r.threads());
+      compute_flj(b[lap] + nn, b[flj] + nn, inner, n, r.thread(), r.threads());
       r.sync_threads();
-      compute(inner.of, stencil::output, rows - 2, r.thread(), r.threads(), every_column);
+      compute_out(b[fli] + nn, b[flj] + nn, b[out] + nn, inner, n, r.thread(), r.threads());
       r.sync_threads();
       st.swap(0);
     }

@@ -47,17 +47,6 @@ const char* name_of(hd::variant v) {
   return "?";
 }
 
-const char* name_of(hd::schedule s) {
-  switch (s) {
-    case hd::schedule::serialized: return "serialized";
-    case hd::schedule::alternating: return "alternating";
-    case hd::schedule::by_warps: return "by warps";
-    case hd::schedule::by_warps_claiming: return "by warps, claiming";
-    case hd::schedule::stencils_only: return "stencils only";
-  }
-  return "?";
-}
-
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
@@ -227,13 +216,11 @@ int main(int argc, char** argv) try {
                                  process_above, process_below};
 #endif
       std::vector<double> grma_runs, base_runs;
-      hd::schedule ran{};
       for (int k = 0; k < o.repeats; ++k) {
         hd::result_header header{};
         rt.run(hd::grma_program{v, o.rows, n, o.iterations, false},
                {.userdata = &header, .userdata_size = sizeof header});
         grma_runs.push_back(header.seconds / o.iterations * 1e6);
-        ran = header.ran;
 #if defined(__CUDACC__)
         if (with_baseline) base_runs.push_back(hd::run_baseline(job, nullptr) / o.iterations * 1e6);
 #endif
@@ -279,11 +266,10 @@ int main(int argc, char** argv) try {
       if (v == hd::variant::compute)
         std::printf("%8s %10s memory bandwidth per device %.1f GB/s\n", "", "", memory_gbs);
       std::fprintf(json,
-                   "%s    {\"width\": %d, \"variant\": \"%s\", \"schedule\": \"%s\", "
-                   "\"grma_us\": %s, \"baseline_us\": %s, "
+                   "%s    {\"width\": %d, \"variant\": \"%s\", \"grma_us\": %s, \"baseline_us\": %s, "
                    "\"grma_us_runs\": %s, \"baseline_us_runs\": %s, "
                    "\"grma_error\": %s, \"baseline_error\": %s%s}",
-                   first ? "" : ",\n", n, name_of(v), name_of(ran), format(grma_us, "%.6g", "null").c_str(),
+                   first ? "" : ",\n", n, name_of(v), format(grma_us, "%.6g", "null").c_str(),
                    format(base_us, "%.6g", "null").c_str(), json_list(grma_runs).c_str(),
                    json_list(base_runs).c_str(),
                    format(grma_error, "%.6g", "null").c_str(),

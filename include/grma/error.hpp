@@ -63,7 +63,6 @@ enum class errc : std::int32_t {
   request_refused,              // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window slot
   shared_size_mismatch,         // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's bytes (low 40 bits)
   shared_pointer_mismatch,      // v0 this rank's pointer, v1 first device rank that differs from rank 0
-  partial_warp,                 // v0 lanes of the calling warp
   count_                        // keep last
 };
 

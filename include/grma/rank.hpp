@@ -79,8 +79,6 @@ class basic_rank {
   // warp uses it, no other thread of the rank makes a grma call. What other warps
   // wrote is behind a sync_threads() with the warp before the warp puts it,
   // and what the warp's wait delivered is behind one before they read it.
-  // A call from the rank's last warp where the rank's threads end inside it
-  // fails (errc::partial_warp); part of a whole warp calling is undefined.
   // On the CPU backend a rank is one thread: its own warp.
   GRMA_INLINE basic_rank<typename P::warp_platform> one_warp() const {
     return {*v_, device_rank_, *local_};
@@ -90,14 +88,12 @@ class basic_rank {
 
   // Rank-private memory from the device heap; may be registered in windows.
   GRMA_INLINE void* alloc(std::size_t bytes) {
-    check_lanes(call::alloc);
     const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, call::alloc) : 0);
     return view().heap + offset;
   }
 
   GRMA_INLINE void free(void* pointer) {
     if (pointer == nullptr) return;
-    check_lanes(call::free);
     P::sync();  // no thread of the rank still uses the block
     if (leader()) free_offset(pointer, call::free);
     P::sync();
@@ -108,7 +104,6 @@ class basic_rank {
   // split into bands, overlapping windows over it). Every rank asks for the
   // same size.
   GRMA_INLINE void* alloc_shared(std::size_t bytes) {
-    check_lanes(call::alloc_shared);
     const comm_layout l = layout(device);
     // The device's rank 0 allocates before the collective, so running out is
     // reported with the heap's figures as alloc reports it (the other ranks
@@ -535,7 +530,6 @@ class basic_rank {
   template <class LeaderAction>
   GRMA_INLINE std::uint64_t collective(comm c, comm_layout l, call what, std::uint64_t p0,
                                        std::uint64_t p1, LeaderAction&& act) {
-    check_lanes(what);
     return at_scope(c == world && wide(), [&](auto scope) {
       return collective_at<scope.value>(c, l, what, p0, p1, act);
     });
@@ -606,7 +600,6 @@ class basic_rank {
   // registered; from the rank's cache when it can. Fails for a window that is
   // not alive and for a target outside its communicator.
   GRMA_INLINE access lookup(window w, int target, call where) {
-    check_lanes(where);
     const std::uint32_t key = detail::window_key(w.slot, w.generation);
     detail::window_cache_line& line = local().windows[detail::window_cache_index(key, target)];
     if (line.key == key && w.generation != 0 && line.target == target)
@@ -633,16 +626,6 @@ class basic_rank {
       for (detail::window_cache_line& c : local().windows)
         if (c.key == key) c.key = 0;
     P::sync();  // before any thread scans the lines again
-  }
-
-  // A warp's calls meet and broadcast over all 32 lanes: from a warp that
-  // lacks some they would hang or read what no lane wrote. Every call that
-  // meets or broadcasts checks first (lookup, collective, alloc,
-  // alloc_shared, free); the block's and the CPU's platforms lack no lanes
-  // and compile the check away.
-  GRMA_INLINE void check_lanes(call where) const {
-    if (const int missing = P::missing_lanes(); missing != 0)
-      fail(errc::partial_warp, where, 32 - missing);
   }
 
   GRMA_INLINE void check_tag(int tag, call where) const {

@@ -132,11 +132,6 @@ std::string describe_values(const error_record& r) {
         << " passed another pointer than device rank 0 (this rank passed 0x" << std::hex << u(v[0])
         << std::dec << ")";
       break;
-    case errc::partial_warp:
-      s << "called from the rank's last warp, which has " << v[0]
-        << " of 32 lanes (the rank's threads are not a multiple of 32): one_warp's calls need a "
-           "whole warp";
-      break;
     case errc::count_: s << "unknown error"; break;
   }
   return s.str();

@@ -91,12 +91,6 @@ TEST(ErrorText, Signals) {
             "grma: rank 1: wait_signal: invalid signal_op or cmp value 17");
 }
 
-TEST(ErrorText, PartialWarpCountsItsLanes) {
-  EXPECT_EQ(describe(record_of(errc::partial_warp, 1, call::put_notify, {16})),
-            "grma: rank 1: put_notify: called from the rank's last warp, which has 16 of 32 lanes "
-            "(the rank's threads are not a multiple of 32): one_warp's calls need a whole warp");
-}
-
 TEST(ErrorText, AssertionCarriesItsText) {
   EXPECT_EQ(
       describe(record_of(errc::assertion_failed, 5, call::rank_assert, {}, "main.cpp:12: x > 0")),

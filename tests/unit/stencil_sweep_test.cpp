@@ -9,7 +9,6 @@
 #include <limits>
 #include <vector>
 
-#include "horizontal_diffusion/hd_grma.hpp"
 #include "horizontal_diffusion/stencils.hpp"
 
 namespace {
@@ -84,32 +83,22 @@ TEST(Sweep, BlocksOfColumnsComputeWhatTheWholeBandDoes) {
   }
 }
 
-// Every claim of a phase (HD-OVERLAP's claim_blocks: a row of a block of
-// columns, on the bands shifted down to it), each by all lanes of a warp,
-// computes what the whole band's stencil does: each stage's fields, every
-// field from its own random values.
-TEST(Sweep, ClaimsComputeWhatTheWholeBandDoes) {
-  using program = hd::grma_program;
+// Row i of a band computed as row 1 of the band that starts i - 1 rows
+// later (HD-OVERLAP's claims of one row of a block), block by block.
+TEST(Sweep, RowsOfShiftedBandsComputeWhatTheWholeBandDoes) {
   for (int n : {33, 300}) {
-    const program p{hd::variant::overlap, rows, n, 1, false};
-    for (auto work : {program::stencil::laplacian, program::stencil::fluxes,
-                      program::stencil::output}) {
-      std::vector<double> whole[hd::field_count], claimed[hd::field_count];
-      double *whole_of[hd::field_count], *claimed_of[hd::field_count];
-      for (int f = 0; f < hd::field_count; ++f) {
-        whole[f] = claimed[f] = random_band(n, f);
-        whole_of[f] = whole[f].data();
-        claimed_of[f] = claimed[f].data();
-      }
-      p.compute(whole_of, work, rows, 0, 1, hd::every_column);
-      const unsigned width = 64;
-      for (unsigned c = 0; c < p.claims_of(width); ++c)
-        for (int lane = 0; lane < 16; ++lane)
-          p.compute_claim(claimed_of, work, c, width, lane, 16);
-      for (int f = 0; f < hd::field_count; ++f)
-        EXPECT_TRUE(same_bytes(claimed[f], whole[f]))
-            << "stencil " << int(work) << ", field " << f << ", " << n << " columns";
-    }
+    const std::vector<double> in = random_band(n);
+    std::vector<double> whole(in.size(), 0.0), by_rows(in.size(), 0.0);
+    hd::compute_lap(in.data(), whole.data(), rows, n, 0, 1);
+    const unsigned width = 64;
+    for (unsigned first = 0; first < unsigned(n); first += width)
+      for (int i = 1; i <= rows; ++i)
+        for (int lane = 0; lane < 16; ++lane) {
+          const std::size_t shift = std::size_t(i - 1) * std::size_t(n);
+          hd::compute_lap(in.data() + shift, by_rows.data() + shift, 1, n, lane, 16,
+                          {first, first + width});
+        }
+    EXPECT_TRUE(same_bytes(by_rows, whole)) << n << " columns";
   }
 }
 

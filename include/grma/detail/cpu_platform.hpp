@@ -34,8 +34,6 @@ struct cpu_platform {
   GRMA_INLINE static int thread_index() { return 0; }
   GRMA_INLINE static int thread_count() { return 1; }
   GRMA_INLINE static void sync() {}
-  // A rank's one thread is its whole warp.
-  GRMA_INLINE static constexpr int missing_lanes() { return 0; }
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
 

@@ -94,9 +94,6 @@ struct cuda_platform {
     __syncthreads();
 #endif
   }
-  // Lanes the calling warp lacks: none for the block's calls, which meet
-  // at __syncthreads (cuda_warp_platform's can lack some).
-  GRMA_INLINE static constexpr int missing_lanes() { return 0; }
 
   // Thread 0's value, to every thread of the block. The first barrier keeps
   // thread 0 from overwriting the slot while others still read the last one.
@@ -272,19 +269,6 @@ struct cuda_warp_platform : cuda_platform {
   GRMA_INLINE static void sync() {
 #if GRMA_DEVICE_CODE
     __syncwarp();
-#endif
-  }
-  // Lanes the calling warp lacks: those past the block's last thread, where
-  // the rank's threads are not a multiple of 32 and this is its last warp.
-  // (Part of a whole warp calling is not caught: which lanes run together
-  // at an instruction, __activemask, is not promised to be the lanes that
-  // took the same branch, so it would fail correct programs too.)
-  GRMA_INLINE static int missing_lanes() {
-#if GRMA_DEVICE_CODE
-    const unsigned present = blockDim.x - (threadIdx.x & ~31u);
-    return present >= 32 ? 0 : int(32 - present);
-#else
-    return 0;
 #endif
   }
   // Lane 0's value, to every lane, a 32-bit word at a time.
