@@ -74,7 +74,7 @@ if [ -x "$conf" ]; then
   unset GRMA_BACKEND
 fi
 # Horizontal diffusion under the sanitizers, small (4096 columns: HD-OVERLAP's
-# warps claim blocks of columns, lane 0 for the warp: synccheck).
+# warps claim rows of blocks of columns, lane 0 for the warp: synccheck).
 if [ -x build/gpu/apps/grma-hd ]; then
   step sanitize-memcheck-hd env GRMA_HEAP_SIZE=12G GRMA_RANKS_PER_DEVICE=6 timeout 120 $san --tool memcheck $hd \
     --widths 40,300,4096 --iterations 2 --repeats 1 --variants hd,overlap,nooverlap --no-baseline --json "$out/hd_memcheck.json"

@@ -56,7 +56,7 @@ struct grma_program {
     int me, ranks;
     double* band[2][field_count];   // this rank's band of each field and data set
     grma::window win[2][field_count];
-    unsigned claims;                // on the rank's block counter so far (iterate_by_warps)
+    unsigned claims;                // on the rank's claim counter so far (iterate_by_warps)
 
     GRMA_HOST_DEVICE std::size_t row_bytes() const { return std::size_t(p.n) * sizeof(double); }
 
@@ -234,7 +234,7 @@ struct grma_program {
     auto warp = st.r.one_warp();
     // The counter starts at zero before the first phase's meeting, which
     // puts it before any claim.
-    if (Claims && st.r.thread() == 0) rank_block_counter() = 0;
+    if (Claims && st.r.thread() == 0) rank_claim_counter() = 0;
     phase<Claims>(st, warp, stencil::none, 0, 0, in, halos_of_in, tag(0, 0, 0));
     for (int it = 0; it < iterations; ++it) {
       phase<Claims>(st, warp, stencil::laplacian, 0, 1, in, halos_of_in, tag(it, 0, 1));
@@ -262,14 +262,14 @@ struct grma_program {
                               halo_rows h, int t) const {
     auto& r = st.r;
     const int lanes = warp.threads();
-    const bool by_blocks = Claims && work != stencil::none;
+    const bool by_claims = Claims && work != stencil::none;
     if (r.thread() < lanes) {
       st.send_halos(warp, exchanged, f, h, t);
       st.wait_halos(warp, exchanged, f, h, t);
-    } else if (!by_blocks) {
+    } else if (!by_claims) {
       compute(st.band[set], work, rows, r.thread() - lanes, r.threads() - lanes, every_column);
     }
-    if (by_blocks) claim_blocks(st, work, set, lanes);
+    if (by_claims) claim_rows(st, work, set, lanes);
     r.sync_threads();
   }
 
@@ -283,12 +283,12 @@ struct grma_program {
   // claims start (claims + warps on; unsigned arithmetic wraps around with
   // the counter).
   template <class State>
-  GRMA_HOST_DEVICE void claim_blocks(State& st, stencil work, int set, int lanes) const {
+  GRMA_HOST_DEVICE void claim_rows(State& st, stencil work, int set, int lanes) const {
     const unsigned width = block_width(lanes), band_rows = unsigned(rows);
     const unsigned claims = (unsigned(n) + width - 1) / width * band_rows;
     const int lane = st.r.thread() % lanes;
-    unsigned& counter = rank_block_counter();
-    for (unsigned c; (c = claim_block(counter, lane) - st.claims) < claims;) {
+    unsigned& counter = rank_claim_counter();
+    for (unsigned c; (c = next_claim(counter, lane) - st.claims) < claims;) {
       // Row i of a band is row 1 of the band that starts i - 1 rows later.
       double* row[field_count];
       for (int f = 0; f < field_count; ++f)
@@ -307,7 +307,7 @@ struct grma_program {
   // Claiming pays where the band has at least two blocks for each warp (on
   // two H200s, claiming at 2048 columns made HD-OVERLAP 5 % faster, at 1024
   // 3 % slower): with fewer, the claims' cost is more than the exchanging
-  // warp's share gains. Every warp must be whole (claim_block's broadcast).
+  // warp's share gains. Every warp must be whole (next_claim's broadcast).
   GRMA_HOST_DEVICE bool wide_enough_to_claim(int threads, int lanes) const {
     return threads % lanes == 0 &&
            unsigned(n) >= 2 * block_width(lanes) * unsigned(threads / lanes);
@@ -336,7 +336,7 @@ struct grma_program {
   // The rank's counter of claims: shared memory on a GPU, where a
   // rank is one thread block. A CPU rank is one thread, never more than one
   // warp: it never claims, but the code is compiled for it.
-  GRMA_HOST_DEVICE static unsigned& rank_block_counter() {
+  GRMA_HOST_DEVICE static unsigned& rank_claim_counter() {
 #if GRMA_DEVICE_CODE
     __shared__ unsigned counter;
 #else
@@ -350,7 +350,7 @@ struct grma_program {
   // relaxed: a claim orders no data (claims write disjoint points and read
   // only what the phase does not write), and the stencil's
   // writes reach the other warps through the meeting that ends the phase.
-  GRMA_HOST_DEVICE static unsigned claim_block(unsigned& counter, int lane) {
+  GRMA_HOST_DEVICE static unsigned next_claim(unsigned& counter, int lane) {
 #if GRMA_DEVICE_CODE
     unsigned b = 0;
     if (lane == 0) b = atomicAdd(&counter, 1u);
