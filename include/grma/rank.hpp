@@ -214,7 +214,7 @@ class basic_rank {
            std::int64_t(call::window_free), local().epoch[comm_index(c)]);
     // Every put to this window was published before its origin entered the
     // collective, so all its notifications are here now: drop them.
-    forget_window(std::uint32_t(key));
+    forget_window(w.slot, std::uint32_t(key));
     if (leader())
       at_scope(wide(), [&](auto scope) {
         detail::purge_notifications<scope.value>(local().pending, inbox(), local().inbox,
@@ -601,9 +601,10 @@ class basic_rank {
   // not alive and for a target outside its communicator.
   GRMA_INLINE access lookup(window w, int target, call where) {
     const std::uint32_t key = detail::window_key(w.slot, w.generation);
-    detail::window_cache_line& line = local().windows[detail::window_cache_index(key, target)];
-    if (line.key == key && w.generation != 0 && line.target == target)
-      return access{line.entry, target, line.comm, line.comm_size};
+    detail::window_cache_set& set = local().windows[detail::window_cache_set_of(w.slot)];
+    for (const detail::window_cache_line& line : set.lines)
+      if (line.key == key && w.generation != 0 && line.target == target)
+        return access{line.entry, target, line.comm, line.comm_size};
     switch (detail::window_lookup(view().windows, w.slot, w.generation)) {
       case detail::window_check::ok: break;
       case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
@@ -614,16 +615,19 @@ class basic_rank {
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
     const access a{target >= 0 ? view().windows.entry(w.slot, target) : detail::window_entry{},
                    target, slot.comm, slot.comm_size};
-    // Every thread has read the line: only then may the leader replace it.
+    // Every thread has read the set: only then may the leader replace a line.
     P::sync();
-    if (leader()) line = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
+    if (leader()) {
+      set.lines[set.next] = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
+      set.next = (set.next + 1) % detail::window_cache_ways;
+    }
     P::sync();
     return a;
   }
 
-  GRMA_INLINE void forget_window(std::uint32_t key) {
+  GRMA_INLINE void forget_window(std::uint32_t slot, std::uint32_t key) {
     if (leader())
-      for (detail::window_cache_line& c : local().windows)
+      for (detail::window_cache_line& c : local().windows[detail::window_cache_set_of(slot)].lines)
         if (c.key == key) c.key = 0;
     P::sync();  // before any thread scans the lines again
   }

@@ -192,12 +192,12 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
 inline constexpr int comm_count = 2;         // world, device
 inline constexpr int max_devices = 8;        // devices in one job
 inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
-inline constexpr int window_cache_size = 8;  // window lookups kept per rank
 
 // A window lookup the rank made: the window's communicator, and the range
 // `target` registered (target -1: the window only). Windows never change while
 // they live, so a line stays right until window_free clears it; on a GPU it
-// saves loads from the window table, which miss L1 after every acquire.
+// saves loads from the window table, which miss L1 after every acquire (a
+// miss cost about 1 us a call under horizontal diffusion's load, two H200s).
 struct window_cache_line {
   std::uint32_t key;  // window_key; 0 = empty
   std::int32_t target;
@@ -206,10 +206,21 @@ struct window_cache_line {
   window_entry entry;
 };
 
-// The one line a lookup of (window, target) may sit in: a hit costs one
-// shared-memory load on the GPU, not a scan.
-GRMA_INLINE constexpr int window_cache_index(std::uint32_t key, int target) {
-  return int((key + std::uint32_t(target + 1) * 5u) % window_cache_size);
+// The lines of one window slot's lookups: a rank's calls on a window name a
+// few targets (a halo exchange: both neighbours, and -1 for its waits), so
+// the lines of a set are its slot's targets, replaced oldest first. A set
+// per slot modulo the set count: a program's first window_cache_sets windows
+// never evict each other's lines. (It was one direct-mapped line per
+// (window, target): horizontal diffusion's eight windows, each with three
+// targets, missed on four lookups in five.)
+inline constexpr int window_cache_sets = 8;
+inline constexpr int window_cache_ways = 4;
+struct window_cache_set {
+  window_cache_line lines[window_cache_ways];
+  std::uint32_t next;  // the line the next miss replaces
+};
+GRMA_INLINE constexpr int window_cache_set_of(std::uint32_t slot) {
+  return int(slot % window_cache_sets);
 }
 
 // A rank's private bookkeeping, owned by its backend (the rank thread's memory
@@ -228,7 +239,7 @@ struct rank_local {
   std::uint64_t credit_known[credit_cache_size];
   pending_list pending;
   ring_reader inbox[max_devices];  // consumer state of the rank's rings, one per device
-  window_cache_line windows[window_cache_size];  // direct-mapped: window_cache_index
+  window_cache_set windows[window_cache_sets];  // by window_cache_set_of(slot)
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
