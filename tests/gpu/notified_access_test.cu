@@ -826,6 +826,86 @@ TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
   }
 }
 
+// ---- many windows ------------------------------------------------------------------
+
+constexpr int many_windows = 12;     // more than a rank's window cache has sets (8)
+constexpr int many_targets = 6;      // more than a set has lines (4)
+constexpr int many_rounds = 2;       // at two places of each range
+constexpr int many_generations = 2;  // the windows freed and made again, in the same slots
+
+GRMA_HOST_DEVICE inline std::uint64_t many_seed(int generation, int window, int round, int source,
+                                                int target) {
+  return mix(std::uint64_t(generation) * 1024 + std::uint64_t(window) * 16 + std::uint64_t(round),
+             std::uint64_t(source) * 4096 + std::uint64_t(target));
+}
+
+// Each rank puts 8 bytes through each of many_windows windows to each of the
+// next many_targets ranks (as many as there are), windows and targets
+// interleaved so that the rank's cached lookups are replaced and made again:
+// every word lands in the range of its window and target, at its round's
+// and source's place, and each notification is matched once. Then the
+// windows are freed and made again (new generations of the same slots),
+// whose lookups must not find the old windows' lines.
+struct many_windows_puts {
+  buffers mem;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int targets = min_of(many_targets, n);
+    // A word per (round, k) where rank me - k sent it; then the outbox.
+    const std::size_t range = std::size_t(many_rounds) * std::size_t(targets) * 8;
+    auto* memory = mem.get<std::uint8_t>(r, many_windows * range + 64);
+    std::uint8_t* outbox = memory + many_windows * range;
+    for (int generation = 0; generation < many_generations; ++generation) {
+      grma::window w[many_windows];
+      for (int k = 0; k < many_windows; ++k)
+        w[k] = r.window_create(grma::world, memory + std::size_t(k) * range, range);
+      for (int round = 0; round < many_rounds; ++round) {
+        for (int i = 0; i < many_windows * targets; ++i) {
+          const int k = (i * 7 + me) % many_windows, step = 1 + i / many_windows;
+          const int target = (me + step) % n;
+          fill(r, outbox, 8, many_seed(generation, k, round, me, target));
+          r.put_notify(w[k], target, std::size_t(round * targets + step - 1) * 8, 8, outbox, round);
+        }
+        for (int k = 0; k < many_windows; ++k)
+          for (int step = 1; step <= targets; ++step) {
+            const int source = (me + n - step % n) % n;
+            r.wait_notifications(w[k], source, round, 1);
+            CONF_CHECK_PATTERN(
+                r, rec,
+                memory + std::size_t(k) * range + std::size_t(round * targets + step - 1) * 8, 8,
+                many_seed(generation, k, round, source, me), 0, k * 100 + step);
+            tally(r, rec, 0);
+          }
+      }
+      r.barrier(grma::world);
+      for (int k = 0; k < many_windows; ++k)
+        CONF_EXPECT(r, rec, !r.test_notifications(w[k], grma::any_source, grma::any_tag), k, 0, 0);
+      for (int k = 0; k < many_windows; ++k) r.window_free(w[k]);
+    }
+    mem.release(r, memory);
+  }
+};
+
+TEST_P(NotifiedAccess, PutsThroughManyWindowsLandInTheirRanges) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  const int n = j.resolve(many_windows_puts{});
+  const std::size_t range = std::size_t(many_rounds) * std::size_t(min_of(many_targets, n)) * 8;
+  const many_windows_puts program{j.prepare(0, many_windows * range + 64)};
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0,
+        [&](int) {
+          return unsigned(many_generations * many_windows * many_rounds * min_of(many_targets, n));
+        },
+        "words checked");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, NotifiedAccess, testing::ValuesIn(suite_configs()),
                          config_name);
 

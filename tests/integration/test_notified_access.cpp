@@ -226,66 +226,6 @@ TEST_P(NotifiedAccess, AllToAllMatchesEachNotificationOnce) {
   });
 }
 
-// Puts through more windows than a rank keeps window lookups for (8 sets of
-// 4 lines, a set per window slot modulo 8) to every rank, windows and targets
-// interleaved so that lines are replaced and looked up again: each word lands
-// in the range of its window and target, and each notification comes once.
-// Two rounds at different offsets; then the windows are freed and new ones,
-// in the same slots, must reach their own ranges.
-TEST_P(NotifiedAccess, PutsThroughManyWindowsLandInTheirRanges) {
-  constexpr int windows = 12;  // 16 ranks' notifications of a round fit the match capacity
-  constexpr int rounds = 2;
-  const int ranks = GetParam();
-  rank_findings findings(ranks);
-  grma::runtime rt(test_settings(ranks));
-  run_checked(rt, findings, [&](grma::cpu_rank& r) {
-    const int me = r.rank(grma::world), n = r.size(grma::world);
-    // A word per (round, source) in each window's range.
-    const std::size_t range_words = std::size_t(rounds) * std::size_t(n);
-    auto* memory =
-        static_cast<std::uint64_t*>(r.alloc(windows * range_words * sizeof(std::uint64_t)));
-    auto* outbox = static_cast<std::uint64_t*>(r.alloc(sizeof(std::uint64_t)));
-    auto word_of = [](int generation, int window, int round, int source, int target) {
-      return mix(std::uint64_t(generation) * 64 + std::uint64_t(window), round,
-                 std::uint64_t(source) * 4096 + std::uint64_t(target));
-    };
-    for (int generation = 0; generation < 2; ++generation) {
-      std::fill(memory, memory + windows * range_words, std::uint64_t{0});
-      std::vector<grma::window> w(windows);
-      for (int k = 0; k < windows; ++k)
-        w[k] = r.window_create(grma::world, memory + std::size_t(k) * range_words,
-                               range_words * sizeof(std::uint64_t));
-      for (int round = 0; round < rounds; ++round) {
-        const std::size_t offset =
-            (std::size_t(round) * std::size_t(n) + std::size_t(me)) * sizeof(std::uint64_t);
-        for (int i = 0; i < windows * n; ++i) {
-          const int k = (i * 7 + me) % windows, target = (i / windows + me) % n;
-          *outbox = word_of(generation, k, round, me, target);
-          r.put_notify(w[k], target, offset, sizeof(std::uint64_t), outbox, round);
-        }
-        for (int k = 0; k < windows; ++k)
-          for (int source = 0; source < n; ++source) r.wait_notifications(w[k], source, round, 1);
-        for (int k = 0; k < windows; ++k)
-          for (int source = 0; source < n; ++source) {
-            const std::uint64_t got =
-                memory[std::size_t(k) * range_words + std::size_t(round) * std::size_t(n) +
-                       std::size_t(source)];
-            findings.check(me, got == word_of(generation, k, round, source, me), "generation ",
-                           generation, " round ", round, ": window ", k, " from ", source,
-                           " holds ", got);
-          }
-      }
-      r.barrier(grma::world);  // every put has been matched
-      for (int k = 0; k < windows; ++k)
-        findings.check(me, !r.test_notifications(w[k], grma::any_source, grma::any_tag), "window ",
-                       k, ": a notification is left");
-      for (grma::window& x : w) r.window_free(x);
-    }
-    r.free(outbox);
-    r.free(memory);
-  });
-}
-
 // Every rank reads a range of every other rank's window into private memory.
 // The data arrives at the origin; each target matches exactly one
 // notification per origin, with the origin's rank and tag, and then reuses the
