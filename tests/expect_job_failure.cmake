@@ -1,13 +1,18 @@
 # Runs COMMAND (a list, e.g. mpirun ... program) for a job that must fail:
-# passes when it exits nonzero within SECONDS, its output matches EXPECT, and
-# no grma segment it made is left in /dev/shm.
+# passes when it exits nonzero (or with STATUS, where given: a job whose run
+# fails and which goes on) within SECONDS, its output matches EXPECT, and no
+# grma segment it made is left in /dev/shm.
 file(GLOB before /dev/shm/grma-*)
 string(TIMESTAMP start "%s" UTC)
 execute_process(COMMAND ${COMMAND} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err
   TIMEOUT 60)
 string(TIMESTAMP end "%s" UTC)
 math(EXPR elapsed "${end} - ${start}")
-if(status EQUAL 0)
+if(DEFINED STATUS)
+  if(NOT status STREQUAL STATUS)
+    message(FATAL_ERROR "exited ${status}; expected ${STATUS}\n${out}\n${err}")
+  endif()
+elseif(status EQUAL 0)
   message(FATAL_ERROR "exited 0; expected a failure\n${out}\n${err}")
 endif()
 if(elapsed GREATER ${SECONDS})

@@ -1,6 +1,8 @@
 #include "process_group.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <cstdlib>
 #include <cstring>
@@ -44,12 +46,24 @@ void finalize_mpi() {
 
 }  // namespace
 
+// The buffers of a vote outlive any_unless when it leaves before the vote
+// ends: MPI writes the result into them later.
+struct process_group::vote {
+#if GRMA_HAVE_MPI
+  MPI_Request request = MPI_REQUEST_NULL;
+#endif
+  int mine = 0;
+  int all = 0;
+};
+
 process_group& process_group::get() {
   static process_group group;
   return group;
 }
 
-process_group::process_group() {
+process_group::~process_group() = default;
+
+process_group::process_group() : vote_(std::make_unique<vote>()) {
 #if GRMA_HAVE_MPI
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -74,9 +88,17 @@ process_group::process_group() {
 #endif
 }
 
+void process_group::settle() const {
+#if GRMA_HAVE_MPI
+  if (vote_->request != MPI_REQUEST_NULL)
+    check_mpi(MPI_Wait(&vote_->request, MPI_STATUS_IGNORE), "MPI_Wait");
+#endif
+}
+
 void process_group::all_gather(const void* mine, std::size_t bytes, void* all) const {
 #if GRMA_HAVE_MPI
   if (count_ > 1) {
+    settle();
     check_mpi(MPI_Allgather(mine, int(bytes), MPI_BYTE, all, int(bytes), MPI_BYTE, MPI_COMM_WORLD),
               "MPI_Allgather");
     return;
@@ -87,7 +109,10 @@ void process_group::all_gather(const void* mine, std::size_t bytes, void* all) c
 
 void process_group::barrier() const {
 #if GRMA_HAVE_MPI
-  if (count_ > 1) check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  if (count_ > 1) {
+    settle();
+    check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  }
 #endif
 }
 
@@ -99,11 +124,34 @@ unsigned long long process_group::run_tag() const {
 bool process_group::any(bool failed) const {
 #if GRMA_HAVE_MPI
   if (count_ > 1) {
+    settle();
     int mine = failed ? 1 : 0, all = 0;
     check_mpi(MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD), "MPI_Allreduce");
     return all != 0;
   }
 #endif
+  return failed;
+}
+
+std::optional<bool> process_group::any_unless(bool failed,
+                                              const std::function<bool()>& lost) const {
+#if GRMA_HAVE_MPI
+  if (count_ > 1) {
+    settle();
+    vote& v = *vote_;
+    v.mine = failed ? 1 : 0;
+    check_mpi(MPI_Iallreduce(&v.mine, &v.all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &v.request),
+              "MPI_Iallreduce");
+    for (;;) {
+      int done = 0;
+      check_mpi(MPI_Test(&v.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      if (done) return v.all != 0;
+      if (lost()) return std::nullopt;
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+#endif
+  (void)lost;
   return failed;
 }
 
@@ -116,8 +164,10 @@ void process_group::checkpoint(std::exception_ptr mine, const char* step) const 
 
 unsigned long long process_group::broadcast(unsigned long long value) const {
 #if GRMA_HAVE_MPI
-  if (count_ > 1)
+  if (count_ > 1) {
+    settle();
     check_mpi(MPI_Bcast(&value, 1, MPI_UNSIGNED_LONG_LONG, 0, MPI_COMM_WORLD), "MPI_Bcast");
+  }
 #endif
   return value;
 }

@@ -6,6 +6,9 @@
 
 #include <cstddef>
 #include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,12 @@ class process_group {
   // reaches whether or not it failed, so one process's failure cannot leave
   // the others waiting in a barrier it skipped.
   bool any(bool failed) const;
+  // The vote that ends a run: any(failed), but a process taken for lost
+  // (`lost()` holds, asked while the vote waits) may never vote, so this
+  // process then leaves with its own vote cast and no result (nullopt):
+  // the others' vote still ends, whether that process was lost or only
+  // slow, and this process completes its vote at its next collective.
+  std::optional<bool> any_unless(bool failed, const std::function<bool()>& lost) const;
   // Collective checkpoint: returns when no process failed since the last
   // one; else rethrows this process's failure, or throws an error saying
   // another process failed.
@@ -47,6 +56,12 @@ class process_group {
 
  private:
   process_group();
+  ~process_group();
+  // Completes a vote that any_unless left unfinished: before any other
+  // collective, which MPI matches in order on every process.
+  void settle() const;
+  struct vote;                        // MPI's request and buffers (process_group.cpp)
+  std::unique_ptr<vote> vote_;        // one at a time
   int index_ = 0;
   int count_ = 1;
   // The last answer of nodes() and the node id it was for: a process stays

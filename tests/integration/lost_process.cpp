@@ -3,14 +3,21 @@
 // it: process 0 must not hang. It ends with a message naming process 1 and a
 // nonzero status (for a kill the launcher may be first; a stopped process
 // only grma's watch can notice), and the job leaves nothing in /dev/shm.
+// With `resume`, process 1 is stopped for 8 s and then continued, as a
+// starved process on a loaded machine might be: process 0 takes it for
+// lost, the run fails on both processes, and both must still agree on what
+// comes next: a second run of the job works, and both exit 0.
 // The same program runs on the CPU backend and on GPUs (one per process):
 // rank 1 says it is past the barrier through host memory, and a host thread
 // of its process then signals the whole process, as a crash would.
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #if defined(__CUDACC__)
@@ -57,17 +64,46 @@ int* host_flag(const grma::runtime& rt) {
   return &flag;
 }
 
+struct barrier_only {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    r.barrier(grma::world);
+  }
+};
+
 int main(int argc, char** argv) {
   grma::runtime rt(argc, argv);
-  const int signal = argc > 1 && std::strcmp(argv[1], "stop") == 0 ? SIGSTOP : SIGKILL;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool resume = mode == "resume";
+  const int signal = mode == "stop" || resume ? SIGSTOP : SIGKILL;
   int* started = host_flag(rt);
   if (started == nullptr) return 2;
   // Only the process that runs rank 1 ever sees the flag set.
-  std::thread([started, signal] {
+  std::thread([started, signal, resume] {
     while (std::atomic_ref<int>(*started).load(std::memory_order_acquire) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // A child continues this process later (async-signal-safe calls only).
+    const pid_t stopped = getpid();
+    if (resume && fork() == 0) {
+      sleep(8);
+      kill(stopped, SIGCONT);
+      _exit(0);
+    }
     raise(signal);
   }).detach();
-  rt.run(killed_midway{started}, {.ranks_per_device = 1});
+  if (!resume) {
+    rt.run(killed_midway{started}, {.ranks_per_device = 1});
+    return 0;
+  }
+  try {
+    rt.run(killed_midway{started}, {.ranks_per_device = 1});
+    std::printf("first run: did not fail\n");
+    return 1;
+  } catch (const grma::error& e) {
+    std::printf("first run: %s\n", e.what());
+    std::fflush(stdout);  // before the other process's lines
+  }
+  rt.run(barrier_only{}, {.ranks_per_device = 1});
+  std::printf("second run: ok\n");
   return 0;
 }

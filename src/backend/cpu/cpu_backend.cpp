@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -223,12 +224,18 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   if (report.empty()) report = left_report(control);
   std::string lost = watch ? watch->failure() : std::string();
   if (lost.empty() && network) lost = network->failure();
-  // A lost process cannot take part in the agreement below.
-  if (!lost.empty()) throw_failure(failure, report, lost, control);
-  // Every process, failed or not, reaches this step before any unmaps its
-  // memory (others' ranks may still use it).
-  const bool failed_here = failure || !report.empty();
-  if (group.any(failed_here)) throw_failure(failure, report, lost, control);
+  // Every process, failed or not, votes before any unmaps its memory
+  // (others' ranks may still use it). One that seems lost (gone, or silent
+  // for 5 s: perhaps only slow) may never vote: then this process leaves
+  // with its vote cast, so that the others' vote ends even if it was only
+  // slow and comes later (leaving without a vote made them wait for ever,
+  // in MPI, where no watchdog reaches).
+  const bool failed_here = failure || !report.empty() || !lost.empty();
+  const std::optional<bool> failed_somewhere = group.any_unless(failed_here, [&] {
+    if (lost.empty() && watch) lost = watch->failure();
+    return !lost.empty();
+  });
+  if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, control);
   if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
 }
 
