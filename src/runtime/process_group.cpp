@@ -42,28 +42,33 @@ void finalize_mpi() {
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
 }
-#endif
 
-}  // namespace
-
-// The buffers of a vote outlive any_unless when it leaves before the vote
-// ends: MPI writes the result into them later.
-struct process_group::vote {
-#if GRMA_HAVE_MPI
+// The end-of-run vote's request and buffers. MPI may write into them after
+// any_unless has left (a vote left unfinished), until this process's next
+// collective or MPI_Finalize: so they live as long as the process.
+struct vote {
   MPI_Request request = MPI_REQUEST_NULL;
-#endif
   int mine = 0;
   int all = 0;
 };
+vote pending_vote;
+
+// Completes a vote that any_unless left unfinished: before any other
+// collective, which MPI matches in the same order on every process.
+void settle() {
+  if (pending_vote.request != MPI_REQUEST_NULL)
+    check_mpi(MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+#endif
+
+}  // namespace
 
 process_group& process_group::get() {
   static process_group group;
   return group;
 }
 
-process_group::~process_group() = default;
-
-process_group::process_group() : vote_(std::make_unique<vote>()) {
+process_group::process_group() {
 #if GRMA_HAVE_MPI
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -85,13 +90,6 @@ process_group::process_group() : vote_(std::make_unique<vote>()) {
                     ", grma needs MPI_THREAD_SERIALIZED (initialize MPI with MPI_Init_thread)");
   MPI_Comm_rank(MPI_COMM_WORLD, &index_);
   MPI_Comm_size(MPI_COMM_WORLD, &count_);
-#endif
-}
-
-void process_group::settle() const {
-#if GRMA_HAVE_MPI
-  if (vote_->request != MPI_REQUEST_NULL)
-    check_mpi(MPI_Wait(&vote_->request, MPI_STATUS_IGNORE), "MPI_Wait");
 #endif
 }
 
@@ -138,7 +136,7 @@ std::optional<bool> process_group::any_unless(bool failed,
 #if GRMA_HAVE_MPI
   if (count_ > 1) {
     settle();
-    vote& v = *vote_;
+    vote& v = pending_vote;
     v.mine = failed ? 1 : 0;
     check_mpi(MPI_Iallreduce(&v.mine, &v.all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &v.request),
               "MPI_Iallreduce");

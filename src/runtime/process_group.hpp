@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -56,12 +55,6 @@ class process_group {
 
  private:
   process_group();
-  ~process_group();
-  // Completes a vote that any_unless left unfinished: before any other
-  // collective, which MPI matches in order on every process.
-  void settle() const;
-  struct vote;                        // MPI's request and buffers (process_group.cpp)
-  std::unique_ptr<vote> vote_;        // one at a time
   int index_ = 0;
   int count_ = 1;
   // The last answer of nodes() and the node id it was for: a process stays
