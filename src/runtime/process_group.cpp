@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -37,15 +37,9 @@ void check_mpi(int status, const char* what) {
               std::string("grma: ") + what + " failed: " + std::string(text, std::size_t(length)));
 }
 
-void finalize_mpi() {
-  int finalized = 0;
-  MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
-}
-
 // The end-of-run vote's request and buffers. MPI may write into them after
-// any_unless has left (a vote left unfinished), until this process's next
-// collective or MPI_Finalize: so they live as long as the process.
+// any_unless has left (a vote left unfinished), until this process
+// completes the vote: so they live as long as the process.
 struct vote {
   MPI_Request request = MPI_REQUEST_NULL;
   int mine = 0;
@@ -54,10 +48,21 @@ struct vote {
 vote pending_vote;
 
 // Completes a vote that any_unless left unfinished: before any other
-// collective, which MPI matches in the same order on every process.
+// collective, which MPI matches in the same order on every process, and
+// before MPI_Finalize (a program that initialized MPI itself finalizes it
+// too: it must not do so while a run's error leaves a vote unfinished).
 void settle() {
   if (pending_vote.request != MPI_REQUEST_NULL)
     check_mpi(MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE), "MPI_Wait");
+}
+
+void finalize_mpi() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  if (pending_vote.request != MPI_REQUEST_NULL)
+    MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE);  // at exit: no one to tell of an error
+  MPI_Finalize();
 }
 #endif
 

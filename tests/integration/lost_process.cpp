@@ -3,7 +3,7 @@
 // it: process 0 must not hang. It ends with a message naming process 1 and a
 // nonzero status (for a kill the launcher may be first; a stopped process
 // only grma's watch can notice), and the job leaves nothing in /dev/shm.
-// With `resume`, process 1 is stopped for 8 s and then continued, as a
+// With `resume`, process 1 is stopped for 12 s and then continued, as a
 // starved process on a loaded machine might be: process 0 takes it for
 // lost, the run fails on both processes, and both must still agree on what
 // comes next: a second run of the job works, and both exit 0.
@@ -11,11 +11,13 @@
 // rank 1 says it is past the barrier through host memory, and a host thread
 // of its process then signals the whole process, as a crash would.
 #include <signal.h>
+#include <spawn.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -82,12 +84,14 @@ int main(int argc, char** argv) {
   std::thread([started, signal, resume] {
     while (std::atomic_ref<int>(*started).load(std::memory_order_acquire) == 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    // A child continues this process later (async-signal-safe calls only).
-    const pid_t stopped = getpid();
-    if (resume && fork() == 0) {
-      sleep(8);
-      kill(stopped, SIGCONT);
-      _exit(0);
+    // A shell continues this process later (spawned: a fork would copy an
+    // MPI process's memory).
+    if (resume) {
+      const std::string line = "sleep 12; kill -CONT " + std::to_string(getpid());
+      char* spawned[] = {const_cast<char*>("sh"), const_cast<char*>("-c"),
+                         const_cast<char*>(line.c_str()), nullptr};
+      pid_t shell = 0;
+      if (posix_spawnp(&shell, "sh", nullptr, nullptr, spawned, environ) != 0) std::abort();
     }
     raise(signal);
   }).detach();

@@ -209,8 +209,9 @@ struct window_cache_line {
 // The lines of one window slot's lookups: a rank's calls on a window name a
 // few targets (a halo exchange: both neighbours, and -1 for its waits), so
 // the lines of a set are its slot's targets, replaced oldest first. A set
-// per slot modulo the set count: a program's first window_cache_sets windows
-// never evict each other's lines. (It was one direct-mapped line per
+// per slot modulo the set count: windows in window_cache_sets consecutive
+// slots (a program's first windows, in one node's jobs) never evict each
+// other's lines. (It was one direct-mapped line per
 // (window, target): horizontal diffusion's eight windows, each with three
 // targets, missed on four lookups in five.)
 inline constexpr int window_cache_sets = 8;

@@ -1,6 +1,7 @@
 #include "cpu_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -226,14 +227,24 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   if (lost.empty() && network) lost = network->failure();
   // Every process, failed or not, votes before any unmaps its memory
   // (others' ranks may still use it). One that seems lost (gone, or silent
-  // for 5 s: perhaps only slow) may never vote: then this process leaves
-  // with its vote cast, so that the others' vote ends even if it was only
-  // slow and comes later (leaving without a vote made them wait for ever,
-  // in MPI, where no watchdog reaches).
+  // for 5 s, as this node's watch sees it or the network engine saw it
+  // before the vote: perhaps only slow) may never vote: then this process
+  // leaves with its vote cast, so that the others' vote ends even if it
+  // comes later (leaving without a vote made them wait for ever, in MPI,
+  // where no watchdog reaches). A vote that says "failed" reaches every
+  // process; one taken for lost only during the vote (this process voted
+  // "ran") gets as long again to vote, so that a late vote, whose result
+  // every process sees, still decides.
   const bool failed_here = failure || !report.empty() || !lost.empty();
+  const auto grace = std::chrono::seconds(5);
+  std::chrono::steady_clock::time_point lost_since{};
   const std::optional<bool> failed_somewhere = group.any_unless(failed_here, [&] {
-    if (lost.empty() && watch) lost = watch->failure();
-    return !lost.empty();
+    if (lost.empty() && watch) {
+      lost = watch->failure();
+      lost_since = std::chrono::steady_clock::now();
+    }
+    if (lost.empty()) return false;
+    return failed_here || std::chrono::steady_clock::now() - lost_since > grace;
   });
   if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, control);
   if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
