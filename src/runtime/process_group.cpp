@@ -38,7 +38,7 @@ void check_mpi(int status, const char* what) {
 }
 
 // The end-of-run vote's request and buffers. MPI may write into them after
-// any_unless has left (a vote left unfinished), until this process
+// end_of_run_vote has left (a vote left unfinished), until this process
 // completes the vote: so they live as long as the process.
 struct vote {
   MPI_Request request = MPI_REQUEST_NULL;
@@ -47,7 +47,7 @@ struct vote {
 };
 vote pending_vote;
 
-// Completes a vote that any_unless left unfinished: before any other
+// Completes a vote that end_of_run_vote left unfinished: before any other
 // collective, which MPI matches in the same order on every process, and
 // before MPI_Finalize (a program that initialized MPI itself finalizes it
 // too: it must not do so while a run's error leaves a vote unfinished).
@@ -136,26 +136,37 @@ bool process_group::any(bool failed) const {
   return failed;
 }
 
-std::optional<bool> process_group::any_unless(bool failed,
-                                              const std::function<bool()>& lost) const {
+std::optional<bool> process_group::end_of_run_vote(
+    bool failed, std::string& lost, const std::function<std::string()>& lost_now) const {
+  const bool voted_failed = failed || !lost.empty();
 #if GRMA_HAVE_MPI
   if (count_ > 1) {
     settle();
     vote& v = pending_vote;
-    v.mine = failed ? 1 : 0;
+    v.mine = voted_failed ? 1 : 0;
     check_mpi(MPI_Iallreduce(&v.mine, &v.all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &v.request),
               "MPI_Iallreduce");
+    // As long as the watch's silence: a process that stalled that long and
+    // then votes is slow, not lost.
+    constexpr auto late_vote = std::chrono::seconds(5);
+    std::chrono::steady_clock::time_point lost_since{};
     for (;;) {
       int done = 0;
       check_mpi(MPI_Test(&v.request, &done, MPI_STATUS_IGNORE), "MPI_Test");
       if (done) return v.all != 0;
-      if (lost()) return std::nullopt;
+      if (lost.empty()) {
+        lost = lost_now();
+        lost_since = std::chrono::steady_clock::now();
+      }
+      if (!lost.empty() &&
+          (voted_failed || std::chrono::steady_clock::now() - lost_since > late_vote))
+        return std::nullopt;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 #endif
-  (void)lost;
-  return failed;
+  (void)lost_now;
+  return voted_failed;
 }
 
 void process_group::checkpoint(std::exception_ptr mine, const char* step) const {

@@ -27,12 +27,17 @@ class process_group {
   // reaches whether or not it failed, so one process's failure cannot leave
   // the others waiting in a barrier it skipped.
   bool any(bool failed) const;
-  // The vote that ends a run: any(failed), but a process taken for lost
-  // (`lost()` holds, asked while the vote waits) may never vote, so this
-  // process then leaves with its own vote cast and no result (nullopt):
-  // the others' vote still ends, whether that process was lost or only
-  // slow, and this process completes its vote at its next collective.
-  std::optional<bool> any_unless(bool failed, const std::function<bool()>& lost) const;
+  // The vote that ends a run: any(failed || a process is lost). `lost`
+  // names a process taken for lost (gone, or silent for 5 s: perhaps only
+  // slow) before the vote, or, while the vote waits, from `lost_now()`.
+  // Such a process may never vote, so this process may leave with its vote
+  // cast and no result (nullopt), and completes the vote at its next
+  // collective: the others' vote still ends, whether it was lost or slow.
+  // Having voted "failed" (a loss seen before voting) it leaves at once:
+  // every process learns that vote. Having voted "ran", it waits 5 s more
+  // first, so that a late vote, whose result every process sees, decides.
+  std::optional<bool> end_of_run_vote(bool failed, std::string& lost,
+                                      const std::function<std::string()>& lost_now) const;
   // Collective checkpoint: returns when no process failed since the last
   // one; else rethrows this process's failure, or throws an error saying
   // another process failed.

@@ -1,7 +1,6 @@
 #include "cpu_backend.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -226,26 +225,12 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   std::string lost = watch ? watch->failure() : std::string();
   if (lost.empty() && network) lost = network->failure();
   // Every process, failed or not, votes before any unmaps its memory
-  // (others' ranks may still use it). One that seems lost (gone, or silent
-  // for 5 s, as this node's watch sees it or the network engine saw it
-  // before the vote: perhaps only slow) may never vote: then this process
-  // leaves with its vote cast, so that the others' vote ends even if it
-  // comes later (leaving without a vote made them wait for ever, in MPI,
-  // where no watchdog reaches). A vote that says "failed" reaches every
-  // process; one taken for lost only during the vote (this process voted
-  // "ran") gets as long again to vote, so that a late vote, whose result
-  // every process sees, still decides.
-  const bool failed_here = failure || !report.empty() || !lost.empty();
-  const auto grace = std::chrono::seconds(5);
-  std::chrono::steady_clock::time_point lost_since{};
-  const std::optional<bool> failed_somewhere = group.any_unless(failed_here, [&] {
-    if (lost.empty() && watch) {
-      lost = watch->failure();
-      lost_since = std::chrono::steady_clock::now();
-    }
-    if (lost.empty()) return false;
-    return failed_here || std::chrono::steady_clock::now() - lost_since > grace;
-  });
+  // (others' ranks may still use it). A process that seems lost (to this
+  // node's watch, or to the network engine before the vote) cannot stall
+  // the vote: leaving without a vote made the others wait for ever, in MPI,
+  // where no watchdog reaches, when it was only slow.
+  const std::optional<bool> failed_somewhere = group.end_of_run_vote(
+      failure || !report.empty(), lost, [&] { return watch ? watch->failure() : std::string(); });
   if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, control);
   if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
 }
