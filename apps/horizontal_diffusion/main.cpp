@@ -4,8 +4,11 @@
 // JSON (scripts/grma-model.py predicts the times from grma-bench's figures).
 //
 //   grma-hd [--widths 64,256,...] [--variants hd,overlap,nooverlap,compute]
-//           [--rows R] [--iterations N] [--repeats K] [--check-iterations K]
-//           [--no-baseline] [--json FILE]
+//           [--rows R] [--threads T] [--iterations N] [--repeats K]
+//           [--check-iterations K] [--no-baseline] [--json FILE]
+//
+// --threads sets the threads of a rank (0: the backend's default); the
+// baseline's kernels take as many per block, one block per band.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -30,6 +33,7 @@ struct options {
   std::vector<hd::variant> variants{hd::variant::hd, hd::variant::overlap, hd::variant::nooverlap,
                                     hd::variant::compute};
   int rows = 4;
+  int threads = 0;  // per rank; 0: the backend's default
   int iterations = 20;
   int repeats = 5;           // timed runs of each figure; the median is reported
   int check_iterations = 3;  // 0: no check
@@ -50,7 +54,8 @@ const char* name_of(hd::variant v) {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
-               "hd,overlap,nooverlap,compute] [--rows R] [--iterations N] [--repeats K] [--check-iterations K] "
+               "hd,overlap,nooverlap,compute] [--rows R] [--threads T] [--iterations N] [--repeats K] "
+               "[--check-iterations K] "
                "[--no-baseline] [--json FILE]\n",
                why.c_str());
   std::exit(2);
@@ -90,6 +95,8 @@ options parse(int argc, char** argv) {
       }
     } else if (a == "--rows") {
       o.rows = positive(value(), "--rows");
+    } else if (a == "--threads") {
+      o.threads = positive(value(), "--threads");
     } else if (a == "--iterations") {
       o.iterations = positive(value(), "--iterations");
     } else if (a == "--repeats") {
@@ -160,7 +167,8 @@ int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
   const options o = parse(argc, argv);
   const hd::grma_program probe{hd::variant::hd, o.rows, 1, 1, false};
-  const grma::rank_info info = rt.info(probe);
+  const grma::launch_options launch{.threads_per_rank = o.threads};
+  const grma::rank_info info = rt.info(probe, launch);
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
   const int m = info.rank_count * o.rows;
   const bool lead = info.process_index == 0;
@@ -218,8 +226,10 @@ int main(int argc, char** argv) try {
       std::vector<double> grma_runs, base_runs;
       for (int k = 0; k < o.repeats; ++k) {
         hd::result_header header{};
-        rt.run(hd::grma_program{v, o.rows, n, o.iterations, false},
-               {.userdata = &header, .userdata_size = sizeof header});
+        grma::launch_options timed = launch;
+        timed.userdata = &header;
+        timed.userdata_size = sizeof header;
+        rt.run(hd::grma_program{v, o.rows, n, o.iterations, false}, timed);
         grma_runs.push_back(header.seconds / o.iterations * 1e6);
 #if defined(__CUDACC__)
         if (with_baseline) base_runs.push_back(hd::run_baseline(job, nullptr) / o.iterations * 1e6);
@@ -230,8 +240,10 @@ int main(int argc, char** argv) try {
       if (checked) {
         std::vector<double> area(sizeof(hd::result_header) / sizeof(double) +
                                  std::size_t(sets) * std::size_t(m) * std::size_t(n));
-        rt.run(hd::grma_program{v, o.rows, n, o.check_iterations, true},
-               {.userdata = area.data(), .userdata_size = area.size() * sizeof(double)});
+        grma::launch_options checking = launch;
+        checking.userdata = area.data();
+        checking.userdata_size = area.size() * sizeof(double);
+        rt.run(hd::grma_program{v, o.rows, n, o.check_iterations, true}, checking);
         area.erase(area.begin(), area.begin() + sizeof(hd::result_header) / sizeof(double));
         grma_error = check_against_reference(area, sets, m, n, info.rank_start * o.rows,
                                              info.rank_responsible * o.rows, o.check_iterations);
