@@ -456,11 +456,11 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     throw error(errc::process_failed, -1, call::runtime,
                 "grma: another process of the job failed during the run");
   };
-  // A lost process cannot take part in the agreement below.
-  if (!lost.empty()) fail();
-  // Every process, failed or not, reaches this step before any frees memory
-  // the others' kernels may still use.
-  if (group.any(status != 0 || !report.empty())) fail();
+  // Every process, failed or not, votes before any frees memory the others'
+  // kernels may still use; a process that seems lost cannot stall the vote.
+  if (group.end_of_run_vote(status != 0 || !report.empty(), lost, [&] { return watch.failure(); })
+          .value_or(true))
+    fail();
   watch.stop();
   if (o.userdata_size != 0)
     arena->copy_from_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
