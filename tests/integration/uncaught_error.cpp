@@ -1,6 +1,10 @@
 // A program that does not catch grma::error: a bad argument in rank code, or a
 // stuck rank that the watchdog ends, must still end the process with a
-// nonzero status and the error's message. Runs on either backend.
+// nonzero status and the error's message. With `again`, the program catches
+// a bad argument's error and runs again: on the CPU backend the second run
+// fails the same way; on a GPU, where the first run's kernel trapped, the
+// second says that no run can follow in the process. Runs on either backend.
+#include <cstdio>
 #include <cstring>
 
 #include <grma/grma.hpp>
@@ -20,6 +24,14 @@ struct fails {
 
 int main(int argc, char** argv) {
   grma::runtime rt(argc, argv);
-  rt.run(fails{argc > 1 && std::strcmp(argv[1], "stuck") == 0});
+  const char* mode = argc > 1 ? argv[1] : "";
+  if (std::strcmp(mode, "again") == 0) {
+    try {
+      rt.run(fails{false});
+    } catch (const grma::error& e) {
+      std::fprintf(stderr, "first run: %s\n", e.what());
+    }
+  }
+  rt.run(fails{std::strcmp(mode, "stuck") == 0});
   return 0;
 }

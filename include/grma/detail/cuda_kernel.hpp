@@ -12,10 +12,11 @@ namespace grma::detail {
 
 class cuda_kernel {
  public:
-  // Blocks of `threads` threads that fit on one multiprocessor; 0 when none.
-  virtual int blocks_per_sm(int threads, std::size_t shared_bytes) const = 0;
+  // Both queries return the CUDA error code (0 on success).
+  // Blocks of `threads` threads that fit on one multiprocessor (0 when none).
+  virtual int blocks_per_sm(int threads, std::size_t shared_bytes, int& blocks) const = 0;
   // Registers per thread and the kernel's own block-size limit, for messages.
-  virtual void attributes(int& registers, int& max_threads) const = 0;
+  virtual int attributes(int& registers, int& max_threads) const = 0;
   // Launches on `stream` (a cudaStream_t) and waits for the kernel to end.
   // Returns the CUDA error code (0 on success) and its text in `message`.
   virtual int launch_and_wait(const device_view& v, int ranks, int threads,

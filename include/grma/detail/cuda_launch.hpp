@@ -56,19 +56,18 @@ class cuda_kernel_for final : public cuda_kernel {
  public:
   explicit cuda_kernel_for(const Program& program) : program_(program) {}
 
-  int blocks_per_sm(int threads, std::size_t shared_bytes) const override {
-    int blocks = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, rank_kernel<Program>, threads,
-                                                      shared_bytes) != cudaSuccess)
-      return 0;
-    return blocks;
+  int blocks_per_sm(int threads, std::size_t shared_bytes, int& blocks) const override {
+    blocks = 0;
+    return int(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, rank_kernel<Program>,
+                                                             threads, shared_bytes));
   }
 
-  void attributes(int& registers, int& max_threads) const override {
+  int attributes(int& registers, int& max_threads) const override {
     cudaFuncAttributes a{};
-    cudaFuncGetAttributes(&a, rank_kernel<Program>);
+    const cudaError_t e = cudaFuncGetAttributes(&a, rank_kernel<Program>);
     registers = a.numRegs;
     max_threads = a.maxThreadsPerBlock;
+    return int(e);
   }
 
   int launch_and_wait(const device_view& v, int ranks, int threads, std::size_t shared_bytes,

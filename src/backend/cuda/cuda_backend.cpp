@@ -67,7 +67,8 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   cuda_plan plan{};
   plan.threads = o.threads_per_rank != 0 ? o.threads_per_rank : default_threads_per_rank;
   int registers = 0, kernel_max_threads = 0;
-  kernel.attributes(registers, kernel_max_threads);
+  cuda_check(kernel.attributes(registers, kernel_max_threads),
+             "cudaFuncGetAttributes (the rank kernel)");
   if (plan.threads > kernel_max_threads)
     config_error("threads_per_rank " + std::to_string(plan.threads) + " exceeds the " +
                  std::to_string(kernel_max_threads) + " threads a rank of this program can have on " +
@@ -78,7 +79,9 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
                  std::to_string(plan.shared_bytes) + " bytes of shared memory per rank; " +
                  prop.name + " gives a block " + std::to_string(prop.sharedMemPerBlock));
 
-  const int per_sm = kernel.blocks_per_sm(plan.threads, plan.shared_bytes);
+  int per_sm = 0;
+  cuda_check(kernel.blocks_per_sm(plan.threads, plan.shared_bytes, per_sm),
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor (the rank kernel)");
   const int most = per_sm * prop.multiProcessorCount - (across_nodes ? 1 : 0);
   if (most <= 0)
     config_error("no rank of this program fits on " + std::string(prop.name) + " with " +
@@ -326,6 +329,32 @@ struct gpu_part {
   std::string message;
 };
 
+// A rank kernel that fails (a rank's error, or a rank leaving a job aborted
+// elsewhere: both trap) ends CUDA's use of the process's GPUs: every later
+// call there returns the same error. The next run says so at its start
+// rather than failing in whichever CUDA call comes first. Runs of a process
+// follow each other; the lock is for the GPUs' host threads of one run.
+class failed_kernel_record {
+ public:
+  void note(int device, const std::string& message) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (first_.empty()) first_ = "on GPU " + std::to_string(device) + ": " + message;
+  }
+  void refuse_another_run() const {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!first_.empty())
+      throw error(errc::device_error, -1, call::runtime,
+                  "grma: an earlier run's rank kernel failed " + first_ +
+                      ", which ends CUDA's use of the GPU in this process: run the next job in a "
+                      "new process");
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string first_;
+};
+failed_kernel_record failed_kernels;
+
 }  // namespace
 
 namespace {
@@ -347,6 +376,8 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   if (processes > max_devices)
     config_error("a job has at most " + std::to_string(max_devices) + " GPUs; " +
                  std::to_string(processes) + " processes of one GPU each");
+  // Every process learns that one cannot run (the others would wait for it).
+  on_all_processes(group, "before the run", [] { failed_kernels.refuse_another_run(); });
   int gpu = 0;
   cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
   const cuda_plan plan = plan_cuda(s, o, kernel, nodes > 1);
@@ -435,7 +466,10 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   std::string message;
   const int status = kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes,
                                             stream->get(), message);
-  if (status != 0) store_release<scope::system>(control.abort, 1u);
+  if (status != 0) {
+    failed_kernels.note(gpu, message);
+    store_release<scope::system>(control.abort, 1u);
+  }
   // The other nodes may still need this GPU's memory: the engine serves
   // them until every process is done.
   if (network) network->finish();
@@ -456,11 +490,11 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     throw error(errc::process_failed, -1, call::runtime,
                 "grma: another process of the job failed during the run");
   };
-  // A lost process cannot take part in the agreement below.
-  if (!lost.empty()) fail();
-  // Every process, failed or not, reaches this step before any frees memory
-  // the others' kernels may still use.
-  if (group.any(status != 0 || !report.empty())) fail();
+  // Every process, failed or not, votes before any frees memory the others'
+  // kernels may still use; a process that seems lost cannot stall the vote.
+  if (group.end_of_run_vote(status != 0 || !report.empty(), lost, [&] { return watch.failure(); })
+          .value_or(true))
+    fail();
   watch.stop();
   if (o.userdata_size != 0)
     arena->copy_from_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
@@ -470,6 +504,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
 
 void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
   if (process_group::get().count() > 1) return run_cuda_processes(s, o, kernel);
+  failed_kernels.refuse_another_run();
   const int devices = cuda_job_devices(s);
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
@@ -521,7 +556,10 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
                                       g.stream->get(), g.message);
     // A GPU that failed without raising the abort flag itself (a CUDA fault)
     // still lets the other GPUs' ranks leave their waits.
-    if (g.status != 0) store_release<scope::system>(control.abort, 1u);
+    if (g.status != 0) {
+      failed_kernels.note(g.device, g.message);
+      store_release<scope::system>(control.abort, 1u);
+    }
   };
   std::vector<std::thread> host_threads;
   for (int d = 1; d < devices; ++d) host_threads.emplace_back(launch, std::ref(parts[std::size_t(d)]));
