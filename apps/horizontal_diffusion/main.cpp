@@ -55,8 +55,7 @@ const char* name_of(hd::variant v) {
   std::fprintf(stderr,
                "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
                "hd,overlap,nooverlap,compute] [--rows R] [--threads T] [--iterations N] [--repeats K] "
-               "[--check-iterations K] "
-               "[--no-baseline] [--json FILE]\n",
+               "[--check-iterations K] [--no-baseline] [--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
