@@ -10,6 +10,17 @@
 
 namespace grma::detail {
 
+// How a launch of the rank kernel ended: `status` is the CUDA error code (0:
+// the kernel ran to its end) and `message` its text. `while_running`: the
+// kernel was launched and failed as it ran (a rank's trap, a fault), which
+// ends CUDA's use of the GPU in the process; a launch refused at its start
+// does not.
+struct kernel_outcome {
+  int status = 0;
+  bool while_running = false;
+  std::string message;
+};
+
 class cuda_kernel {
  public:
   // Both queries return the CUDA error code (0 on success).
@@ -18,10 +29,8 @@ class cuda_kernel {
   // Registers per thread and the kernel's own block-size limit, for messages.
   virtual int attributes(int& registers, int& max_threads) const = 0;
   // Launches on `stream` (a cudaStream_t) and waits for the kernel to end.
-  // Returns the CUDA error code (0 on success) and its text in `message`.
-  virtual int launch_and_wait(const device_view& v, int ranks, int threads,
-                              std::size_t shared_bytes, void* stream,
-                              std::string& message) const = 0;
+  virtual kernel_outcome launch_and_wait(const device_view& v, int ranks, int threads,
+                                         std::size_t shared_bytes, void* stream) const = 0;
 
  protected:
   ~cuda_kernel() = default;

@@ -70,20 +70,26 @@ class cuda_kernel_for final : public cuda_kernel {
     return int(e);
   }
 
-  int launch_and_wait(const device_view& v, int ranks, int threads, std::size_t shared_bytes,
-                      void* stream, std::string& message) const override {
+  kernel_outcome launch_and_wait(const device_view& v, int ranks, int threads,
+                                 std::size_t shared_bytes, void* stream) const override {
     // A cooperative launch refuses a grid that cannot be co-resident, so
     // blocks never wait for ranks that were not scheduled.
     Program program = program_;
     device_view view = v;
     void* args[] = {&program, &view};
     const auto s = static_cast<cudaStream_t>(stream);
+    kernel_outcome outcome;
     cudaError_t e = cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(rank_kernel<Program>),
                                                 dim3(unsigned(ranks)), dim3(unsigned(threads)), args,
                                                 shared_bytes, s);
-    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
-    if (e != cudaSuccess) message = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
-    return int(e);
+    if (e == cudaSuccess) {
+      e = cudaStreamSynchronize(s);
+      outcome.while_running = e != cudaSuccess;
+    }
+    outcome.status = int(e);
+    if (e != cudaSuccess)
+      outcome.message = std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+    return outcome;
   }
 
  private:

@@ -325,20 +325,21 @@ struct gpu_part {
   std::unique_ptr<cuda_arena> arena;
   std::unique_ptr<stream_guard> stream;
   std::unique_ptr<progress_engine> progress;
-  int status = 0;
-  std::string message;
+  kernel_outcome outcome;
 };
 
-// A rank kernel that fails (a rank's error, or a rank leaving a job aborted
-// elsewhere: both trap) ends CUDA's use of the process's GPUs: every later
-// call there returns the same error. The next run says so at its start
-// rather than failing in whichever CUDA call comes first. Runs of a process
-// follow each other; the lock is for the GPUs' host threads of one run.
+// A rank kernel that fails as it runs (a rank's error, or a rank leaving a
+// job aborted elsewhere: both trap) ends CUDA's use of the process's GPUs:
+// every later call there returns the same error. The next run says so at
+// its start rather than failing in whichever CUDA call comes first. Runs of
+// a process follow each other; the lock is for the GPUs' host threads of
+// one run.
 class failed_kernel_record {
  public:
-  void note(int device, const std::string& message) {
+  void note(int device, const kernel_outcome& outcome) {
+    if (!outcome.while_running) return;  // refused at its launch: the GPU still works
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (first_.empty()) first_ = "on GPU " + std::to_string(device) + ": " + message;
+    if (first_.empty()) first_ = "on GPU " + std::to_string(device) + ": " + outcome.message;
   }
   void refuse_another_run() const {
     const std::lock_guard<std::mutex> lock(mutex_);
@@ -463,11 +464,10 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
                            network ? &network->others_progress() : nullptr);
   process_watch watch(beats, me, host_view.control, plan.ranks, /*silence_seconds=*/5.0);
   job_control& control = *host_view.control;
-  std::string message;
-  const int status = kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes,
-                                            stream->get(), message);
-  if (status != 0) {
-    failed_kernels.note(gpu, message);
+  const kernel_outcome run =
+      kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes, stream->get());
+  if (run.status != 0) {
+    failed_kernels.note(gpu, run);
     store_release<scope::system>(control.abort, 1u);
   }
   // The other nodes may still need this GPU's memory: the engine serves
@@ -484,15 +484,18 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     if (control.error_claimed != 0) throw error(control.error);
     if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-    if (status != 0)
-      throw error(errc::device_error, -1, call::runtime,
-                  "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + message);
+    if (run.status != 0)
+      throw error(
+          errc::device_error, -1, call::runtime,
+          "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + run.message);
     throw error(errc::process_failed, -1, call::runtime,
                 "grma: another process of the job failed during the run");
   };
   // Every process, failed or not, votes before any frees memory the others'
   // kernels may still use; a process that seems lost cannot stall the vote.
-  if (group.end_of_run_vote(status != 0 || !report.empty(), lost, [&] { return watch.failure(); })
+  if (group
+          .end_of_run_vote(run.status != 0 || !report.empty(), lost,
+                           [&] { return watch.failure(); })
           .value_or(true))
     fail();
   watch.stop();
@@ -552,12 +555,12 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   job_control& control = *host_views[0]->control;
   auto launch = [&](gpu_part& g) {
     cudaSetDevice(g.device);
-    g.status = kernel.launch_and_wait(g.arena->view(), plan.ranks, plan.threads, plan.shared_bytes,
-                                      g.stream->get(), g.message);
+    g.outcome = kernel.launch_and_wait(g.arena->view(), plan.ranks, plan.threads, plan.shared_bytes,
+                                       g.stream->get());
     // A GPU that failed without raising the abort flag itself (a CUDA fault)
     // still lets the other GPUs' ranks leave their waits.
-    if (g.status != 0) {
-      failed_kernels.note(g.device, g.message);
+    if (g.outcome.status != 0) {
+      failed_kernels.note(g.device, g.outcome);
       store_release<scope::system>(control.abort, 1u);
     }
   };
@@ -572,12 +575,13 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     if (report.empty()) report = g.progress->watchdog_report();
   }
   for (gpu_part& g : parts) {
-    if (g.status == 0) continue;
+    if (g.outcome.status == 0) continue;
     // A failing rank wrote its record to mapped host memory before trapping.
     if (control.error_claimed != 0) throw error(control.error);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
     throw error(errc::device_error, -1, call::runtime,
-                "grma: the rank kernel failed on GPU " + std::to_string(g.device) + ": " + g.message);
+                "grma: the rank kernel failed on GPU " + std::to_string(g.device) + ": " +
+                    g.outcome.message);
   }
   cuda_check(cudaSetDevice(first), "cudaSetDevice");
   if (o.userdata_size != 0)
