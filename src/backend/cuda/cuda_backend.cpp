@@ -329,8 +329,8 @@ struct gpu_part {
 };
 
 // A rank kernel that fails as it runs (a rank's error, or a rank leaving a
-// job aborted elsewhere: both trap) ends CUDA's use of the process's GPUs:
-// every later call there returns the same error. The next run says so at
+// job aborted elsewhere: both trap) ends CUDA's use of its GPU in the
+// process: every later call there returns the same error. The next run says so at
 // its start rather than failing in whichever CUDA call comes first. Runs of
 // a process follow each other; the lock is for the GPUs' host threads of
 // one run.
@@ -491,8 +491,10 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     throw error(errc::process_failed, -1, call::runtime,
                 "grma: another process of the job failed during the run");
   };
-  // Every process, failed or not, votes before any frees memory the others'
-  // kernels may still use; a process that seems lost cannot stall the vote.
+  // Every process, failed or not, votes before it frees memory the others'
+  // kernels may still use. A process that seems lost cannot stall the vote:
+  // the others leave without its vote (it may only be stopped, its kernel
+  // still running until it sees the abort flag raised above or by the watch).
   if (group
           .end_of_run_vote(run.status != 0 || !report.empty(), lost,
                            [&] { return watch.failure(); })
