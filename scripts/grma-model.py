@@ -152,9 +152,16 @@ def predict(hd, paths, loaded=None):
     each data set's exchange is a round of its own; HD-OVERLAP on ranks of
     two GPU warps or more gives it to one warp while the others compute
     (iterate_by_warps), so each of its phases costs the longer of a stencil
-    and a round (smaller ranks alternate: rounds of their own again)."""
+    and a round (smaller ranks alternate: rounds of their own again). The
+    stencil of such a phase runs on the other warps: a rank's stencil is
+    bound by its loads in flight, so it takes warps / (warps - 1) as long;
+    where the warps claim rows of blocks (a band of two blocks of 128
+    columns a warp or more, hd_grma.hpp's wide_enough_to_claim) the
+    exchanging warp joins once its round is done, and the phase takes the
+    stencil and a share of the round."""
     rows, ranks = hd["rows_per_rank"], hd["ranks_per_device"]
-    by_warps = hd["backend"] == "cuda" and hd["threads_per_rank"] >= 2 * 32
+    warps = hd["threads_per_rank"] // 32
+    by_warps = hd["backend"] == "cuda" and warps >= 2
     devices, nodes = hd["devices"], hd.get("nodes", 1)
     compute = [r for r in hd["results"] if r["variant"] == "compute"]
     if not compute:
@@ -203,8 +210,14 @@ def predict(hd, paths, loaded=None):
         else:
             # HD-OVERLAP, papers/000 Figure 4.2: six phases, each the longer of a stencil
             # of one set and a halo exchange of the other.
-            t = (max(t_lap, halo(2)) + max(t_lap, halo(1)) + max(t_flx, halo(1)) +
-                 max(t_flx, halo(1)) + max(t_out, halo(1)) + max(t_out, halo(2)))
+            claims = by_warps and n >= 2 * 128 * warps
+
+            def phase(stencil, exchange):
+                if claims:
+                    return max(exchange, stencil + exchange / warps)
+                return max(exchange, stencil * warps / (warps - 1) if by_warps else stencil)
+            t = (phase(t_lap, halo(2)) + phase(t_lap, halo(1)) + phase(t_flx, halo(1)) +
+                 phase(t_flx, halo(1)) + phase(t_out, halo(1)) + phase(t_out, halo(2)))
         predicted[(n, r["variant"])] = t
     return predicted, {"path": "halo exchange of all ranks" if loaded else path + " ping-pong",
                        "memory_gbs": memory / 1e3, "extrapolated": extrapolated,
