@@ -222,15 +222,16 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   // Another process's watchdog ended the job (of this node, or of another
   // node, whose report an engine left here): report what it saw.
   if (report.empty()) report = left_report(control);
-  std::string lost = watch ? watch->failure() : std::string();
+  const auto watch_failure = [&] { return watch ? watch->failure() : std::string(); };
+  std::string lost = watch_failure();
   if (lost.empty() && network) lost = network->failure();
   // Every process, failed or not, votes before any unmaps its memory
   // (others' ranks may still use it). A process that seems lost (to this
   // node's watch, or to the network engine before the vote) cannot stall
   // the vote: leaving without a vote made the others wait for ever, in MPI,
   // where no watchdog reaches, when it was only slow.
-  const std::optional<bool> failed_somewhere = group.end_of_run_vote(
-      failure || !report.empty(), lost, [&] { return watch ? watch->failure() : std::string(); });
+  const std::optional<bool> failed_somewhere =
+      group.end_of_run_vote(failure || !report.empty(), lost, watch_failure);
   if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, control);
   if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
 }
