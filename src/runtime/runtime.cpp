@@ -157,6 +157,7 @@ void runtime::run_cpu(const launch_options& options,
 
 #if GRMA_HAVE_CUDA
 rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const {
+  detail::cuda_refuse_after_failed_kernel();
   detail::cuda_select_device();
   const int devices = detail::cuda_job_devices(impl_->settings);
   const std::vector<int> node_of = detail::cuda_job_nodes(impl_->settings);
@@ -168,7 +169,6 @@ rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_opt
 }
 
 void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {
-  detail::cuda_select_device();
   detail::run_cuda_ranks(impl_->settings, options, kernel);
 }
 #else

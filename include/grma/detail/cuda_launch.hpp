@@ -85,6 +85,8 @@ class cuda_kernel_for final : public cuda_kernel {
     if (e == cudaSuccess) {
       e = cudaStreamSynchronize(s);
       outcome.while_running = e != cudaSuccess;
+    } else {
+      (void)cudaGetLastError();  // refused at its start: the thread's next call starts clean
     }
     outcome.status = int(e);
     if (e != cudaSuccess)

@@ -377,11 +377,14 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   if (processes > max_devices)
     config_error("a job has at most " + std::to_string(max_devices) + " GPUs; " +
                  std::to_string(processes) + " processes of one GPU each");
-  // Every process learns that one cannot run (the others would wait for it).
-  on_all_processes(group, "before the run", [] { failed_kernels.refuse_another_run(); });
+  // A process that cannot run these ranks fails with the others, not
+  // before the gathering below.
   int gpu = 0;
-  cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
-  const cuda_plan plan = plan_cuda(s, o, kernel, nodes > 1);
+  cuda_plan plan{};
+  on_all_processes(group, "while planning its ranks", [&] {
+    cuda_check(cudaGetDevice(&gpu), "cudaGetDevice");
+    plan = plan_cuda(s, o, kernel, nodes > 1);
+  });
   const std::uint64_t userdata_bytes = agree_on_shape(group, s, plan.ranks, 1, o.userdata_size);
   auto params_of = [&](int j) {
     return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
@@ -507,9 +510,20 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
 
 }  // namespace
 
-void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
-  if (process_group::get().count() > 1) return run_cuda_processes(s, o, kernel);
+void cuda_refuse_after_failed_kernel() {
   failed_kernels.refuse_another_run();
+}
+
+void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+  const process_group& group = process_group::get();
+  // Before any CUDA call (after a trap they fail): every process learns
+  // that one cannot run, which the others would otherwise wait for.
+  if (group.count() > 1)
+    on_all_processes(group, "before the run", [] { failed_kernels.refuse_another_run(); });
+  else
+    failed_kernels.refuse_another_run();
+  cuda_select_device();
+  if (group.count() > 1) return run_cuda_processes(s, o, kernel);
   const int devices = cuda_job_devices(s);
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");

@@ -27,6 +27,11 @@ struct cuda_plan {
 cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel,
                     bool across_nodes);
 
+// Throws when a rank kernel of this process failed as it ran (a trap ends
+// CUDA's use of the GPU in the process): no run, and no question about one,
+// can follow. Not collective (run_cuda_ranks asks all processes itself).
+void cuda_refuse_after_failed_kernel();
+
 // Under mpirun (several processes), makes process p's GPU the current one:
 // one process per GPU.
 void cuda_select_device();
