@@ -356,6 +356,15 @@ class failed_kernel_record {
 };
 failed_kernel_record failed_kernels;
 
+// After a launch on `device`: a failed kernel is remembered and raises the
+// job's abort flag, so that the other GPUs' and processes' ranks leave their
+// waits (a CUDA fault raises none itself).
+void after_launch(int device, const kernel_outcome& outcome, job_control& control) {
+  if (outcome.status == 0) return;
+  failed_kernels.note(device, outcome);
+  store_release<scope::system>(control.abort, 1u);
+}
+
 }  // namespace
 
 namespace {
@@ -469,10 +478,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   job_control& control = *host_view.control;
   const kernel_outcome run =
       kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes, stream->get());
-  if (run.status != 0) {
-    failed_kernels.note(gpu, run);
-    store_release<scope::system>(control.abort, 1u);
-  }
+  after_launch(gpu, run, control);
   // The other nodes may still need this GPU's memory: the engine serves
   // them until every process is done.
   if (network) network->finish();
@@ -573,12 +579,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     cudaSetDevice(g.device);
     g.outcome = kernel.launch_and_wait(g.arena->view(), plan.ranks, plan.threads, plan.shared_bytes,
                                        g.stream->get());
-    // A GPU that failed without raising the abort flag itself (a CUDA fault)
-    // still lets the other GPUs' ranks leave their waits.
-    if (g.outcome.status != 0) {
-      failed_kernels.note(g.device, g.outcome);
-      store_release<scope::system>(control.abort, 1u);
-    }
+    after_launch(g.device, g.outcome, control);
   };
   std::vector<std::thread> host_threads;
   for (int d = 1; d < devices; ++d) host_threads.emplace_back(launch, std::ref(parts[std::size_t(d)]));
