@@ -365,6 +365,14 @@ void after_launch(int device, const kernel_outcome& outcome, job_control& contro
   store_release<scope::system>(control.abort, 1u);
 }
 
+// The error of a kernel that failed on `device` with no rank's record or
+// watchdog report to tell more.
+error kernel_failure(int device, const kernel_outcome& outcome) {
+  return error(
+      errc::device_error, -1, call::runtime,
+      "grma: the rank kernel failed on GPU " + std::to_string(device) + ": " + outcome.message);
+}
+
 }  // namespace
 
 namespace {
@@ -493,10 +501,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     if (control.error_claimed != 0) throw error(control.error);
     if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-    if (run.status != 0)
-      throw error(
-          errc::device_error, -1, call::runtime,
-          "grma: the rank kernel failed on GPU " + std::to_string(gpu) + ": " + run.message);
+    if (run.status != 0) throw kernel_failure(gpu, run);
     throw error(errc::process_failed, -1, call::runtime,
                 "grma: another process of the job failed during the run");
   };
@@ -524,10 +529,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   const process_group& group = process_group::get();
   // Before any CUDA call (after a trap they fail): every process learns
   // that one cannot run, which the others would otherwise wait for.
-  if (group.count() > 1)
-    on_all_processes(group, "before the run", [] { failed_kernels.refuse_another_run(); });
-  else
-    failed_kernels.refuse_another_run();
+  on_all_processes(group, "before the run", cuda_refuse_after_failed_kernel);
   cuda_select_device();
   if (group.count() > 1) return run_cuda_processes(s, o, kernel);
   const int devices = cuda_job_devices(s);
@@ -596,9 +598,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     // A failing rank wrote its record to mapped host memory before trapping.
     if (control.error_claimed != 0) throw error(control.error);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
-    throw error(errc::device_error, -1, call::runtime,
-                "grma: the rank kernel failed on GPU " + std::to_string(g.device) + ": " +
-                    g.outcome.message);
+    throw kernel_failure(g.device, g.outcome);
   }
   cuda_check(cudaSetDevice(first), "cudaSetDevice");
   if (o.userdata_size != 0)
