@@ -1,5 +1,6 @@
 #include "remote_engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -7,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -608,13 +610,18 @@ struct remote_engine::state {
       error_record record;
       std::memcpy(&record, message->data(), sizeof record);
       // Left for every process of this node (one of them may see the abort
-      // and stop before its own engine has received this).
+      // and stop before its own engine has received this), with what this
+      // node's ranks wait for: they have not seen the abort yet, and the
+      // other node's watchdog could not see them.
       if (message->size() > sizeof record)
-        leave_report(*first->control,
-                     "grma: process " + std::to_string(from) + " (node " +
-                         std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " +
-                         std::string(reinterpret_cast<const char*>(message->data()) + sizeof record,
-                                     message->size() - sizeof record));
+        leave_report(
+            *first->control,
+            fit_report(
+                "grma: process " + std::to_string(from) + " (node " +
+                    std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " +
+                    std::string(reinterpret_cast<const char*>(message->data()) + sizeof record,
+                                message->size() - sizeof record),
+                blocked_here() + in_flight()));
       if (record.code != 0) {
         fail_job(record);
       } else {
@@ -622,6 +629,70 @@ struct remote_engine::state {
         store_release<scope::system>(first->control->abort, 1u);
       }
     });
+  }
+
+  // What this engine holds that an operation between nodes may wait for,
+  // for the report of a job a watchdog ends: its sends not yet
+  // acknowledged, its gets without their data, requests from other
+  // processes that wait for a window or complete in order behind an
+  // earlier one, notifications behind a full ring.
+  std::string in_flight() const {
+    std::ostringstream s;
+    s << "\ngrma: network engine of process " << nodes.process << ":";
+    const std::size_t before = s.tellp();
+    if (unacknowledged != 0) s << " " << unacknowledged << " operations sent and not acknowledged;";
+    if (!gets.empty()) {
+      s << " gets waiting for their data, of rank";
+      for (const auto& entry : gets) s << " " << entry.first;
+      s << ";";
+    }
+    for (int p = 0; p < nodes.processes; ++p) {
+      if (!waiting[std::size_t(p)].empty())
+        s << " " << waiting[std::size_t(p)].size() << " requests of process " << p
+          << " wait for a window;";
+      const std::deque<in_order>& queue = completing[std::size_t(p)];
+      if (queue.empty()) continue;
+      const remote_command& first_one = queue.front().c;
+      const call what = first_one.op == remote_op::get_notify   ? call::get_notify
+                        : first_one.op == remote_op::put_signal ? call::put_signal
+                                                                : call::put_notify;
+      s << " " << queue.size() << " requests of process " << p << " in progress, the first ("
+        << call_name(what) << " of rank " << first_one.origin << " to rank " << first_one.target
+        << ", " << first_one.bytes << " bytes) "
+        << (queue.front().ready ? "done;" : "still moving its data;");
+    }
+    std::size_t held = 0;
+    for (const auto& entry : outboxes) held += entry.second.held.size();
+    if (held != 0) s << " " << held << " notifications wait for room in their targets' queues;";
+    if (!lanes.idle()) s << " data waits for staging room;";
+    if (std::size_t(s.tellp()) == before) s << " nothing in flight";
+    return s.str();
+  }
+
+  // `report` and `added` after it, each cut where needed (`report` keeping
+  // at least half) to fit a control block's report: what leave_report
+  // keeps, and what an engine accepts from another.
+  static std::string fit_report(std::string report, std::string added) {
+    constexpr std::size_t limit = sizeof(job_control::report);
+    if (report.size() + added.size() <= limit) return report + added;
+    cut_to(report, std::max(limit / 2, limit - std::min(added.size(), limit)));
+    cut_to(added, limit - report.size());
+    return report + added;
+  }
+  static void cut_to(std::string& text, std::size_t bytes) {
+    constexpr char cut[] = " [...]";
+    if (text.size() > bytes) text = text.substr(0, bytes - (sizeof cut - 1)) + cut;
+  }
+
+  // This node's blocked ranks, under a line that names the node, or empty.
+  std::string blocked_here() const {
+    std::vector<const device_view*> node;
+    for (const device_view* v : views)
+      if (v != nullptr) node.push_back(v);
+    const std::string ranks = blocked_ranks(node);
+    if (ranks.empty()) return ranks;
+    return "\ngrma: on node " + std::to_string(nodes.node_of[std::size_t(nodes.process)]) +
+           " when that abort came, blocked ranks:" + ranks;
   }
 
   // Sends this node's abort to the other nodes: its error record, or the
@@ -632,8 +703,8 @@ struct remote_engine::state {
     std::string report;
     if (load_acquire<scope::system>(control.error_claimed) != 0)
       record = control.error;
-    else
-      report = left_report(control);
+    else if (std::string left = left_report(control); !left.empty())
+      report = fit_report(std::move(left), in_flight());
     auto message = std::make_shared<std::vector<unsigned char>>(sizeof record + report.size());
     std::memcpy(message->data(), &record, sizeof record);
     std::memcpy(message->data() + sizeof record, report.data(), report.size());

@@ -81,27 +81,30 @@ std::string blocked_ranks_report(const std::vector<const device_view*>& job, dou
   std::ostringstream s;
   s.precision(3);
   s << "grma: watchdog: no progress for " << idle_seconds
-    << " s (GRMA_TIMEOUT); blocked ranks:";
+    << " s (GRMA_TIMEOUT); blocked ranks:" << blocked_ranks(job);
+  return s.str();
+}
+
+std::string blocked_ranks(const std::vector<const device_view*>& job) {
+  std::ostringstream s;
   for (const device_view* d : job) {
     const device_view& v = *d;
     for (int r = 0; r < v.ranks; ++r) {
-    rank_status& st = v.status[r];
-    if (load_relaxed<scope::system>(st.state) !=
-        std::int32_t(rank_state::blocked))
-      continue;
-    s << "\n  rank " << v.first_rank + r << ": ";
-    describe_call(s, st);
-    const std::int32_t total = load_relaxed<scope::system>(st.unmatched);
-    s << "; unmatched notifications: " << total;
-    for (int i = 0; i < total && i < unmatched_shown; ++i) {
-      notification& n = st.unmatched_head[i];
-      describe_notification(s, notification{load_relaxed<scope::system>(n.window),
-                                            load_relaxed<scope::system>(n.source),
-                                            load_relaxed<scope::system>(n.tag)});
-    }
-    if (total > unmatched_shown) s << " ...";
-    if (std::uint32_t(total) >= v.match_capacity)
-      s << " (GRMA_MATCH_CAPACITY is full: more may wait in its queue)";
+      rank_status& st = v.status[r];
+      if (load_relaxed<scope::system>(st.state) != std::int32_t(rank_state::blocked)) continue;
+      s << "\n  rank " << v.first_rank + r << ": ";
+      describe_call(s, st);
+      const std::int32_t total = load_relaxed<scope::system>(st.unmatched);
+      s << "; unmatched notifications: " << total;
+      for (int i = 0; i < total && i < unmatched_shown; ++i) {
+        notification& n = st.unmatched_head[i];
+        describe_notification(s, notification{load_relaxed<scope::system>(n.window),
+                                              load_relaxed<scope::system>(n.source),
+                                              load_relaxed<scope::system>(n.tag)});
+      }
+      if (total > unmatched_shown) s << " ...";
+      if (std::uint32_t(total) >= v.match_capacity)
+        s << " (GRMA_MATCH_CAPACITY is full: more may wait in its queue)";
     }
   }
   return s.str();

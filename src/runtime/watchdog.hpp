@@ -21,6 +21,10 @@ bool any_rank_blocked(const std::vector<const device_view*>& job);
 // the notifications it holds unmatched, as the rank published them.
 std::string blocked_ranks_report(const std::vector<const device_view*>& job, double idle_seconds);
 
+// The same list alone, a line ("\n  rank N: ...") for each blocked rank, or
+// empty: what a node's ranks wait for when another node's abort comes.
+std::string blocked_ranks(const std::vector<const device_view*>& job);
+
 // The report of the watchdog that ended the job, where every process of the
 // node and the network engines find it: the first caller claims the node's
 // control block, leaves `report` there (cut to fit) and returns true; it

@@ -22,6 +22,8 @@
 //           other node reports that watchdog's report
 //   stuck_node  the same with every rank of the first node waiting (run with
 //           two processes per node, whose watchdogs may both fire)
+//   stuck_both  rank 0 as in stuck, and rank 1 (the other node, whose
+//           watchdog is slower) waits too: its node's report names both
 // The programs run on either backend (a rank's threads share the loops, and
 // what a put sends is in grma memory), so the same cases run on two GPUs
 // made two nodes.
@@ -241,6 +243,7 @@ struct late {
 
 struct stuck {
   bool whole_node;  // every rank of the first half of the world (the first node) waits
+  bool rank_1_too;  // rank 1 waits as well (for another tag)
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     void* memory = r.alloc(64);
@@ -248,6 +251,7 @@ struct stuck {
     const int me = r.rank(grma::world);
     if (me == 0 || (whole_node && 2 * me < r.size(grma::world)))
       r.wait_notifications(w, 1, 9, 1);  // never sent
+    if (me == 1 && rank_1_too) r.wait_notifications(w, 0, 7, 1);  // nor this
   }
 };
 
@@ -268,8 +272,8 @@ int main(int argc, char** argv) try {
     rt.run(windows{});
   } else if (which == "late" || which == "late_assert") {
     rt.run(late{which == "late_assert"});
-  } else if (which == "stuck" || which == "stuck_node") {
-    rt.run(stuck{which == "stuck_node"});
+  } else if (which == "stuck" || which == "stuck_node" || which == "stuck_both") {
+    rt.run(stuck{which == "stuck_node", which == "stuck_both"});
   } else {
     std::fprintf(stderr,
                  "usage: %s flood|large|forged|order|windows|late|late_assert|stuck|stuck_node [--grma-...]\n",

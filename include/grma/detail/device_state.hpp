@@ -284,7 +284,7 @@ struct job_control {
   std::uint32_t report_claimed;
   std::uint32_t report_ready;
   std::uint32_t report_length;
-  char report[4096];
+  char report[16384];
   // Per process (its first device's block): that its host is alive, for the
   // other processes of the job (process_watch).
   std::int64_t pid;

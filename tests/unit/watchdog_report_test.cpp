@@ -1,0 +1,77 @@
+// The watchdog's list of blocked ranks: only blocked ranks, each with its
+// call and arguments, under the report's header or alone (what a network
+// engine adds for its node).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <vector>
+
+#include "runtime/watchdog.hpp"
+
+namespace {
+
+using grma::call;
+using grma::detail::device_view;
+using grma::detail::rank_state;
+using grma::detail::rank_status;
+
+// Four ranks of one device, world ranks 8..11, none blocked until told.
+struct four_ranks {
+  rank_status status[4] = {};
+  device_view view{};
+  four_ranks() {
+    view.status = status;
+    view.ranks = 4;
+    view.first_rank = 8;
+    view.match_capacity = 64;
+    for (rank_status& st : status) st.state = std::int32_t(rank_state::running);
+  }
+  void block(int r, call where, std::initializer_list<std::int64_t> args) {
+    rank_status& st = status[r];
+    st.state = std::int32_t(rank_state::blocked);
+    st.where = std::int32_t(where);
+    int i = 0;
+    for (std::int64_t a : args) st.args[i++] = a;
+  }
+  std::string blocked() const { return grma::detail::blocked_ranks({&view}); }
+};
+
+TEST(WatchdogReport, NoBlockedRankMakesAnEmptyList) {
+  four_ranks d;
+  EXPECT_EQ(d.blocked(), "");
+}
+
+TEST(WatchdogReport, AWaitForANotificationNamesItsArguments) {
+  four_ranks d;
+  d.block(1, call::wait_notifications, {3, 1, 9, 2});
+  EXPECT_EQ(d.blocked(),
+            "\n  rank 9: wait_notifications(window 3, source 1, tag 9, count 2); unmatched "
+            "notifications: 0");
+}
+
+TEST(WatchdogReport, OnlyBlockedRanksAreListedWithWhatTheyHoldUnmatched) {
+  four_ranks d;
+  d.block(3, call::wait_signal, {2, 16, 3, 7});
+  rank_status& st = d.status[3];
+  st.unmatched = 2;
+  st.unmatched_head[0] = {5, 3, 11};
+  st.unmatched_head[1] = {(1u << 16) | 6u, 0, 12};  // the window's slot without its generation
+  d.status[2].state = std::int32_t(rank_state::finished);
+  EXPECT_EQ(
+      d.blocked(),
+      "\n  rank 11: wait_signal(window 2, offset 16, until word >= 7); unmatched notifications: "
+      "2 [window 5 from 3 tag 11] [window 6 from 0 tag 12]");
+}
+
+TEST(WatchdogReport, TheReportHasItsHeaderAndTheList) {
+  four_ranks d;
+  d.block(1, call::wait_notifications, {3, -1, -1, 1});
+  EXPECT_EQ(grma::detail::blocked_ranks_report({&d.view}, 1.25),
+            "grma: watchdog: no progress for 1.25 s (GRMA_TIMEOUT); blocked ranks:"
+            "\n  rank 9: wait_notifications(window 3, source any, tag any, count 1); unmatched "
+            "notifications: 0");
+}
+
+}  // namespace
