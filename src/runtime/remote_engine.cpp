@@ -1,6 +1,5 @@
 #include "remote_engine.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -58,6 +57,13 @@ struct in_order {
   unsigned char* range;
   bool ready;
 };
+
+// The rank's call that a request from another node carries out.
+call call_of(remote_op op) {
+  return op == remote_op::get_notify   ? call::get_notify
+         : op == remote_op::put_signal ? call::put_signal
+                                       : call::put_notify;
+}
 
 struct arrivals_of_node {
   std::uint64_t epoch;
@@ -362,9 +368,7 @@ struct remote_engine::state {
   verdict check(int from, const remote_command& c, unsigned char*& range) {
     const window_table& t = first->windows;
     const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
-    const call where = c.op == remote_op::get_notify   ? call::get_notify
-                       : c.op == remote_op::put_signal ? call::put_signal
-                                                       : call::put_notify;
+    const call where = call_of(c.op);
     auto refuse = [&](refusal why, std::uint64_t registered) {
       error_record r{};
       r.code = std::int32_t(errc::request_refused);
@@ -616,7 +620,7 @@ struct remote_engine::state {
       if (message->size() > sizeof record)
         leave_report(
             *first->control,
-            fit_report(
+            report_with(
                 "grma: process " + std::to_string(from) + " (node " +
                     std::to_string(nodes.node_of[std::size_t(from)]) + ") reports: " +
                     std::string(reinterpret_cast<const char*>(message->data()) + sizeof record,
@@ -653,12 +657,9 @@ struct remote_engine::state {
       const std::deque<in_order>& queue = completing[std::size_t(p)];
       if (queue.empty()) continue;
       const remote_command& first_one = queue.front().c;
-      const call what = first_one.op == remote_op::get_notify   ? call::get_notify
-                        : first_one.op == remote_op::put_signal ? call::put_signal
-                                                                : call::put_notify;
       s << " " << queue.size() << " requests of process " << p << " in progress, the first ("
-        << call_name(what) << " of rank " << first_one.origin << " to rank " << first_one.target
-        << ", " << first_one.bytes << " bytes) "
+        << call_name(call_of(first_one.op)) << " of rank " << first_one.origin << " to rank "
+        << first_one.target << ", " << first_one.bytes << " bytes) "
         << (queue.front().ready ? "done;" : "still moving its data;");
     }
     std::size_t held = 0;
@@ -667,21 +668,6 @@ struct remote_engine::state {
     if (!lanes.idle()) s << " data waits for staging room;";
     if (std::size_t(s.tellp()) == before) s << " nothing in flight";
     return s.str();
-  }
-
-  // `report` and `added` after it, each cut where needed (`report` keeping
-  // at least half) to fit a control block's report: what leave_report
-  // keeps, and what an engine accepts from another.
-  static std::string fit_report(std::string report, std::string added) {
-    constexpr std::size_t limit = sizeof(job_control::report);
-    if (report.size() + added.size() <= limit) return report + added;
-    cut_to(report, std::max(limit / 2, limit - std::min(added.size(), limit)));
-    cut_to(added, limit - report.size());
-    return report + added;
-  }
-  static void cut_to(std::string& text, std::size_t bytes) {
-    constexpr char cut[] = " [...]";
-    if (text.size() > bytes) text = text.substr(0, bytes - (sizeof cut - 1)) + cut;
   }
 
   // This node's blocked ranks, under a line that names the node, or empty.
@@ -704,7 +690,7 @@ struct remote_engine::state {
     if (load_acquire<scope::system>(control.error_claimed) != 0)
       record = control.error;
     else if (std::string left = left_report(control); !left.empty())
-      report = fit_report(std::move(left), in_flight());
+      report = report_with(std::move(left), in_flight());
     auto message = std::make_shared<std::vector<unsigned char>>(sizeof record + report.size());
     std::memcpy(message->data(), &record, sizeof record);
     std::memcpy(message->data() + sizeof record, report.data(), report.size());

@@ -51,6 +51,13 @@ void describe_call(std::ostringstream& s, rank_status& st) {
   }
 }
 
+// `text` cut to at most `bytes`, its end marked where it was cut.
+std::string cut_to(std::string text, std::size_t bytes) {
+  constexpr char cut[] = " [...]";
+  if (text.size() <= bytes) return text;
+  return text.substr(0, bytes - (sizeof cut - 1)) + cut;
+}
+
 void describe_notification(std::ostringstream& s, const notification& n) {
   s << " [window " << (n.window & 0xffffu) << " from " << n.source << " tag " << n.tag << "]";
 }
@@ -112,14 +119,19 @@ std::string blocked_ranks(const std::vector<const device_view*>& job) {
 
 bool leave_report(job_control& c, const std::string& report) {
   if (!compare_exchange_acquire<scope::system>(c.report_claimed, 0u, 1u)) return false;
-  constexpr char cut[] = " [...]";
-  const std::size_t n = std::min(report.size(), sizeof c.report);
-  std::memcpy(c.report, report.data(), n);
-  if (n < report.size()) std::memcpy(c.report + n - (sizeof cut - 1), cut, sizeof cut - 1);
-  c.report_length = std::uint32_t(n);
+  const std::string text = cut_to(report, sizeof c.report);
+  std::memcpy(c.report, text.data(), text.size());
+  c.report_length = std::uint32_t(text.size());
   // Release: the text and its length are in place before `report_ready`.
   store_release<scope::system>(c.report_ready, 1u);
   return true;
+}
+
+std::string report_with(std::string report, std::string added) {
+  constexpr std::size_t limit = sizeof(job_control::report);
+  if (report.size() + added.size() <= limit) return report + added;
+  report = cut_to(std::move(report), std::max(limit / 2, limit - std::min(added.size(), limit)));
+  return report + cut_to(std::move(added), limit - report.size());
 }
 
 std::string left_report(const job_control& c) {

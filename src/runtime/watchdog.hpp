@@ -33,6 +33,11 @@ std::string blocked_ranks(const std::vector<const device_view*>& job);
 // node's report the same way.
 bool leave_report(job_control& c, const std::string& report);
 
+// `report` with `added` after it, each cut where needed (`report` keeping
+// at least half) to fit a control block's report, so that what a network
+// engine adds survives leave_report and the other engines' size check.
+std::string report_with(std::string report, std::string added);
+
 // The report left in the control block, or empty.
 std::string left_report(const job_control& c);
 

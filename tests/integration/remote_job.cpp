@@ -275,9 +275,11 @@ int main(int argc, char** argv) try {
   } else if (which == "stuck" || which == "stuck_node" || which == "stuck_both") {
     rt.run(stuck{which == "stuck_node", which == "stuck_both"});
   } else {
-    std::fprintf(stderr,
-                 "usage: %s flood|large|forged|order|windows|late|late_assert|stuck|stuck_node [--grma-...]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s flood|large|forged|order|windows|late|late_assert|stuck|stuck_node|stuck_both "
+        "[--grma-...]\n",
+        argv[0]);
     return 2;
   }
   std::printf("%s: passed\n", which.c_str());

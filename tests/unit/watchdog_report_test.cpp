@@ -1,6 +1,6 @@
 // The watchdog's list of blocked ranks: only blocked ranks, each with its
 // call and arguments, under the report's header or alone (what a network
-// engine adds for its node).
+// engine adds for its node); and what an engine adds fitting beside a report.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -72,6 +72,21 @@ TEST(WatchdogReport, TheReportHasItsHeaderAndTheList) {
             "grma: watchdog: no progress for 1.25 s (GRMA_TIMEOUT); blocked ranks:"
             "\n  rank 9: wait_notifications(window 3, source any, tag any, count 1); unmatched "
             "notifications: 0");
+}
+
+TEST(WatchdogReport, WhatAnEngineAddsFitsBesideALongReport) {
+  constexpr std::size_t limit = sizeof(grma::detail::job_control::report);
+  EXPECT_EQ(grma::detail::report_with("report", "\nadded"), "report\nadded");
+  const std::string added = "\ngrma: network engine of process 1: nothing in flight";
+  const std::string joined = grma::detail::report_with(std::string(limit, 'r'), added);
+  EXPECT_EQ(joined.size(), limit);
+  EXPECT_EQ(joined.substr(limit - added.size() - 7), "r [...]" + added);
+  // Too much to add: the report keeps its first half, each part marked where cut.
+  const std::string both =
+      grma::detail::report_with(std::string(limit, 'r'), std::string(limit, 'a'));
+  EXPECT_EQ(both.size(), limit);
+  EXPECT_EQ(both.substr(limit / 2 - 7, 8), "r [...]a");
+  EXPECT_EQ(both.substr(limit - 6), " [...]");
 }
 
 }  // namespace
