@@ -15,6 +15,13 @@
 
 #include "stencils.hpp"
 
+// A function compiled apart from its callers (not inlined).
+#ifdef __CUDACC__
+#define HD_NOINLINE __noinline__
+#else
+#define HD_NOINLINE [[gnu::noinline]]
+#endif
+
 namespace hd {
 
 enum class variant : int {
@@ -81,6 +88,19 @@ struct grma_program {
       if (h.below && me + 1 < ranks) c.wait_notifications(win[set][f], me + 1, t, 1);
     }
     GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) { wait_halos(r, set, f, h, t); }
+
+    // The exchanging warp's puts and waits of a phase whose stencil the warps
+    // claim (iterate_by_warps), as one call: compiled apart from the claiming
+    // loop beside it. In line there, HD-OVERLAP was 4-8 % slower at 2048-4096
+    // columns on two H100s, 1-2 % at 8192 (design.md, stop 26). Narrower
+    // phases and HD keep their exchanges in line: out of line there, they
+    // were up to 14 % slower.
+    template <class Caller>
+    GRMA_HOST_DEVICE HD_NOINLINE void exchange_apart(Caller& c, int set, field f, halo_rows h,
+                                                     int t) {
+      send_halos(c, set, f, h, t);
+      wait_halos(c, set, f, h, t);
+    }
 
     // A stencil by all the rank's threads, then a meeting of them: the next
     // stencil (or put) reads what other threads wrote.
@@ -264,8 +284,12 @@ struct grma_program {
     const int lanes = warp.threads();
     const bool by_claims = Claims && work != stencil::none;
     if (r.thread() < lanes) {
-      st.send_halos(warp, exchanged, f, h, t);
-      st.wait_halos(warp, exchanged, f, h, t);
+      if constexpr (Claims) {
+        st.exchange_apart(warp, exchanged, f, h, t);
+      } else {
+        st.send_halos(warp, exchanged, f, h, t);
+        st.wait_halos(warp, exchanged, f, h, t);
+      }
     } else if (!by_claims) {
       compute(st.band[set], work, rows, r.thread() - lanes, r.threads() - lanes, every_column);
     }
