@@ -200,12 +200,15 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   MPI_Initialized(&mpi_ready);
 #endif
 
-  // Sizes: latency 8 B .. 1 MiB (quick: .. 4 KiB); bandwidth 64 KiB .. 64
-  // MiB per rank (quick: 64 KiB), one rank within what half the heap holds
-  // for two, all pairs within what it holds for all ranks.
+  // Sizes: latency 8 B .. 256 KiB, quick or not: the model's fit of each
+  // path then spans horizontal diffusion's halo rows up to 16384 columns (a
+  // fit of a quick remote run that ended at 4 KiB missed its bend and was
+  // 2-3x off there). Bandwidth 64 KiB .. 64 MiB per rank (quick: 64 KiB),
+  // one rank within what half the heap holds for two, all pairs within what
+  // it holds for all ranks.
   const std::size_t heap = rt.settings().heap_size;
   std::vector<std::size_t> latency_sizes, bandwidth_sizes;
-  for (std::size_t b = 8; b <= (o.quick ? 4096u : std::size_t(1) << 20); b *= 8) latency_sizes.push_back(b);
+  for (std::size_t b = 8; b <= std::size_t(256) << 10; b *= 8) latency_sizes.push_back(b);
   const std::size_t widest = o.quick ? std::size_t(64) << 10 : std::size_t(64) << 20;
   for (std::size_t b = std::size_t(64) << 10; b <= widest; b *= 4)
     if (4 * b <= heap / 2) bandwidth_sizes.push_back(b);
