@@ -75,6 +75,10 @@ enum class refusal : std::int32_t {
   signal_misaligned,  // the signal word is not 8-byte aligned
 };
 
+// Bytes of an error record's text, its terminating zero included: room for
+// an assertion's "dir/file.cpp:line: expression" with a realistic expression.
+inline constexpr std::uint32_t error_text_bytes = 256;
+
 // What a rank records when it fails. Shared with device code: fixed size, no
 // pointers, 8-byte aligned fields only.
 struct error_record {
@@ -83,9 +87,9 @@ struct error_record {
   std::int32_t where;  // call
   std::int32_t pad;
   std::int64_t values[6];
-  char text[64];
+  char text[error_text_bytes];
 };
-static_assert(sizeof(error_record) == 128, "error_record is shared with the GPU; keep its layout");
+static_assert(sizeof(error_record) == 320, "error_record is shared with the GPU; keep its layout");
 
 const char* call_name(call c);
 const char* comm_name(std::uint32_t comm_id);

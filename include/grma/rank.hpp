@@ -137,9 +137,20 @@ class basic_rank {
   }
 
   // Reads window memory that other ranks may write, past any stale cache line
-  // (papers/000 readNoCache).
+  // (papers/000 readNoCache). Polling a word that another rank sets
+  // (put_signal, or a put of that word) is no data race: on the CPU backend
+  // a naturally aligned number, enum or pointer is read with one relaxed
+  // atomic load (what ThreadSanitizer and the C++ memory model ask for); on
+  // a GPU a volatile load is already one uncached load. Relaxed: it orders
+  // nothing around it; the data a signal guards is read after wait_signal or
+  // wait_notifications (acquire).
   template <class T>
   GRMA_INLINE T read(const T* p) const {
+#if !GRMA_DEVICE_CODE
+    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>)
+      if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0)
+        return detail::load_relaxed<detail::scope::system>(*const_cast<T*>(p));
+#endif
     return *static_cast<const volatile T*>(p);
   }
 
@@ -234,8 +245,7 @@ class basic_rank {
     check_tag(tag, call::put_notify);
     if (on_other_node(a))
       return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source, call::put_notify);
-    // The ticket first: the atomic's round trip overlaps the copy.
-    const std::uint64_t ticket = take_ticket(a);
+    const std::uint64_t ticket = take_ticket_before_copy(a, bytes);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
     notify(a, w, tag, ticket, call::put_notify);
@@ -250,7 +260,7 @@ class basic_rank {
     if (on_other_node(a))
       return remote_access(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination,
                            call::get_notify);
-    const std::uint64_t ticket = take_ticket(a);
+    const std::uint64_t ticket = take_ticket_before_copy(a, bytes);
     const unsigned char* source = heap_of(a) + a.entry.offset + offset;
     if (destination != source) P::copy(destination, source, bytes);
     notify(a, w, tag, ticket, call::get_notify);
@@ -333,11 +343,13 @@ class basic_rank {
 
   GRMA_INLINE detail::log_line<basic_rank> log() { return detail::log_line<basic_rank>(*this); }
 
-  // Fails the job with "file:line: expression" unless `holds`. Use GRMA_ASSERT.
+  // Fails the job with "dir/file:line: expression" unless `holds` (the
+  // file's last two path components, so the expression fits whatever the
+  // folder). Use GRMA_ASSERT.
   GRMA_INLINE void check(bool holds, const char* expression, const char* file, int line) {
     if (holds) return;
-    detail::line_buffer text;
-    text.append(file);
+    detail::basic_line_buffer<error_text_bytes - 1> text;  // the record's zero after it
+    text.append(detail::source_tail(file));
     text.append(':');
     text.append_signed(line);
     text.append(": ");
@@ -714,16 +726,28 @@ class basic_rank {
     return view().peer_heaps[a.entry.device];
   }
 
-  // The ticket counter is this device's, shared only by its ranks.
-  GRMA_INLINE std::uint64_t take_ticket(const access& a) {
-    return leader() ? detail::ring_take_ticket<S>(view().tickets[world_target(a)]) : 0;
+  // The ticket of a put or get's notification. The target takes its ring's
+  // entries in ticket order, so a ticket held during a long copy would hide
+  // every later origin's notification until the copy ends (a 256 MiB put:
+  // tens of milliseconds). A copy of at most early_ticket_bytes takes about
+  // as long as the ticket's atomic (on this device, which keeps the counter
+  // for its ranks): that ticket is taken before the copy, whose time its
+  // round trip then overlaps; a larger copy's ticket is taken after the copy
+  // (notify). The leader's ticket, or no_ticket.
+  static constexpr std::size_t early_ticket_bytes = 4096;
+  static constexpr std::uint64_t no_ticket = ~std::uint64_t{0};
+  GRMA_INLINE std::uint64_t take_ticket_before_copy(const access& a, std::size_t bytes) {
+    if (!leader() || bytes > early_ticket_bytes) return no_ticket;
+    return detail::ring_take_ticket<S>(view().tickets[world_target(a)]);
   }
 
-  // Publishes the notification of a put or get whose data is in place.
+  // Publishes the notification of a put or get whose data every thread has
+  // copied, with the ticket taken before the copy or, failing that, now.
   GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {
       const int t = world_target(a);
+      if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
       detail::notification_ring& q = view().queue(t, view().device_index);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
       const detail::notification n{detail::window_key(w.slot, w.generation),

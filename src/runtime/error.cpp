@@ -61,7 +61,12 @@ std::string describe_values(const error_record& r) {
         << " unmatched notifications a rank can hold (GRMA_MATCH_CAPACITY)";
       break;
     case errc::window_not_created:
-      s << "window " << v[0] << " (generation " << v[1] << ") was never created";
+      // window_free leaves window_none (slot 0, generation 0) in the handle.
+      if (v[0] == 0 && v[1] == 0)
+        s << "the handle is grma::window_none: its window was freed by window_free (or the "
+             "handle was never set by window_create)";
+      else
+        s << "window " << v[0] << " (generation " << v[1] << ") was never created";
       break;
     case errc::window_freed:
       s << "window " << v[0] << " (generation " << v[1] << ") is used after window_free";

@@ -88,7 +88,19 @@ std::string blocked_ranks_report(const std::vector<const device_view*>& job, dou
   std::ostringstream s;
   s.precision(3);
   s << "grma: watchdog: no progress for " << idle_seconds
-    << " s (GRMA_TIMEOUT); blocked ranks:" << blocked_ranks(job);
+    << " s (GRMA_TIMEOUT); blocked ranks:" << blocked_ranks(job) << returned_ranks(job);
+  return s.str();
+}
+
+std::string returned_ranks(const std::vector<const device_view*>& job, int shown) {
+  std::ostringstream s;
+  int returned = 0;
+  for (const device_view* v : job)
+    for (int r = 0; r < v->ranks; ++r)
+      if (load_relaxed<scope::system>(v->status[r].state) == std::int32_t(rank_state::finished) &&
+          returned++ < shown)
+        s << "\n  rank " << v->first_rank + r << ": returned";
+  if (returned > shown) s << "\n  ... and " << returned - shown << " more ranks returned";
   return s.str();
 }
 

@@ -18,8 +18,14 @@ std::uint64_t progress_signature(const std::vector<const device_view*>& job);
 bool any_rank_blocked(const std::vector<const device_view*>& job);
 
 // Every blocked rank of the job: the call it is in with its arguments, and
-// the notifications it holds unmatched, as the rank published them.
+// the notifications it holds unmatched, as the rank published them; then the
+// ranks that have returned from the program (returned_ranks), so that a wait
+// for one of them shows as such.
 std::string blocked_ranks_report(const std::vector<const device_view*>& job, double idle_seconds);
+
+// A line ("\n  rank N: returned") for each rank whose program has returned,
+// the first `shown` of them, then how many more; or empty.
+std::string returned_ranks(const std::vector<const device_view*>& job, int shown = 16);
 
 // The same list alone, a line ("\n  rank N: ...") for each blocked rank, or
 // empty: what a node's ranks wait for when another node's abort comes.

@@ -508,11 +508,11 @@ TEST_P(Runtime, OverlappingSourceAndDestinationMoveLikeMemmove) {
 
 // ---- the log ------------------------------------------------------------------------------------
 
-constexpr int long_line_chars = 200;
+constexpr int long_line_chars = 300;
 
 // r.log() prints whole lines "[rank N] text" on stdout, each once, a rank's
 // lines in the order it wrote them, with every value type formatted; a line
-// too long for a log record is cut and ends in "...".
+// too long for a log record is cut and ends in "…".
 struct log_lines {
   int lines_per_rank;
 
@@ -535,7 +535,7 @@ TEST_P(Runtime, LogLinesNameTheirRank) {
   job j(rt, GetParam());
   const int n = j.resolve(log_lines{});
   const log_lines program{clamp_to(4000 / n, 2, 40)};
-  const std::string long_text_cut = std::string(grma::detail::log_text_bytes - 3, 'x') + "...";
+  const std::string long_text_cut = std::string(grma::detail::log_text_bytes - 3, 'x') + "\u2026";
   j.prepare();
   testing::internal::CaptureStdout();
   const bool ran = j.run(program);

@@ -155,10 +155,23 @@ TEST(Errors, WindowUsedAfterFree) {
 
 TEST(Errors, WindowNeverCreated) {
   const grma::error e = expect_failure([](auto& r) {
-    if (r.rank(grma::world) == 0) r.wait_notifications(grma::window_none, 1, 0, 1);
+    if (r.rank(grma::world) == 0) r.wait_notifications(grma::window{3, 1}, 1, 0, 1);
   });
   EXPECT_EQ(e.code(), grma::errc::window_not_created);
-  EXPECT_STREQ(e.what(), "grma: rank 0: wait_notifications: window 0 (generation 0) was never created");
+  EXPECT_STREQ(e.what(), "grma: rank 0: wait_notifications: window 3 (generation 1) was never created");
+}
+
+// window_free leaves window_none in the handle: a second free names it so.
+TEST(Errors, DoubleWindowFreeNamesWindowNone) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    r.window_free(w);
+    r.window_free(w);
+  });
+  EXPECT_EQ(e.code(), grma::errc::window_not_created);
+  EXPECT_THAT(e.what(), HasSubstr(": window_free: the handle is grma::window_none: its window was "
+                                  "freed by window_free (or the handle was never set by window_create)"));
 }
 
 TEST(Errors, WindowMemoryNotFromGrma) {
@@ -307,8 +320,22 @@ TEST(Errors, AssertionNamesFileLineAndExpression) {
     GRMA_ASSERT(r, me != 1);
   });
   EXPECT_EQ(e.code(), grma::errc::assertion_failed);
-  EXPECT_EQ(e.what(), "grma: rank 1: GRMA_ASSERT: assertion failed: " + std::string(__FILE__) +
-                          ":" + std::to_string(line) + ": me != 1");
+  EXPECT_EQ(e.what(), "grma: rank 1: GRMA_ASSERT: assertion failed: integration/test_errors.cpp:" +
+                          std::to_string(line) + ": me != 1");
+}
+
+// The message keeps a long expression whole, however deep the source folder
+// (the file is named by its last two path components).
+TEST(Errors, AssertionKeepsALongExpression) {
+  int line = 0;
+  const grma::error e = expect_failure([&](auto& r) {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    if (me == 0) line = __LINE__ + 1;
+    GRMA_ASSERT(r, me != 0 || (n > 1000 && me * n + 1 < n - 1 && me + me + me + me + me + me != n + n + n + n + n + n + n + n));
+  });
+  EXPECT_EQ(e.what(), "grma: rank 0: GRMA_ASSERT: assertion failed: integration/test_errors.cpp:" +
+                          std::to_string(line) +
+                          ": me != 0 || (n > 1000 && me * n + 1 < n - 1 && me + me + me + me + me + me != n + n + n + n + n + n + n + n)");
 }
 
 TEST(Errors, FailureReleasesRanksBlockedElsewhere) {

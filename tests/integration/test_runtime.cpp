@@ -344,11 +344,11 @@ INSTANTIATE_TEST_SUITE_P(Ranks, RuntimeRanks, testing::ValuesIn(rank_counts), ra
 
 // r.log() prints whole lines "[rank N] text" on stdout, each once, a rank's
 // lines in the order it wrote them, with every value type formatted; a line
-// too long for a log record is cut and ends in "...".
+// too long for a log record is cut and ends in "…".
 TEST(Runtime, LogLinesNameTheirRank) {
   constexpr int ranks = 5, lines_per_rank = 40;
-  const std::string long_text(200, 'x');
-  const std::string long_text_cut = std::string(grma::detail::log_text_bytes - 3, 'x') + "...";
+  const std::string long_text(300, 'x');
+  const std::string long_text_cut = std::string(grma::detail::log_text_bytes - 3, 'x') + "\u2026";
   rank_findings findings(ranks);
   grma::runtime rt(test_settings(ranks));
   testing::internal::CaptureStdout();

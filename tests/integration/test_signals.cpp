@@ -209,6 +209,42 @@ TEST_P(Signals, SignalsLeaveNoNotifications) {
   });
 }
 
+// Polling a signal word with read() while another rank sets it is the
+// README's way to look at a word without waiting: no data race (the tsan
+// preset runs this), and each value read is one that was set, never torn.
+TEST_P(Signals, ReadPollsAWordThatAnotherRankSets) {
+  constexpr std::uint64_t last = 255;  // values v * 0x0101010101010101: every byte v
+  const int ranks = GetParam();
+  rank_findings findings(ranks);
+  grma::runtime rt(test_settings(ranks));
+  run_checked(rt, findings, [&](grma::cpu_rank& r) {
+    const int me = r.rank(grma::world), peer = me ^ 1;
+    auto* word = static_cast<std::uint64_t*>(r.alloc(sizeof(std::uint64_t)));
+    *word = 0;
+    grma::window w = r.window_create(grma::world, word, sizeof(std::uint64_t));
+    if (peer < r.size(grma::world)) {
+      if (me % 2 == 0) {
+        for (std::uint64_t v = 1; v <= last; ++v) {
+          const std::uint64_t value = v * 0x0101010101010101ull;  // a torn read shows
+          r.put_signal(w, peer, 0, 0, nullptr, 0, value, grma::signal_op::set);
+        }
+      } else {
+        std::uint64_t seen = 0;
+        while (seen != last * 0x0101010101010101ull) {
+          const std::uint64_t now = r.read(word);
+          findings.check(me, now % 0x0101010101010101ull == 0 && now >= seen, "read ", now,
+                         " after ", seen);
+          if (now % 0x0101010101010101ull != 0 || now < seen) break;
+          seen = now;
+        }
+      }
+    }
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free(word);
+  });
+}
+
 INSTANTIATE_TEST_SUITE_P(Ranks, Signals, testing::ValuesIn(rank_counts), rank_count_name);
 
 }  // namespace

@@ -110,17 +110,26 @@ TEST(LineBuffer, LineOfExactlyTheCapacityIsNotCut) {
   EXPECT_EQ(text_of(b), full);
 }
 
+TEST(SourceTail, KeepsTheLastTwoComponents) {
+  using grma::detail::source_tail;
+  const std::string deep = "/" + std::string(150, 'd') + "/grma/tests/integration/test_errors.cpp";
+  EXPECT_STREQ(source_tail(deep.c_str()), "integration/test_errors.cpp");
+  EXPECT_STREQ(source_tail("/a.cu"), "/a.cu");
+  EXPECT_STREQ(source_tail("dir/a.cu"), "dir/a.cu");
+  EXPECT_STREQ(source_tail("a.cu"), "a.cu");
+}
+
 TEST(LineBuffer, LongerLineIsCutAndMarked) {
   line_buffer b;
   b.append(std::string(log_text_bytes, 'x').c_str());
   b.append('y');
   b.append_signed(-12345);
-  EXPECT_EQ(text_of(b), std::string(log_text_bytes - 3, 'x') + "...");
+  EXPECT_EQ(text_of(b), std::string(log_text_bytes - 3, 'x') + "\u2026");
 
   line_buffer long_number_line;
   long_number_line.append(std::string(log_text_bytes - 2, 'x').c_str());
   long_number_line.append_unsigned(123456);
-  EXPECT_EQ(text_of(long_number_line), std::string(log_text_bytes - 3, 'x') + "...");
+  EXPECT_EQ(text_of(long_number_line), std::string(log_text_bytes - 3, 'x') + "\u2026");
 }
 
 // A rank stand-in that keeps the line log_line sends when it goes away.

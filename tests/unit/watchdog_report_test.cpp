@@ -74,6 +74,18 @@ TEST(WatchdogReport, TheReportHasItsHeaderAndTheList) {
             "notifications: 0");
 }
 
+TEST(WatchdogReport, RanksThatReturnedAreNamedAfterTheBlockedOnes) {
+  four_ranks d;
+  d.block(1, call::wait_notifications, {3, 0, 5, 1});
+  d.status[0].state = std::int32_t(rank_state::finished);
+  d.status[3].state = std::int32_t(rank_state::finished);
+  EXPECT_EQ(grma::detail::blocked_ranks_report({&d.view}, 2),
+            "grma: watchdog: no progress for 2 s (GRMA_TIMEOUT); blocked ranks:"
+            "\n  rank 9: wait_notifications(window 3, source 0, tag 5, count 1); unmatched "
+            "notifications: 0\n  rank 8: returned\n  rank 11: returned");
+  EXPECT_EQ(grma::detail::returned_ranks({&d.view}, 1), "\n  rank 8: returned\n  ... and 1 more ranks returned");
+}
+
 TEST(WatchdogReport, WhatAnEngineAddsFitsBesideALongReport) {
   constexpr std::size_t limit = sizeof(grma::detail::job_control::report);
   EXPECT_EQ(grma::detail::report_with("report", "\nadded"), "report\nadded");

@@ -215,6 +215,13 @@ struct cuda_platform {
   // A rank's failure ends the kernel (DESIGN.md §6): the first failing rank
   // records its error in host-mapped memory, raises the abort flag and traps;
   // the host reads the record once the kernel has ended.
+  //
+  // A trap by any thread ends the whole grid at once, the claiming thread's
+  // stores in flight included. Every thread that fails (all threads of a
+  // rank call fail together, and several ranks may fail at once) therefore
+  // traps only once the record is in host memory: one that lost the claim
+  // waits for `error_claimed` first. The wait is bounded, for a claim taken
+  // by a network engine that is itself stopped.
   [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
                                             const error_record& record) {
 #if GRMA_DEVICE_CODE
@@ -223,6 +230,11 @@ struct cuda_platform {
       control.error = record;
       __threadfence_system();  // the record reaches host memory before the flag
       store_relaxed<scope::system>(control.error_claimed, 1u);
+      __threadfence_system();  // and the flag before the trap
+    } else {
+      // About a second at most; the winner needs microseconds.
+      for (std::uint32_t i = 0; i < (1u << 20) && load_relaxed<scope::system>(control.error_claimed) == 0; ++i)
+        __nanosleep(1000);
     }
     store_release<scope::system>(control.abort, 1u);
     __trap();

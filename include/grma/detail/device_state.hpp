@@ -362,7 +362,8 @@ struct alignas(64) remote_completion {
 
 // ---- log ----------------------------------------------------------------------
 
-inline constexpr std::uint32_t log_text_bytes = 116;
+// A log line's bytes: a line of a dozen numbers with their names fits.
+inline constexpr std::uint32_t log_text_bytes = 244;
 
 struct log_record {
   std::int32_t rank;
@@ -370,7 +371,7 @@ struct log_record {
   char text[log_text_bytes];
 };
 using log_ring = ring<log_record>;
-static_assert(sizeof(ring_slot<log_record>) == 128, "a log slot is 128 bytes");
+static_assert(sizeof(ring_slot<log_record>) == 256, "a log slot is 256 bytes");
 
 // ---- the view ranks get ------------------------------------------------------------
 

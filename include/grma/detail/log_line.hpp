@@ -1,5 +1,5 @@
 // Formatting of one log line without the C library, so the same code runs in
-// device code. Text past the line's capacity is cut and marked with "...".
+// device code. Text past the line's capacity is cut and marked with "…".
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,24 @@
 
 namespace grma::detail {
 
-class line_buffer {
+// The last two components of a source path ("dir/file.cpp"): what names a
+// file in a message, whatever the folder it was compiled in.
+GRMA_INLINE const char* source_tail(const char* path) {
+  const char* tail = path;
+  const char* after_last = path;  // just after the last '/' seen
+  for (const char* p = path; *p != '\0'; ++p)
+    if (*p == '/') {
+      tail = after_last;
+      after_last = p + 1;
+    }
+  return tail;
+}
+
+// A line of at most Capacity bytes (not zero-terminated).
+template <std::uint32_t Capacity>
+class basic_line_buffer {
+  static_assert(Capacity > 3, "room for the cut mark");
+
  public:
   GRMA_INLINE void append(const char* s) {
     if (s == nullptr) s = "(null)";
@@ -79,17 +96,22 @@ class line_buffer {
 
  private:
   GRMA_INLINE void put(char c) {
-    if (length_ < log_text_bytes) {
+    if (length_ < Capacity) {
       text_[length_++] = c;
-    } else if (!cut_) {  // mark the cut on the last three characters
+    } else if (!cut_) {  // "…" (U+2026, three bytes of UTF-8) replaces the last three
       cut_ = true;
-      text_[log_text_bytes - 3] = text_[log_text_bytes - 2] = text_[log_text_bytes - 1] = '.';
+      text_[Capacity - 3] = '\xe2';
+      text_[Capacity - 2] = '\x80';
+      text_[Capacity - 1] = '\xa6';
     }
   }
-  char text_[log_text_bytes];
+  char text_[Capacity];
   std::uint32_t length_ = 0;
   bool cut_ = false;
 };
+
+// A log record's line.
+using line_buffer = basic_line_buffer<log_text_bytes>;
 
 // `r.log() << "x = " << x;` prints one whole line, tagged with the rank, when
 // the statement ends. All threads of the rank log the same values; one sends.

@@ -35,6 +35,7 @@ struct notification {
 // fence per store; host code stores the last word with release instead.
 template <>
 struct ring_slot<notification> {
+  static constexpr bool self_validating = true;  // ring_release
   std::uint64_t word[4];  // word[3] unused: 32-byte slots
 
   GRMA_INLINE static constexpr std::uint64_t pack(std::uint32_t sequence, std::uint32_t field) {
@@ -169,13 +170,14 @@ struct inbox_rings {
   }
 };
 
-// Hands the slots taken so far back to producers: all of them (the rank is
-// about to wait), or only where half a ring is held.
+// Hands every slot taken so far back to its producers (ring_release does
+// nothing for a ring whose head has not moved). Called at the end of every
+// call that takes entries, matched or not: a taken slot is never held while
+// the rank does anything else, so a rank blocked anywhere (its own put to a
+// full ring, a barrier, a signal wait) holds no slot its senders wait for.
 template <scope S>
-GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers, bool all) {
-  for (int i = 0; i < in.count; ++i)
-    if (all || readers[i].head - readers[i].released > readers[i].mask / 2)
-      ring_release<S>(in.ring(i), readers[i]);
+GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers) {
+  for (int i = 0; i < in.count; ++i) ring_release<S>(in.ring(i), readers[i]);
 }
 
 // Tries to match `q`. On success removes the q.count oldest matches and
@@ -183,10 +185,8 @@ GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers, bool
 // may have moved from the rings into the pending list, in order) and returns
 // false. A query never matches a hole (q.window is a real window's key).
 //
-// `readers` are the consumer's private heads in its rings. Slots are handed
-// back to producers when the match fails (the rank is about to wait) or once
-// half a ring is held; a successful match on the fast path stores nothing
-// shared.
+// `readers` are the consumer's private heads in its rings; every slot taken
+// is handed back to its producers before the function returns.
 template <scope S>
 GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& in,
                                      ring_reader* readers, const match_query& q) {
@@ -196,16 +196,13 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
       notification n;
       if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
       if (matches(n, q)) {
-        release_rings<S>(in, readers, false);
+        ring_release<S>(in.ring(i), readers[i]);
         return true;
       }
       pending_append(pending, n);  // not this one: the general path goes on from here
       break;
     }
-    if (pending.size == 0) {
-      release_rings<S>(in, readers, true);
-      return false;
-    }
+    if (pending.size == 0) return false;  // no ring had an entry: none to hand back
   }
   // The oldest match's place: the removal below starts there.
   std::int32_t found = 0;
@@ -226,7 +223,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
       if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
   }
-  release_rings<S>(in, readers, found < q.count);
+  release_rings<S>(in, readers);
   if (found < q.count) return false;
 
   // Take out the q.count oldest matches; the rest keep their places.

@@ -7,13 +7,17 @@
 // path. Taking the ticket and publishing are separate steps, so a producer can
 // issue the atomic early and let its latency overlap other work.
 //
-// Credits are lazy on both sides. A producer keeps a private copy of the
-// consumer's published `consumed` count and re-reads it only when its ticket
-// would not fit by that stale count. The consumer keeps its head private
-// (ring_reader) and publishes it only when asked (ring_release): when it is
-// about to wait, or after half a ring. A full ring is back-pressure: the
-// producer waits (through the caller's wait function, which is bounded by the
-// watchdog) and nothing is ever dropped or overwritten.
+// Credits. A producer keeps a private copy of the consumer's published
+// `consumed` count and re-reads it only when its ticket would not fit by that
+// stale count. The consumer keeps its head private (ring_reader) while it
+// takes entries and publishes it (ring_release) before the call that took
+// them returns: a slot whose entry has left the ring (matched, or moved to
+// the consumer's own list) is the producers' again at once, whatever the
+// consumer does next. So the slots a full ring waits for are entries the
+// consumer has not taken yet, never ones it took and kept. A full ring is
+// back-pressure: the producer waits (through the caller's wait function,
+// which is bounded by the watchdog) and nothing is ever dropped or
+// overwritten.
 //
 // The header and the slots are one block of memory, so the ring has no
 // pointers and stays valid wherever that block is mapped (peer device, other
@@ -34,6 +38,9 @@ namespace grma::detail {
 // Specialized where the payload fits self-validating words (matching.hpp).
 template <class Payload>
 struct ring_slot {
+  // The consumer reads the payload after checking `seq`, so it must be done
+  // reading before a producer may overwrite the slot (ring_release).
+  static constexpr bool self_validating = false;
   std::uint32_t seq;  // ticket + 1 once the payload is published; 0 = never written
   Payload payload;
 
@@ -69,6 +76,9 @@ GRMA_INLINE constexpr std::uint64_t sequence_word(std::uint32_t sequence, std::u
 // memory, after seeing the slot. ring_slot specializations derive from it.
 template <class Payload, int Words>
 struct sequenced_slot {
+  // Every word the consumer takes carries the slot's sequence number
+  // (ring_release).
+  static constexpr bool self_validating = true;
   static constexpr int fields = int(sizeof(Payload) / 4);
   static_assert(sizeof(Payload) % 4 == 0 && fields <= Words, "a payload of whole four-byte fields");
   std::uint64_t word[Words];
@@ -146,7 +156,10 @@ inline ring<Payload>* ring_init(void* memory, std::uint32_t capacity) {
 // Producer, step 1: a ticket, from the ring's counter or from one its owner
 // keeps elsewhere (where the producers take it cheaply: grma's notification
 // rings keep theirs on the producers' device, the log ring in device memory).
-// Relaxed: the add publishes nothing.
+// Relaxed: the add publishes nothing. The consumer takes slots in ticket
+// order, so a ticket holds back every later entry until it is published:
+// take it only once the entry is ready to be written (a put's data copied),
+// never before work of unbounded length.
 template <scope S>
 GRMA_INLINE std::uint64_t ring_take_ticket(std::uint64_t& tickets) {
   return fetch_add_relaxed<S>(tickets, std::uint64_t{1});
@@ -217,7 +230,8 @@ GRMA_INLINE void ring_push(ring<Payload>& q, std::uint64_t& known_consumed,
 }
 
 // Consumer: take the entry at the private head if it is published. The slot
-// stays the consumer's until ring_release publishes the head.
+// stays the consumer's until ring_release publishes the head, which the
+// consumer does before the call that took it returns.
 template <scope S, class Payload>
 GRMA_INLINE bool ring_try_pop(ring<Payload>& q, ring_reader& reader, Payload& out) {
   if (!q.slots()[reader.head & reader.mask].template load<S>(
@@ -227,12 +241,25 @@ GRMA_INLINE bool ring_try_pop(ring<Payload>& q, ring_reader& reader, Payload& ou
   return true;
 }
 
-// Consumer: hand the slots taken so far back to the producers. Release: the
-// consumer's reads of them happen before a producer reuses them.
+// Consumer: hand the slots taken so far back to the producers; their reads
+// of `consumed` (acquire, ring_has_credit) come before they reuse a slot.
+// The consumer's reads of the slots must not see a reuse:
+// - A slot whose payload is read after its sequence number: release, so
+//   those reads happen before the count that lets a producer overwrite it.
+// - A self-validating slot: relaxed. The consumer took the slot only because
+//   every word it loaded carried the slot's sequence number, and a reuse
+//   writes another one (ticket + capacity + 1), so each of those loads read
+//   the entry, not a reuse, whenever this store becomes visible; and the
+//   store is made only after that check. Nothing is read from the slot
+//   afterwards. On a GPU a release costs a fence (about 670 cycles even
+//   with nothing outstanding), which every match would pay.
 template <scope S, class Payload>
 GRMA_INLINE void ring_release(ring<Payload>& q, ring_reader& reader) {
   if (reader.released == reader.head) return;
-  store_release<S>(q.consumed, reader.head);
+  if constexpr (ring_slot<Payload>::self_validating)
+    store_relaxed<S>(q.consumed, reader.head);
+  else
+    store_release<S>(q.consumed, reader.head);
   reader.released = reader.head;
 }
 
