@@ -245,10 +245,8 @@ class basic_rank {
     check_tag(tag, call::put_notify);
     if (on_other_node(a))
       return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source, call::put_notify);
-    const std::uint64_t ticket = take_ticket_before_copy(a, bytes);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
-    if (destination != source) P::copy(destination, source, bytes);  // no-copy (papers/000 §3.2.3)
-    notify(a, w, tag, ticket, call::put_notify);
+    notify(a, w, tag, copy_taking_ticket(a, destination, source, bytes), call::put_notify);
   }
 
   // Reads [offset, offset + bytes) of the target's range into `destination`,
@@ -260,10 +258,8 @@ class basic_rank {
     if (on_other_node(a))
       return remote_access(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination,
                            call::get_notify);
-    const std::uint64_t ticket = take_ticket_before_copy(a, bytes);
     const unsigned char* source = heap_of(a) + a.entry.offset + offset;
-    if (destination != source) P::copy(destination, source, bytes);
-    notify(a, w, tag, ticket, call::get_notify);
+    notify(a, w, tag, copy_taking_ticket(a, destination, source, bytes), call::get_notify);
   }
 
   // True (and the matched notifications removed) when `count` notifications of
@@ -726,23 +722,45 @@ class basic_rank {
     return view().peer_heaps[a.entry.device];
   }
 
-  // The ticket of a put or get's notification. The target takes its ring's
-  // entries in ticket order, so a ticket held during a long copy would hide
-  // every later origin's notification until the copy ends (a 256 MiB put:
-  // tens of milliseconds). A copy of at most early_ticket_bytes takes about
-  // as long as the ticket's atomic (on this device, which keeps the counter
-  // for its ranks): that ticket is taken before the copy, whose time its
-  // round trip then overlaps; a larger copy's ticket is taken after the copy
-  // (notify). The leader's ticket, or no_ticket.
-  static constexpr std::size_t early_ticket_bytes = 4096;
+  // Copies a put's or get's data with every thread of the rank and takes
+  // its notification's ticket on the way: the leader's ticket, or no_ticket
+  // (notify takes it then). The target takes its ring's entries in ticket
+  // order, so a ticket held during a long copy would hide every later
+  // origin's notification until the copy ended (behind a 256 MiB put: tens
+  // of milliseconds). The ticket is therefore taken before the copy's last
+  // piece: the last ticket_lead_bytes and what is left over up to a
+  // multiple of the copy's step (the whole of a small copy), whose time the
+  // atomic's round trip overlaps. Taken after a copy instead, it cost a peer
+  // put of 64 KiB a quarter of one rank's bandwidth; cut where the step's
+  // loads were not all in flight together, a 32 KiB put 1.9 us a round trip
+  // (two H100s). Ranges that overlap are copied in one piece, in memmove's
+  // order, and take the ticket after. A copy onto itself is none
+  // (papers/000 §3.2.3).
+  static constexpr std::size_t ticket_lead_bytes = 4096;
   static constexpr std::uint64_t no_ticket = ~std::uint64_t{0};
-  GRMA_INLINE std::uint64_t take_ticket_before_copy(const access& a, std::size_t bytes) {
-    if (!leader() || bytes > early_ticket_bytes) return no_ticket;
-    return detail::ring_take_ticket<S>(view().tickets[world_target(a)]);
+  GRMA_INLINE std::uint64_t copy_taking_ticket(const access& a, void* destination,
+                                               const void* source, std::size_t bytes) {
+    auto* d = static_cast<unsigned char*>(destination);
+    const auto* s = static_cast<const unsigned char*>(source);
+    const std::size_t distance = d > s ? std::size_t(d - s) : std::size_t(s - d);
+    std::size_t head = 0;
+    if (bytes > ticket_lead_bytes) {
+      if (distance != 0 && distance < bytes) {
+        P::copy(d, s, bytes);
+        return no_ticket;
+      }
+      const std::size_t step = P::copy_step_bytes();
+      head = (bytes - ticket_lead_bytes) / step * step;
+    }
+    if (distance != 0 && head != 0) P::copy(d, s, head);
+    const std::uint64_t ticket =
+        leader() ? detail::ring_take_ticket<S>(view().tickets[world_target(a)]) : no_ticket;
+    if (distance != 0) P::copy(d + head, s + head, bytes - head);
+    return ticket;
   }
 
   // Publishes the notification of a put or get whose data every thread has
-  // copied, with the ticket taken before the copy or, failing that, now.
+  // copied, with the ticket taken during the copy or, failing that, now.
   GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {

@@ -21,19 +21,6 @@ grma::settings with_queue_capacity(std::uint32_t capacity) {
   return s;
 }
 
-// Thread 0's value of `v`, to every thread of the rank, through `cell`
-// (rank-private memory): for decisions on a word another rank writes, which
-// the rank's threads may each read at another moment.
-template <class Rank>
-GRMA_HOST_DEVICE std::uint64_t uniform(Rank& r, std::uint64_t v, std::uint64_t* cell) {
-  r.sync_threads();
-  if (r.thread() == 0) *cell = v;
-  r.sync_threads();
-  const std::uint64_t out = *static_cast<volatile std::uint64_t*>(cell);
-  r.sync_threads();
-  return out;
-}
-
 // The partner of the pair cases: me ^ 1, or itself for the odd last rank.
 GRMA_HOST_DEVICE inline int pair_partner(int me, int n) {
   return (me ^ 1) < n ? (me ^ 1) : me;
@@ -187,7 +174,7 @@ struct flow {
             r.put_notify(w, target, 0, 0, nullptr, flow_tag(me, target, form, p.sent[i]));
         }
         match_some(r, w, g, form, p);
-        late = uniform(r, r.wtime() > deadline ? 1 : 0, cell) != 0;
+        late = uniform(r, std::uint64_t(r.wtime() > deadline ? 1 : 0), cell) != 0;
       }
       CONF_EXPECT(r, rec, !late, form, p.matched_total, p.sent_total);
       CONF_EXPECT(r, rec, p.matched_total == p.expected && p.sent_total == p.to_send, form,

@@ -179,15 +179,19 @@ GRMA_HOST_DEVICE void check_pattern(Rank& r, rank_record& rec, int line, const v
 
 // Thread 0's value of `v`, to all threads of the rank, through `cell`
 // (rank-private memory): for decisions that must be uniform but come from a
-// per-thread source such as the clock.
-template <class Rank>
-GRMA_HOST_DEVICE bool agree(Rank& r, bool v, int* cell) {
+// per-thread source such as the clock or a word another rank writes.
+template <class T, class Rank>
+GRMA_HOST_DEVICE T uniform(Rank& r, T v, T* cell) {
   r.sync_threads();
-  if (r.thread() == 0) *cell = v ? 1 : 0;
+  if (r.thread() == 0) *cell = v;
   r.sync_threads();
-  const bool out = *static_cast<volatile int*>(cell) != 0;
+  const T out = *static_cast<volatile T*>(cell);
   r.sync_threads();
   return out;
+}
+template <class Rank>
+GRMA_HOST_DEVICE bool agree(Rank& r, bool v, int* cell) {
+  return uniform(r, v ? 1 : 0, cell) != 0;
 }
 
 // grma::device when `device`, else grma::world. (A conditional over the two

@@ -118,8 +118,20 @@ struct cuda_platform {
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
     copy_by<cuda_platform>(destination, source, bytes);
   }
+  // What one step of the copy moves (copy_by): a copy cut into pieces at
+  // multiples of it takes as many steps, each with its loads in flight
+  // together, as in one piece.
+  GRMA_INLINE static std::size_t copy_step_bytes() { return copy_step_of<cuda_platform>(); }
 
  protected:
+  // 16-byte vectors per thread per step of a copy: their loads are in
+  // flight together, which a bandwidth-bound copy needs.
+  static constexpr std::size_t copy_unroll = 8;
+  template <class Group>
+  GRMA_INLINE static std::size_t copy_step_of() {
+    return std::size_t(Group::thread_count()) * copy_unroll * 16;
+  }
+
   // The copy by the threads of `Group` (the block, or one warp): its
   // thread_index(), thread_count() and sync().
   template <class Group>
@@ -134,9 +146,7 @@ struct cuda_platform {
     const std::size_t me = std::size_t(Group::thread_index()), count = std::size_t(Group::thread_count());
     std::size_t done = 0;
     if (((d | s) & 15u) == 0) {
-      // `unroll` vectors per thread per step: their loads are in flight
-      // together, which a bandwidth-bound copy needs.
-      constexpr std::size_t unroll = 8;
+      constexpr std::size_t unroll = copy_unroll;
       const std::size_t vectors = bytes / 16;
       auto* dv = static_cast<uint4*>(destination);
       const auto* sv = static_cast<const uint4*>(source);
@@ -298,6 +308,7 @@ struct cuda_warp_platform : cuda_platform {
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
     copy_by<cuda_warp_platform>(destination, source, bytes);
   }
+  GRMA_INLINE static std::size_t copy_step_bytes() { return copy_step_of<cuda_warp_platform>(); }
   // The lanes' writes happen before lane 0's release (cumulative).
   GRMA_INLINE static void publish_fence() { sync(); }
 };
