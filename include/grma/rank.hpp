@@ -137,19 +137,24 @@ class basic_rank {
   }
 
   // Reads window memory that other ranks may write, past any stale cache line
-  // (papers/000 readNoCache). Polling a word that another rank sets
-  // (put_signal, or a put of that word) is no data race: on the CPU backend
-  // a naturally aligned number, enum or pointer is read with one relaxed
+  // (papers/000 readNoCache). Polling a signal word that another rank sets
+  // with put_signal is no data race: on the CPU backend a number, enum or
+  // pointer of up to 8 bytes, aligned to its size, is read with one relaxed
   // atomic load (what ThreadSanitizer and the C++ memory model ask for); on
   // a GPU a volatile load is already one uncached load. Relaxed: it orders
-  // nothing around it; the data a signal guards is read after wait_signal or
-  // wait_notifications (acquire).
+  // nothing around it; the data a signal or notification guards is read
+  // after wait_signal or wait_notifications (acquire). A put's data is
+  // copied with plain stores: read it after its notification.
   template <class T>
   GRMA_INLINE T read(const T* p) const {
 #if !GRMA_DEVICE_CODE
-    if constexpr (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>)
-      if (reinterpret_cast<std::uintptr_t>(p) % alignof(T) == 0)
-        return detail::load_relaxed<detail::scope::system>(*const_cast<T*>(p));
+    // Numbers of 1, 2, 4 or 8 bytes (not long double, not __int128): lock-free
+    // atomics where aligned to their size.
+    using word = std::remove_cv_t<T>;
+    if constexpr ((std::is_arithmetic_v<word> || std::is_enum_v<word> || std::is_pointer_v<word>) &&
+                  sizeof(word) <= 8)
+      if (reinterpret_cast<std::uintptr_t>(p) % sizeof(word) == 0)
+        return detail::load_relaxed<detail::scope::system>(*const_cast<word*>(p));
 #endif
     return *static_cast<const volatile T*>(p);
   }

@@ -158,8 +158,9 @@ inline ring<Payload>* ring_init(void* memory, std::uint32_t capacity) {
 // rings keep theirs on the producers' device, the log ring in device memory).
 // Relaxed: the add publishes nothing. The consumer takes slots in ticket
 // order, so a ticket holds back every later entry until it is published:
-// take it only once the entry is ready to be written (a put's data copied),
-// never before work of unbounded length.
+// take it only shortly before the entry is written (before a put's last
+// piece of copy, basic_rank::copy_taking_ticket), never before work of
+// unbounded length.
 template <scope S>
 GRMA_INLINE std::uint64_t ring_take_ticket(std::uint64_t& tickets) {
   return fetch_add_relaxed<S>(tickets, std::uint64_t{1});
@@ -172,8 +173,10 @@ GRMA_INLINE std::uint64_t ring_take_ticket(ring<Payload>& q) {
 // Producer, step 2 without waiting: whether the ticket's slot is free. Calls
 // `load_consumed` for the consumer's count only when the stale copy says the
 // ring is full; it must load with acquire (or as strongly: a network
-// engine's copy of a GPU's count), so the consumer's reads of the slot we
-// are about to overwrite happen before our writes.
+// engine's copy of a GPU's count), which pairs with the consumer's release
+// where there is one (ring_release: slots whose payload is read after the
+// sequence number), so its reads of the slot we are about to overwrite
+// happen before our writes.
 template <class LoadConsumed>
 GRMA_INLINE bool ring_has_credit(std::uint32_t capacity, std::uint64_t ticket,
                                  std::uint64_t& known_consumed, LoadConsumed&& load_consumed) {
@@ -186,7 +189,7 @@ GRMA_INLINE bool ring_has_credit(std::uint32_t capacity, std::uint64_t ticket,
 template <scope S, class Payload>
 GRMA_INLINE bool ring_has_credit(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                                  std::uint64_t& known_consumed) {
-  // Acquire pairs with the consumer's release of `consumed`.
+  // Acquire: see above.
   return ring_has_credit(capacity, ticket, known_consumed, [&] { return load_acquire<S>(q.consumed); });
 }
 
@@ -197,7 +200,7 @@ GRMA_INLINE bool ring_has_credit(ring<Payload>& q, std::uint32_t capacity, std::
 template <scope S, class Wait>
 GRMA_INLINE void ring_wait_credit(std::uint64_t& consumed, std::uint32_t capacity, std::uint64_t ticket,
                                   std::uint64_t& known_consumed, Wait&& wait) {
-  // Acquire pairs with the consumer's release of `consumed`.
+  // Acquire: see ring_has_credit.
   while (!ring_has_credit(capacity, ticket, known_consumed, [&] { return load_acquire<S>(consumed); })) wait();
 }
 

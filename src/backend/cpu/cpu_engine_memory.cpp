@@ -26,8 +26,8 @@ class host_engine_memory final : public engine_memory {
   }
 
   std::uint64_t consumed(notification_ring& q) override {
-    // Acquire pairs with the consumer's release: its reads of the slots it
-    // released end before we overwrite them.
+    // Acquire, as ring_has_credit asks (notification slots validate every
+    // word, so the consumer's store is relaxed: ring_release).
     return load_acquire<scope::system>(q.consumed);
   }
 
