@@ -92,7 +92,7 @@ struct grma_program {
     // The exchanging warp's puts and waits of a phase whose stencil the warps
     // claim (iterate_by_warps), as one call: compiled apart from the claiming
     // loop beside it. In line there, HD-OVERLAP was 4-8 % slower at 2048-4096
-    // columns on two H100s, 1-2 % at 8192 (design.md, stop 26). Narrower
+    // columns on two H100s, 1-2 % at 8192 (docs/decisions/009). Narrower
     // phases and HD keep their exchanges in line: out of line there, they
     // were up to 14 % slower.
     template <class Caller>
