@@ -26,7 +26,7 @@ step configure cmake -S . -B build/gpu -DCMAKE_BUILD_TYPE=Release -DGRMA_CUDA=ON
   -DCMAKE_CUDA_ARCHITECTURES=90 -DGRMA_WARNINGS_AS_ERRORS=ON -DGRMA_NVSHMEM_HOME="$nvshmem"
 step build cmake --build build/gpu -j"$(nproc)"
 san="compute-sanitizer --error-exitcode 9"
-conf="./build/gpu/tests/gpu/grma-conformance-tests"
+conf="./build/gpu/tests/conformance/grma-conformance-tests"
 hd="./build/gpu/apps/grma-hd --iterations 200 --check-iterations 2"
 tests() { [ "$what" = all ] || [ "$what" = tests ]; }
 benchmarks() { [ "$what" = all ] || [ "$what" = bench ]; }
@@ -35,7 +35,7 @@ if tests; then
 step example-hello ./build/gpu/examples/grma-hello
 step example-rank-exchange ./build/gpu/examples/grma-rank_exchange
 step example-ping-pong ./build/gpu/examples/grma-ping_pong --grma-ranks-per-device=4
-if [ -d build/gpu/tests/gpu ]; then
+if [ -d build/gpu/tests/conformance ]; then
   step gpu-tests ctest --test-dir build/gpu -L '^gpu$' --output-on-failure --timeout 1200
   # One process driving two GPUs (GRMA_DEVICES=2): the suite over peer memory.
   if [ "$gpus" -ge 2 ]; then

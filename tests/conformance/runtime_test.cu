@@ -142,7 +142,7 @@ TEST_P(Runtime, InfoDescribesTheJob) {
   }
   EXPECT_GE(info.node_index, 0);
   EXPECT_LT(info.node_index, info.node_count);
-  // The jobs across nodes say how many nodes they made (tests/gpu/CMakeLists.txt).
+  // The jobs across nodes say how many nodes they made (tests/conformance/CMakeLists.txt).
   const char* nodes = std::getenv("CONFORMANCE_NODES");
   EXPECT_EQ(info.node_count, nodes != nullptr ? std::atoi(nodes) : 1);
   j.prepare();
