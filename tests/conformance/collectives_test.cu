@@ -1,8 +1,7 @@
 // Collectives and back-pressure, portable: barriers that no rank passes early,
-// windows created and freed over and over, a full window table, and tiny
-// notification queues under all-to-all load (tests/integration/
-// test_collectives.cpp and test_back_pressure.cpp, as rank programs for every
-// backend).
+// windows created and freed over and over, a full window table, a freed
+// window's notifications dropped, and tiny notification queues under
+// all-to-all load.
 #include <cstddef>
 #include <cstdint>
 
@@ -224,6 +223,53 @@ TEST_P(Collectives, FullWindowTableAllUsable) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [&](int) { return 2u * table_windows; }, "windows used");
+  }
+}
+
+// ---- a freed window's notifications --------------------------------------------------------
+
+constexpr std::uint32_t dropped_match_capacity = 16;
+constexpr int dropped_sent = 20;
+
+// Unmatched notifications of a freed window would otherwise stay in the
+// pending list for good: here rank 0 sends more to the last rank than its
+// pending list holds, the last rank takes them in as far as they fit and
+// matches none, and after the window is freed the next window's
+// notification must be matched, and be the only one there.
+struct freed_window_notifications {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), last = r.size(grma::world) - 1;
+    auto* memory = static_cast<std::uint8_t*>(r.alloc(64));
+    grma::window w = r.window_create(grma::world, memory, 64);
+    if (me == 0)
+      for (int i = 0; i < dropped_sent; ++i) r.put_notify(w, last, 0, 8, memory, 1);
+    r.barrier(grma::world);
+    if (me == last) CONF_EXPECT(r, rec, !r.test_notifications(w, 0, 2, 1), 0, 0, 0);
+    r.window_free(w);
+    grma::window next = r.window_create(grma::world, memory, 64);
+    if (me == 0) r.put_notify(next, last, 0, 8, memory, 1);
+    if (me == last) {
+      r.wait_notifications(next, 0, 1, 1);
+      CONF_EXPECT(r, rec, !r.test_notifications(next, grma::any_source, grma::any_tag, 1), 1, 0, 0);
+      tally(r, rec, 0);
+    }
+    r.window_free(next);
+    r.free(memory);
+  }
+};
+
+TEST_P(Collectives, FreeingAWindowDropsItsUnmatchedNotifications) {
+  grma::settings s = suite_settings();
+  s.match_capacity = dropped_match_capacity;
+  grma::runtime rt(s);
+  job j(rt, GetParam());
+  const int n = j.resolve(freed_window_notifications{});
+  j.prepare();
+  if (j.run(freed_window_notifications{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(0, [&](int rank) { return rank == n - 1 ? 1u : 0u; }, "new windows' notifications matched");
   }
 }
 

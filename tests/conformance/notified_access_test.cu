@@ -1,7 +1,6 @@
 // Notified access, portable: put_notify and get_notify deliver their data
 // before their notification, and matching finds every notification exactly
-// once, with and without wildcards, in FIFO order (tests/integration/
-// test_notified_access.cpp, as rank programs for every backend).
+// once, with and without wildcards, in FIFO order.
 #include <cstddef>
 #include <cstdint>
 

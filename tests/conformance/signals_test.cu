@@ -1,6 +1,6 @@
 // Signals, portable: put_signal writes data, then sets or adds to a 64-bit
-// word at the target; wait_signal sees the data once it sees the word
-// (tests/integration/test_signals.cpp, as rank programs for every backend).
+// word at the target; wait_signal sees the data once it sees the word; and
+// read() polls a word another rank sets.
 #include <cstddef>
 #include <cstdint>
 
@@ -289,6 +289,60 @@ TEST_P(Signals, SignalsLeaveNoNotifications) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "ranks done");
+  }
+}
+
+// ---- read() ------------------------------------------------------------------------
+
+constexpr std::uint64_t polled_last = 255;  // values v * 0x0101010101010101: every byte v
+constexpr std::uint64_t every_byte = 0x0101010101010101ull;
+
+// Polling a signal word with read() while another rank sets it is the
+// README's way to look at a word without waiting: no data race (the tsan
+// preset runs the CPU backend), and each value read is one that was set,
+// whole (a torn read shows as bytes that differ) and never older than the
+// last one read. Ranks 2k set 2k + 1's word to 1..255; thread 0's reads
+// decide for the rank.
+struct read_polls {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), peer = me ^ 1;
+    auto* word = static_cast<std::uint64_t*>(r.alloc(64));
+    std::uint64_t* cell = word + 1;
+    if (r.thread() == 0) *word = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, word, sizeof(std::uint64_t));
+    if (peer < r.size(grma::world)) {
+      if (me % 2 == 0) {
+        for (std::uint64_t v = 1; v <= polled_last; ++v)
+          r.put_signal(w, peer, 0, 0, nullptr, 0, v * every_byte, grma::signal_op::set);
+      } else {
+        std::uint64_t seen = 0;
+        while (seen != polled_last * every_byte) {
+          const std::uint64_t now = uniform(r, r.read(word), cell);
+          const bool whole = now % every_byte == 0 && now >= seen;
+          CONF_EXPECT(r, rec, whole, now, seen, 0);
+          if (!whole) break;
+          seen = now;
+        }
+        tally(r, rec, 0);
+      }
+    }
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free(word);
+  }
+};
+
+TEST_P(Signals, ReadPollsAWordThatAnotherRankSets) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(read_polls{});
+  j.prepare();
+  if (j.run(read_polls{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(0, [](int rank) { return rank % 2 == 1 ? 1u : 0u; }, "pollers done");
   }
 }
 
