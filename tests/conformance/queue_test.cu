@@ -166,6 +166,7 @@ struct flow {
       const double deadline = r.wtime() + flow_seconds;
       bool late = false;
       while ((p.matched_total < p.expected || p.sent_total < p.to_send) && !late) {
+        const int before = p.granted_total + p.sent_total + p.matched_total;
         grant(r, w, g, form, p);
         for (int i = 0; i < g.size; ++i) {  // send what the targets granted
           const int target = g.member(i);
@@ -174,6 +175,9 @@ struct flow {
             r.put_notify(w, target, 0, 0, nullptr, flow_tag(me, target, form, p.sent[i]));
         }
         match_some(r, w, g, form, p);
+        // Nothing moved: leave the core (CPU ranks outnumber cores) or the
+        // issue slots (GPU) to the ranks this one waits for.
+        if (p.granted_total + p.sent_total + p.matched_total == before) relax();
         late = uniform(r, std::uint64_t(r.wtime() > deadline ? 1 : 0), cell) != 0;
       }
       CONF_EXPECT(r, rec, !late, form, p.matched_total, p.sent_total);
