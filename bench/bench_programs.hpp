@@ -70,6 +70,67 @@ struct ping_pong {
   }
 };
 
+enum class core_mode { p_wait_until, put_fence_p, fetch_add };
+
+// The core's one-word operations between world ranks 0 and `partner` on
+// symmetric memory, `iterations` times after 20 for warm-up: p of a flag
+// answered by the partner's p (p_wait_until), an 8-byte put, fence and p
+// of the flag answered the same way (put_fence_p; rank 0 checks the last
+// data word), or fetch_add on the partner's word by rank 0 alone
+// (fetch_add: one round trip each, checked by the final value).
+struct core_round_trip {
+  int iterations;
+  core_mode how;
+  int partner;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    auto* words = static_cast<std::uint64_t*>(r.calloc_symmetric(4, sizeof(std::uint64_t)));
+    std::uint64_t* flag = words;
+    std::uint64_t* data = words + 1;
+    std::uint64_t* counter = words + 2;
+    std::uint64_t* outgoing = words + 3;
+    if (me == 0 || me == partner) {
+      const int peer = me == 0 ? partner : 0;
+      double start = 0;
+      if (how == core_mode::fetch_add) {
+        if (me == 0 && r.thread() == 0) {
+          for (int it = -20; it < iterations; ++it) {
+            if (it == 0) start = r.wtime();
+            r.atomic_fetch_add(counter, std::uint64_t{1}, peer);
+          }
+        }
+      } else {
+        for (int it = -20; it < iterations; ++it) {
+          if (it == 0) start = r.wtime();
+          const std::uint64_t round = std::uint64_t(it + 21);
+          for (int half = 0; half < 2; ++half) {
+            if ((half == 0) == (me == 0)) {
+              if (how == core_mode::put_fence_p) {
+                if (r.thread() == 0) *outgoing = round;
+                r.put(data, outgoing, sizeof(std::uint64_t), peer);
+                r.fence();
+              }
+              if (r.thread() == 0) r.p(flag, round, peer);
+            } else if (r.thread() == 0) {
+              r.wait_until(flag, grma::cmp::ge, round);
+            }
+          }
+        }
+      }
+      if (me == 0 && r.thread() == 0) {
+        r.template userdata<results>()->seconds = r.wtime() - start;
+        if (how == core_mode::put_fence_p) GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
+      }
+    }
+    r.barrier(grma::world);
+    if (how == core_mode::fetch_add && me == partner)
+      GRMA_ASSERT(r, *counter == std::uint64_t(iterations + 20));
+    r.free_symmetric(words);
+  }
+};
+
 // `active` ranks each put `bytes` to the rank `offset` ranks on, `iterations`
 // times, one notification per put; rank 0 times the whole exchange.
 struct bandwidth {

@@ -221,7 +221,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const auto with_nvshmem = [&](const path& p) {
     return GRMA_BENCH_NVSHMEM && cuda && lead && !p.remote && p.devices_apart == 1 && job.process_count == 1;
   };
-  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1)) +
+  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3)) +
                     int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
                     (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0);
   progress show(steps, lead);
@@ -315,6 +315,19 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
+    // The core's one-word operations, 8 bytes, on the paths they take so far
+    // (not between nodes yet).
+    double core_us[3] = {NAN, NAN, NAN};
+    if (!p.remote) {
+      const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
+                                            bench::core_mode::fetch_add};
+      for (int k = 0; k < 3; ++k) {
+        show.step(std::string(p.name) + ": core round trip");
+        const results r = run(bench::core_round_trip{latency_iterations, core_how[k], p.offset(ranks_latency)},
+                              ranks_latency);
+        core_us[k] = r.seconds / latency_iterations * 1e6;
+      }
+    }
     std::snprintf(line, sizeof line,
                   "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s %12s %14s %14s\n",
                   p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor",
@@ -323,9 +336,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     if (json)
       std::fprintf(json,
                    "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\", "
-                   "\"nvshmem_int_p_us\": %s,\n     \"latency\": [\n",
+                   "\"nvshmem_int_p_us\": %s,\n     \"core\": {\"p_wait_until_us\": %s, "
+                   "\"put_fence_p_us\": %s, \"fetch_add_us\": %s},\n     \"latency\": [\n",
                    first_path ? "" : ",\n", p.name, floor_name, copy_name,
-                   format(nvshmem ? nvshmem->int_p_us : NAN, "%.4f", "null").c_str());
+                   format(nvshmem ? nvshmem->int_p_us : NAN, "%.4f", "null").c_str(),
+                   format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
+                   format(core_us[2], "%.4f", "null").c_str());
     first_path = false;
     bool first = true;
     for (std::size_t bytes : latency_sizes) {
@@ -360,6 +376,13 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             format(nvshmem_here, "%.4f", "null").c_str(),
             format(staged_here, "%.4f", "null").c_str());
       first = false;
+    }
+    if (!p.remote) {
+      std::snprintf(line, sizeof line,
+                    "core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
+                    "fetch_add %.3f\n",
+                    core_us[0], core_us[1], core_us[2]);
+      report += line;
     }
     if (nvshmem) {
       std::snprintf(line, sizeof line, "NVSHMEM int_p + int_wait_until (no ordering): %.3f us\n", nvshmem->int_p_us);

@@ -31,6 +31,43 @@ enum class call : std::int32_t {
   comm_query,
   alloc_shared,
   free_shared,
+  alloc_symmetric,
+  free_symmetric,
+  ptr,
+  put,
+  get,
+  put_nbi,
+  get_nbi,
+  iput,
+  iget,
+  p,
+  g,
+  quiet,
+  fence,
+  ctx_create,
+  ctx_destroy,
+  atomic_fetch,
+  atomic_set,
+  atomic_swap,
+  atomic_compare_swap,
+  atomic_fetch_add,
+  atomic_add,
+  atomic_fetch_inc,
+  atomic_inc,
+  atomic_fetch_and,
+  atomic_and,
+  atomic_fetch_or,
+  atomic_or,
+  atomic_fetch_xor,
+  atomic_xor,
+  wait_until,
+  wait_until_all,
+  wait_until_any,
+  wait_until_some,
+  test,
+  test_all,
+  test_any,
+  test_some,
   count_  // number of calls, keep last
 };
 
@@ -63,6 +100,14 @@ enum class errc : std::int32_t {
   request_refused,              // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window slot
   shared_size_mismatch,         // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's bytes (low 40 bits)
   shared_pointer_mismatch,      // v0 this rank's pointer, v1 first device rank that differs from rank 0
+  not_symmetric,                // v0 address, v1 size, v2 bytes of each rank's symmetric slice
+  symmetric_mismatch,           // v0, v1 this rank's arguments, v2 first world rank whose differ from rank 0's
+  symmetric_exhausted,          // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block limit
+  invalid_alignment,            // v0 alignment
+  word_misaligned,              // v0 address, v1 word size
+  context_invalid,              // v0 slot, v1 generation
+  context_table_full,           // v0 contexts a rank may have
+  not_across_nodes,             // v0 target world rank
   count_                        // keep last
 };
 

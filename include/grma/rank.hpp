@@ -23,6 +23,11 @@
 #include "grma/detail/log_line.hpp"
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
+#include "grma/core/atomics.hpp"
+#include "grma/core/contexts.hpp"
+#include "grma/core/rma.hpp"
+#include "grma/core/symmetric_heap.hpp"
+#include "grma/core/waits.hpp"
 
 namespace grma {
 
@@ -31,10 +36,21 @@ template <class Rank>
 struct rank_test_access;  // defined by tests that must get past a rank's own checks
 }  // namespace detail
 
+// The core's calls (include/grma/core/) are bases of the rank, one per
+// concern; they reach the rank's state through the private members below.
 template <class Platform>
-class basic_rank {
+class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
+                   public core::rma_calls<basic_rank<Platform>>,
+                   public core::atomic_calls<basic_rank<Platform>>,
+                   public core::wait_calls<basic_rank<Platform>>,
+                   public core::context_calls<basic_rank<Platform>> {
   using P = Platform;
   static constexpr detail::scope S = P::memory_scope;
+  friend class core::symmetric_heap_calls<basic_rank>;
+  friend class core::rma_calls<basic_rank>;
+  friend class core::atomic_calls<basic_rank>;
+  friend class core::wait_calls<basic_rank>;
+  friend class core::context_calls<basic_rank>;
 
  public:
   // `local` is the rank's private state. `view` and `local` outlive the
@@ -401,11 +417,13 @@ class basic_rank {
   };
 
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
-  // leaves the wait if the job is aborted. The leading thread publishes.
+  // leaves the wait if the job is aborted. The leading thread publishes, or
+  // in a wait of one thread (`publishes`) that thread.
   class waiter {
    public:
-    GRMA_INLINE waiter(basic_rank& r, call where, const std::int64_t (&args)[4])
-        : r_(r), where_(where) {
+    GRMA_INLINE waiter(basic_rank& r, call where, const std::int64_t (&args)[4],
+                       bool publishes = false)
+        : r_(r), where_(where), publishes_(publishes || r.leader()) {
       for (int i = 0; i < 4; ++i) args_[i] = args[i];
     }
     waiter(const waiter&) = delete;
@@ -419,7 +437,7 @@ class basic_rank {
     // Publishing goes to host memory (over PCIe from a GPU), and a later
     // release fence would wait for it: a wait that ends soon publishes nothing.
     GRMA_INLINE void operator()() {
-      if (r_.leader() && spins_ >= P::quiet_spins) {
+      if (publishes_ && spins_ >= P::quiet_spins) {
         if (!published_) publish_blocked();
         if (r_.local().pending.size != unmatched_) publish_unmatched();
         if (spins_ % P::abort_spins == 0) r_.check_abort();
@@ -454,6 +472,7 @@ class basic_rank {
 
     basic_rank& r_;
     call where_;
+    bool publishes_;
     std::int64_t args_[4];
     std::uint32_t spins_ = 0;
     std::uint32_t unmatched_ = 0;
@@ -900,6 +919,67 @@ class basic_rank {
           detail::load_acquire<detail::scope::system>(view().completion[device_rank()].delivered);
       return l.remote_delivered == l.remote_issued;
     });
+  }
+
+  // ---- the core's symmetric memory and contexts ---------------------------------
+
+  // This rank's slice of the symmetric heap.
+  GRMA_INLINE unsigned char* symmetric_slice_base() const {
+    return view().heap + view().symmetric_offset + std::uint64_t(device_rank()) * view().symmetric_slice;
+  }
+
+  // The offset of [p, p + bytes) in this rank's slice; fails for memory
+  // outside it.
+  GRMA_INLINE std::uint64_t symmetric_offset_of(const void* p, std::size_t bytes, call where) const {
+    const auto* at = static_cast<const unsigned char*>(p);
+    const unsigned char* base = symmetric_slice_base();
+    const std::uint64_t slice = view().symmetric_slice;
+    if (at < base || std::uint64_t(at - base) >= slice || bytes > slice - std::uint64_t(at - base))
+      fail(errc::not_symmetric, where, std::int64_t(reinterpret_cast<std::uintptr_t>(p)),
+           std::int64_t(bytes), std::int64_t(slice));
+    return std::uint64_t(at - base);
+  }
+
+  // The device of world rank `target`; fails for a rank outside world.
+  GRMA_INLINE int device_of_target(int target, call where) const {
+    if (target < 0 || target >= view().world_size)
+      fail(errc::rank_out_of_range, where, target, view().world_size, world.id);
+    return view().device_of(target);
+  }
+
+  // Byte `offset` of the target's slice on device `d` (one of this node's).
+  GRMA_INLINE unsigned char* symmetric_address(int d, int target, std::uint64_t offset) const {
+    return view().peer_heaps[d] + view().symmetric_offset +
+           std::uint64_t(target - d * view().ranks) * view().symmetric_slice + offset;
+  }
+
+  // The target's copy of the symmetric range [p, p + bytes), where this
+  // rank can load and store it; a target on another node fails until the
+  // network engine carries the core's operations.
+  GRMA_INLINE unsigned char* resolve_symmetric(const void* p, std::size_t bytes, int target,
+                                               call where) const {
+    const std::uint64_t offset = symmetric_offset_of(p, bytes, where);
+    const int d = device_of_target(target, where);
+    if (!view().on_node(d)) fail(errc::not_across_nodes, where, target);
+    return symmetric_address(d, target, offset);
+  }
+
+  GRMA_INLINE void check_context(context ctx, call where) const {
+    if (ctx.slot == 0 && ctx.generation == 0) return;
+    if (ctx.slot > std::uint32_t(detail::max_contexts) || ctx.generation == 0 ||
+        local().contexts[ctx.slot] != ctx.generation)
+      fail(errc::context_invalid, where, ctx.slot, ctx.generation);
+  }
+
+  GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
+    P::copy(destination, source, bytes);
+  }
+
+  // The end of a call all threads of the rank make: they meet (a thread's
+  // fence after it covers every thread's accesses) and it counts as progress.
+  GRMA_INLINE void rank_level_done() {
+    P::sync();
+    completed();
   }
 
   // Window table changes of different devices' collectives exclude each other.

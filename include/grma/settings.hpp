@@ -16,6 +16,7 @@ struct settings {
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
   int devices = 1;                           // GRMA_DEVICES; 0 = every visible GPU (CPU: 1)
   std::uint64_t heap_size = 64ull << 20;     // GRMA_HEAP_SIZE, bytes per device (K/M/G suffixes)
+  std::uint64_t symmetric_size = 64ull << 20;  // GRMA_SYMMETRIC_SIZE, symmetric heap bytes per device, split evenly among its ranks
   std::uint32_t queue_capacity = 1024;       // GRMA_QUEUE_CAPACITY, notifications per rank (power of 2)
   std::uint32_t match_capacity = 256;        // GRMA_MATCH_CAPACITY, unmatched notifications held per rank
   std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device

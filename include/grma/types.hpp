@@ -36,10 +36,12 @@ inline constexpr window window_none{};
 // What a signalling put does to the 64-bit signal word at the target.
 enum class signal_op : std::uint32_t { set = 0, add = 1 };
 
-// Comparison for waiting on a signal word: wait until (word <cmp> value).
+// Comparison for waiting on a word: wait until (word <cmp> value).
 enum class cmp : std::uint32_t { eq = 0, ne, gt, ge, lt, le };
 
-GRMA_INLINE constexpr bool compare(std::uint64_t word, cmp c, std::uint64_t value) {
+// Compares as T: signed words compare signed.
+template <class T>
+GRMA_INLINE constexpr bool compare(T word, cmp c, T value) {
   switch (c) {
     case cmp::eq: return word == value;
     case cmp::ne: return word != value;
@@ -50,6 +52,28 @@ GRMA_INLINE constexpr bool compare(std::uint64_t word, cmp c, std::uint64_t valu
   }
   return false;
 }
+
+// A communication context (OpenSHMEM's shmem_ctx): the operations a rank
+// issues on it are completed by its quiet and ordered by its fence,
+// separately from the rank's other contexts. default_context always
+// exists; others come from ctx_create and end with ctx_destroy, which
+// leaves default_context in the handle.
+struct context {
+  std::uint32_t slot = 0;        // 0 = the rank's default context
+  std::uint32_t generation = 0;  // of the context in the slot; 0 for the default
+  GRMA_HOST_DEVICE friend constexpr bool operator==(context a, context b) {
+    return a.slot == b.slot && a.generation == b.generation;
+  }
+};
+inline constexpr context default_context{};
+
+// A time limit for a wait, in seconds from the call: the wait returns
+// wait_result::timed_out once it passes instead of waiting on (a wait
+// without one is bounded only by the watchdog, GRMA_TIMEOUT).
+struct within {
+  double seconds;
+};
+enum class wait_result : std::int32_t { met = 0, timed_out };
 
 // What the host may know about the job before and after it runs (papers/000
 // Listing 2.1).

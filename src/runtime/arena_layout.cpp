@@ -24,7 +24,14 @@ class carver {
 arena_layout layout_arena(const arena_params& p) {
   arena_layout l{};
   l.userdata_area = align_up(p.userdata_size, heap_alignment);
-  l.heap_bytes = align_up(l.userdata_area + align_up(p.heap_size, heap_alignment), 4096);
+  // Slices of whole pages from a page boundary (heaps are page-aligned), so
+  // a block aligned in the slice to up to symmetric_alignment_limit bytes is
+  // aligned in memory, in every slice.
+  l.symmetric_area = align_up(l.userdata_area, symmetric_alignment_limit);
+  l.symmetric_slice = p.symmetric_size / std::uint64_t(p.ranks) / symmetric_alignment_limit *
+                      symmetric_alignment_limit;
+  l.allocatable_start = l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks);
+  l.heap_bytes = align_up(l.allocatable_start + align_up(p.heap_size, heap_alignment), 4096);
   l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);
 
   carver c;
@@ -38,6 +45,8 @@ arena_layout layout_arena(const arena_params& p) {
   l.device_arrivals = c.take<collective_arrival>(p.ranks);
   l.words = c.take<device_words>(1);
   l.completion = c.take<remote_completion>(p.ranks);
+  l.symmetric_count = c.take<std::uint32_t>(1);
+  l.symmetric_blocks = c.take<symmetric_block>(symmetric_block_limit);
   l.control_bytes = c.size();
 
   carver h;
@@ -64,6 +73,11 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
                            reinterpret_cast<window_entry*>(control + l.entries),
                            &v.words->window_lock,
                            reinterpret_cast<std::uint64_t*>(host + l.window_states)};
+  v.symmetric_offset = l.symmetric_area;
+  v.symmetric_slice = l.symmetric_slice;
+  v.symmetric = symmetric_table{symmetric_block_limit,
+                                reinterpret_cast<std::uint32_t*>(control + l.symmetric_count),
+                                reinterpret_cast<symmetric_block*>(control + l.symmetric_blocks)};
   v.queues = control + l.queues;
   v.queue_stride = l.queue_stride;
   v.queue_capacity = p.queue_capacity;
@@ -110,6 +124,7 @@ void link_views(device_view* const* views, int devices, int devices_per_process,
     v.nodes = nodes;
     v.node_leader = first.first_rank;
     v.windows = first.windows;
+    v.symmetric = first.symmetric;
     v.collectives[0] = first.collectives[0];
     v.arrivals[0] = first.arrivals[0];
     v.control = first.control;
@@ -128,7 +143,7 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned cha
   ring_init<remote_command>(host + l.commands, command_capacity);
 
   auto& allocator = *reinterpret_cast<heap_allocator*>(control_image + l.allocator);
-  return heap_prepare(allocator, l.userdata_area, l.heap_bytes);
+  return heap_prepare(allocator, l.allocatable_start, l.heap_bytes);
 }
 
 }  // namespace grma::detail

@@ -22,7 +22,8 @@ struct arena_params {
   int first_rank;  // world rank of this device's rank 0
   int devices;     // in the job
   int device_index;
-  std::uint64_t heap_size;  // allocatable bytes
+  std::uint64_t heap_size;       // allocatable bytes
+  std::uint64_t symmetric_size;  // the symmetric heap's bytes on the device (all its ranks' slices)
   std::uint64_t userdata_size;
   std::uint32_t queue_capacity;
   std::uint32_t match_capacity;
@@ -31,14 +32,17 @@ struct arena_params {
 };
 
 struct arena_layout {
-  std::uint64_t heap_bytes;     // userdata area + allocatable heap
-  std::uint64_t userdata_area;  // the heap's first bytes, userdata rounded up
+  std::uint64_t heap_bytes;         // userdata area + symmetric heap + allocatable heap
+  std::uint64_t userdata_area;      // the heap's first bytes, userdata rounded up
+  std::uint64_t symmetric_area;     // the ranks' symmetric slices, after the userdata area
+  std::uint64_t symmetric_slice;    // a rank's bytes of the symmetric heap
+  std::uint64_t allocatable_start;  // where alloc's heap begins, after the ranks' slices
   std::uint64_t control_bytes;
   std::uint64_t host_bytes;
   std::uint64_t queue_stride;
   // offsets in the control block
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
-      device_arrivals, words, completion;
+      device_arrivals, words, completion, symmetric_count, symmetric_blocks;
   // offsets in the host-visible block
   std::uint64_t status, control, log, commands, window_states;
 };
@@ -52,7 +56,8 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
 
 // Makes the views of a node's devices (bit d of node_devices: views[d] is
 // device d's) reach each other: peers' heaps and queues, and the node's first
-// device's window table, world collective, abort flag and error claim.
+// device's window table, symmetric heap table, world collective, abort flag
+// and error claim.
 // `views` must be addresses that device `d` can use (peer mappings on GPUs);
 // devices of other nodes (no bit) have no view and stay unreachable. Each
 // process keeps its userdata on its first device: devices_per_process tells
@@ -66,7 +71,7 @@ constexpr std::uint32_t all_devices(int devices) { return (1u << devices) - 1u; 
 // it anywhere). `control_image` receives the control block's bytes (the block
 // itself when it is host memory, else a zeroed staging copy the caller then
 // copies to the device); `host` is the zeroed host-visible block. Returns the
-// heap's first block header, to be stored at heap + userdata_area.
+// heap's first block header, to be stored at heap + allocatable_start.
 heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned char* control_image,
                       unsigned char* host);
 

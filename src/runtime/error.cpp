@@ -25,6 +25,43 @@ const char* call_name(call c) {
     case call::comm_query: return "rank/size";
     case call::alloc_shared: return "alloc_shared";
     case call::free_shared: return "free_shared";
+    case call::alloc_symmetric: return "alloc_symmetric";
+    case call::free_symmetric: return "free_symmetric";
+    case call::ptr: return "ptr";
+    case call::put: return "put";
+    case call::get: return "get";
+    case call::put_nbi: return "put_nbi";
+    case call::get_nbi: return "get_nbi";
+    case call::iput: return "iput";
+    case call::iget: return "iget";
+    case call::p: return "p";
+    case call::g: return "g";
+    case call::quiet: return "quiet";
+    case call::fence: return "fence";
+    case call::ctx_create: return "ctx_create";
+    case call::ctx_destroy: return "ctx_destroy";
+    case call::atomic_fetch: return "atomic_fetch";
+    case call::atomic_set: return "atomic_set";
+    case call::atomic_swap: return "atomic_swap";
+    case call::atomic_compare_swap: return "atomic_compare_swap";
+    case call::atomic_fetch_add: return "atomic_fetch_add";
+    case call::atomic_add: return "atomic_add";
+    case call::atomic_fetch_inc: return "atomic_fetch_inc";
+    case call::atomic_inc: return "atomic_inc";
+    case call::atomic_fetch_and: return "atomic_fetch_and";
+    case call::atomic_and: return "atomic_and";
+    case call::atomic_fetch_or: return "atomic_fetch_or";
+    case call::atomic_or: return "atomic_or";
+    case call::atomic_fetch_xor: return "atomic_fetch_xor";
+    case call::atomic_xor: return "atomic_xor";
+    case call::wait_until: return "wait_until";
+    case call::wait_until_all: return "wait_until_all";
+    case call::wait_until_any: return "wait_until_any";
+    case call::wait_until_some: return "wait_until_some";
+    case call::test: return "test";
+    case call::test_all: return "test_all";
+    case call::test_any: return "test_any";
+    case call::test_some: return "test_some";
     case call::count_: break;
   }
   return "unknown call";
@@ -136,6 +173,43 @@ std::string describe_values(const error_record& r) {
       s << "every rank of the device must free the same block: device rank " << v[1]
         << " passed another pointer than device rank 0 (this rank passed 0x" << std::hex << u(v[0])
         << std::dec << ")";
+      break;
+    case errc::not_symmetric:
+      s << "address 0x" << std::hex << u(v[0]) << std::dec << " (" << u(v[1])
+        << " bytes) is not in this rank's symmetric heap slice of " << u(v[2])
+        << " bytes: use memory from alloc_symmetric";
+      break;
+    case errc::symmetric_mismatch:
+      s << "every rank must pass the same arguments: world rank " << v[2]
+        << " passed others than world rank 0 (this rank passed " << u(v[0]) << " and " << u(v[1])
+        << ")";
+      break;
+    case errc::symmetric_exhausted:
+      s << "cannot allocate " << u(v[0]) << " symmetric bytes: ";
+      if (v[3] >= v[4])
+        s << "all " << v[4] << " symmetric blocks are in use";
+      else
+        s << "each rank's slice of " << u(v[1]) << " bytes has no free block that large (largest "
+          << u(v[2]) << " bytes; GRMA_SYMMETRIC_SIZE)";
+      break;
+    case errc::invalid_alignment:
+      s << "alignment " << u(v[0]) << " is not a power of two of at most 4096";
+      break;
+    case errc::word_misaligned:
+      s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
+        << " is not aligned to its size";
+      break;
+    case errc::context_invalid:
+      s << "context " << v[0] << " (generation " << v[1]
+        << ") is not a live context of this rank (used after ctx_destroy, or never created)";
+      break;
+    case errc::context_table_full:
+      s << "all " << v[0] << " contexts of the rank are in use (ctx_destroy frees one)";
+      break;
+    case errc::not_across_nodes:
+      s << "target rank " << v[0]
+        << " is on another node, and this call does not reach other nodes yet (put_notify, "
+           "get_notify, put_signal and the collectives do)";
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -42,14 +42,14 @@ rank_info job_layout(int ranks_per_device, int threads_per_rank, int devices, in
 std::uint64_t agree_on_shape(const process_group& group, const settings& s,
                              int ranks_per_device, int devices_per_process,
                              std::uint64_t userdata_size) {
-  constexpr int fields = 7;
+  constexpr int fields = 8;
   const char* names[fields] = {"ranks per device", "devices per process (GRMA_DEVICES)",
-                               "GRMA_HEAP_SIZE", "GRMA_QUEUE_CAPACITY", "GRMA_MATCH_CAPACITY",
-                               "GRMA_MAX_WINDOWS", "userdata size"};
+                               "GRMA_HEAP_SIZE", "GRMA_SYMMETRIC_SIZE", "GRMA_QUEUE_CAPACITY",
+                               "GRMA_MATCH_CAPACITY", "GRMA_MAX_WINDOWS", "userdata size"};
   const std::uint64_t mine[fields] = {std::uint64_t(ranks_per_device),
                                       std::uint64_t(devices_per_process), s.heap_size,
-                                      s.queue_capacity, s.match_capacity, s.max_windows,
-                                      userdata_size};
+                                      s.symmetric_size, s.queue_capacity, s.match_capacity,
+                                      s.max_windows, userdata_size};
   std::vector<std::uint64_t> all(std::size_t(fields) * std::size_t(group.count()));
   group.all_gather(mine, sizeof mine, all.data());
   std::uint64_t most_userdata = 0;

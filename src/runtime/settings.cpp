@@ -68,6 +68,8 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
       if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");
+    } else if (name == "GRMA_SYMMETRIC_SIZE") {
+      s.symmetric_size = parse_bytes(name, value);
     } else if (name == "GRMA_QUEUE_CAPACITY") {
       s.queue_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 24));
       if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(name, value, "a power of two");

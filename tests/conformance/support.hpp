@@ -219,6 +219,34 @@ GRMA_HOST_DEVICE constexpr std::size_t round64(std::size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
 
+// ---- the ranks of this rank's node ------------------------------------------------
+
+// The rank `steps` places after `from` (before it for negative steps),
+// cyclically in world order, among the ranks whose symmetric memory this
+// rank reaches (ptr is not null): every rank on one node; in a job across
+// nodes, the ranks of this rank's node, which the core's RMA and atomics
+// reach until the network engine carries them. `symmetric`: any symmetric
+// address.
+template <class Rank>
+GRMA_HOST_DEVICE int node_rank_after(Rank& r, void* symmetric, int from, int steps) {
+  const int n = r.size(grma::world);
+  const int direction = steps < 0 ? -1 : 1;
+  int at = from;
+  for (int left = steps * direction; left > 0;) {
+    at = (at + direction + n) % n;
+    if (r.ptr(symmetric, at) != nullptr) --left;
+  }
+  return at;
+}
+
+// How many ranks the rank reaches (node_rank_after's cycle).
+template <class Rank>
+GRMA_HOST_DEVICE int node_size(Rank& r, void* symmetric) {
+  int k = 0;
+  for (int t = 0; t < r.size(grma::world); ++t) k += r.ptr(symmetric, t) != nullptr ? 1 : 0;
+  return k;
+}
+
 // ---- groups ----------------------------------------------------------------------
 
 // Ranks split into ceil(n / limit) groups of at most `limit` members, strided
@@ -356,6 +384,11 @@ class job {
   int first() const { return first_; }
   int responsible() const { return responsible_; }
   int threads() const { return rt_.backend() == grma::backend_kind::cpu ? 1 : config_.threads; }
+  // A rank's bytes of the symmetric heap (GRMA_SYMMETRIC_SIZE over the
+  // device's ranks, whole pages).
+  std::size_t symmetric_slice() const {
+    return std::size_t(rt_.settings().symmetric_size) / std::size_t(per_device_) / 4096 * 4096;
+  }
 
   // Whether buffers come from userdata (see `buffers`); also forced with
   // CONFORMANCE_USERDATA_BUFFERS=1, to run that path at any size.

@@ -312,6 +312,124 @@ TEST(Errors, NullBuffer) {
   EXPECT_STREQ(e.what(), "grma: rank 0: put_notify: buffer is null but size is 16");
 }
 
+// ---- the core: symmetric heap, RMA, atomics, contexts, waits ----
+
+TEST(Errors, SymmetricSizesDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    r.free_symmetric(r.alloc_symmetric(r.rank(grma::world) == 1 ? 128 : 64));
+  });
+  EXPECT_EQ(e.code(), grma::errc::symmetric_mismatch);
+  EXPECT_EQ(e.where(), grma::call::alloc_symmetric);
+  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: every rank must pass the same arguments: world "
+                                  "rank 1 passed others than world rank 0 (this rank passed "));
+}
+
+TEST(Errors, SymmetricHeapExhausted) {
+  grma::settings s = small_job(2);
+  s.symmetric_size = 2 * 8192;  // a slice of 8192 bytes per rank
+  const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(10000); }, s);
+  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: cannot allocate 10000 symmetric bytes: each "
+                                  "rank's slice of 8192 bytes has no free block that large "
+                                  "(largest 8192 bytes; GRMA_SYMMETRIC_SIZE)"));
+}
+
+TEST(Errors, SymmetricAlignmentNotAPowerOfTwo) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.alloc_symmetric(64, 48);
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: alloc_symmetric: alignment 48 is not a power of two of at most 4096");
+}
+
+TEST(Errors, SymmetricFreeOfAnAddressInsideABlock) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(256));
+    r.free_symmetric(block + 64);
+  });
+  EXPECT_EQ(e.code(), grma::errc::invalid_free);
+  EXPECT_THAT(e.what(), HasSubstr("free_symmetric: pointer 0x"));
+}
+
+TEST(Errors, PutToMemoryOutsideTheSymmetricHeap) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* mine = r.alloc(64);
+    if (r.rank(grma::world) == 0) r.put(mine, mine, 8, 1);
+    r.barrier(grma::world);
+  });
+  EXPECT_EQ(e.code(), grma::errc::not_symmetric);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 0: put: address 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" (8 bytes) is not in this rank's symmetric heap slice of "));
+}
+
+TEST(Errors, GetPastTheEndOfTheSlice) {
+  grma::settings s = small_job(2);
+  s.symmetric_size = 2 * 8192;
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(8192));
+    unsigned char local[64];
+    if (r.rank(grma::world) == 1) r.get(local, block + 8160, 64, 0);
+    r.barrier(grma::world);
+  }, s);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: get: address 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" (64 bytes) is not in this rank's symmetric heap slice of 8192 bytes"));
+}
+
+TEST(Errors, CoreTargetOutOfRange) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* word = static_cast<std::uint64_t*>(r.calloc_symmetric(1, 8));
+    if (r.rank(grma::world) == 0) r.p(word, std::uint64_t{1}, 5);
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 0: p: rank 5 is out of range: communicator world has 2 ranks");
+}
+
+TEST(Errors, AtomicOnAMisalignedWord) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<unsigned char*>(r.calloc_symmetric(2, 8));
+    if (r.rank(grma::world) == 1)
+      r.atomic_add(reinterpret_cast<std::uint64_t*>(block + 4), std::uint64_t{1}, 0);
+    r.barrier(grma::world);
+  });
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: atomic_add: the 8-byte word at 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" is not aligned to its size"));
+}
+
+TEST(Errors, ContextUsedAfterDestroy) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(64));
+    grma::context ctx = r.ctx_create();
+    const grma::context kept = ctx;
+    r.ctx_destroy(ctx);
+    if (r.rank(grma::world) == 0) r.put_nbi(block, block + 8, 8, 1, kept);
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: put_nbi: context 1 (generation 1) is not a live context of this "
+               "rank (used after ctx_destroy, or never created)");
+}
+
+TEST(Errors, TooManyContexts) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 1)
+      for (int i = 0; i < 17; ++i) r.ctx_create();
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: ctx_create: all 16 contexts of the rank are in use (ctx_destroy "
+               "frees one)");
+}
+
+TEST(Errors, WaitWithAnInvalidComparison) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* word = static_cast<std::uint64_t*>(r.calloc_symmetric(1, 8));
+    if (r.rank(grma::world) == 1) r.wait_until(word, static_cast<grma::cmp>(9), std::uint64_t{0});
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 1: wait_until: invalid signal_op or cmp value 9");
+}
+
 TEST(Errors, AssertionNamesFileLineAndExpression) {
   int line = 0;
   const grma::error e = expect_failure([&](auto& r) {

@@ -86,6 +86,14 @@ TEST(Settings, HeapSizeWithSuffixes) {
   EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "1g").heap_size, 1ull << 30);
 }
 
+TEST(Settings, SymmetricSize) {
+  EXPECT_EQ(grma::settings{}.symmetric_size, 64u << 20);
+  EXPECT_EQ(parse_one("GRMA_SYMMETRIC_SIZE", "1G").symmetric_size, 1ull << 30);
+  EXPECT_EQ(parse_one("GRMA_SYMMETRIC_SIZE", "0").symmetric_size, 0u);
+  EXPECT_EQ(parse_error("GRMA_SYMMETRIC_SIZE", "lots"),
+            invalid("GRMA_SYMMETRIC_SIZE", "lots", "a size in bytes, optionally with K, M or G"));
+}
+
 TEST(Settings, BadHeapSizes) {
   EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "65535"),
             invalid("GRMA_HEAP_SIZE", "65535", "at least 64K"));

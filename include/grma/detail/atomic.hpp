@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "grma/config.hpp"
 
@@ -130,6 +131,60 @@ GRMA_INLINE void fence_release() {
                             S == scope::system ? cuda::thread_scope_system : cuda::thread_scope_device);
 #else
   std::atomic_thread_fence(std::memory_order_release);
+#endif
+}
+
+// The order of the core's one-word operations on symmetric memory (p, g,
+// atomics): relaxed in device code, as OpenSHMEM's, where fence and quiet
+// order them; acquire/release on the CPU backend, because ThreadSanitizer
+// sees no fences and would take a program that orders them with a fence
+// for a race. Never weaker than the documented rule.
+#if GRMA_DEVICE_CODE
+inline constexpr auto word_load_order = order::memory_order_relaxed;
+inline constexpr auto word_store_order = order::memory_order_relaxed;
+inline constexpr auto word_update_order = order::memory_order_relaxed;
+#else
+inline constexpr auto word_load_order = order::memory_order_acquire;
+inline constexpr auto word_store_order = order::memory_order_release;
+inline constexpr auto word_update_order = order::memory_order_acq_rel;
+#endif
+
+// Whether T is one machine word that atomics handle: a number, enum or
+// pointer of 4 or 8 bytes.
+template <class T>
+inline constexpr bool is_atomic_word =
+    (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>) &&
+    (sizeof(T) == 4 || sizeof(T) == 8);
+
+// One element of another rank's memory, stored or loaded whole: an atomic
+// access where T is a word (so a flag written with p and polled with
+// wait_until is no data race), else a volatile one.
+template <scope S, class T>
+GRMA_INLINE void store_word(T& word, T value) {
+  if constexpr (is_atomic_word<T>)
+    atomic_ref_t<T, S>(word).store(value, word_store_order);
+  else
+    *static_cast<volatile T*>(&word) = value;
+}
+template <scope S, class T>
+GRMA_INLINE T load_word(const T& word) {
+  if constexpr (is_atomic_word<T>)
+    return atomic_ref_t<T, S>(const_cast<T&>(word)).load(word_load_order);
+  else
+    return *static_cast<const volatile T*>(&word);
+}
+
+// Orders this thread's earlier accesses before its later ones as seen from
+// scope S (and, cumulatively, what it has observed): quiet and fence of the
+// core. ThreadSanitizer does not see fences; the CPU backend's programs get
+// their happens-before from the atomics and collectives around them.
+template <scope S = scope::device>
+GRMA_INLINE void fence_full() {
+#if defined(__CUDACC__)
+  cuda::atomic_thread_fence(order::memory_order_seq_cst,
+                            S == scope::system ? cuda::thread_scope_system : cuda::thread_scope_device);
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
 #endif
 }
 

@@ -17,6 +17,7 @@
 #include "grma/detail/heap.hpp"
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
+#include "grma/detail/symmetric_table.hpp"
 
 namespace grma::detail {
 
@@ -192,6 +193,7 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
 inline constexpr int comm_count = 2;         // world, device
 inline constexpr int max_devices = 8;        // devices in one job
 inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
+inline constexpr int max_contexts = 16;      // contexts a rank may create (slots 1..16)
 
 // A window lookup the rank made: the window's communicator, and the range
 // `target` registered (target -1: the window only). Windows never change while
@@ -241,6 +243,10 @@ struct rank_local {
   pending_list pending;
   ring_reader inbox[max_devices];  // consumer state of the rank's rings, one per device
   window_cache_set windows[window_cache_sets];  // by window_cache_set_of(slot)
+  // The generation of the live context in each slot (0: free; slot 0 is
+  // default_context), and the contexts created so far, which numbers them.
+  std::uint32_t contexts[max_contexts + 1];
+  std::uint32_t contexts_created;
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
@@ -382,6 +388,12 @@ struct device_view {
   std::uint64_t userdata_size;
   heap_allocator* allocator;
   window_table windows;  // the job's
+  // The symmetric heap: the device's ranks' slices, symmetric_slice bytes
+  // each in rank order, from symmetric_offset in every device's heap; and
+  // the node's table of its blocks (symmetric_table.hpp).
+  std::uint64_t symmetric_offset;
+  std::uint64_t symmetric_slice;
+  symmetric_table symmetric;
 
   // Each rank has one notification ring per device of the job, written by
   // that device's ranks; rank r's rings are queues + stride * (r * devices + d).

@@ -15,7 +15,7 @@ cpu_arena::block::block(std::uint64_t bytes) : data(nullptr), owner(nullptr, std
 
 device_view build_arena(const arena_layout& l, const arena_params& p, unsigned char* heap,
                         unsigned char* control, unsigned char* host) {
-  *heap_block_at(heap, l.userdata_area) = init_arena(l, p, control, host);
+  *heap_block_at(heap, l.allocatable_start) = init_arena(l, p, control, host);
   return make_view(l, p, heap, control, host);
 }
 

@@ -124,7 +124,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
                     " (GRMA_DEVICES) make " + std::to_string(devices));
   auto params_of = [&](int j) {
     return arena_params{info.ranks_per_device, info.rank_count, j * info.ranks_per_device,
-                        devices, j, s.heap_size, userdata_bytes, s.queue_capacity,
+                        devices, j, s.heap_size, s.symmetric_size, userdata_bytes, s.queue_capacity,
                         s.match_capacity, s.max_windows, log_capacity};
   };
   const arena_layout layout = layout_arena(params_of(0));

@@ -49,7 +49,7 @@ cuda_arena::cuda_arena(const arena_params& p, unsigned char* shared_host)
     cuda_check(cudaMemcpy(control_, image.data(), image.size(), cudaMemcpyHostToDevice),
                "cudaMemcpy of the control block");
     cuda_check(cudaMemset(heap_, 0, layout_.heap_bytes), "cudaMemset of the heap");
-    cuda_check(cudaMemcpy(heap_ + layout_.userdata_area, &first, sizeof first,
+    cuda_check(cudaMemcpy(heap_ + layout_.allocatable_start, &first, sizeof first,
                           cudaMemcpyHostToDevice),
                "cudaMemcpy of the heap header");
     // Other GPUs and processes start using these blocks after host-side

@@ -405,7 +405,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   const std::uint64_t userdata_bytes = agree_on_shape(group, s, plan.ranks, 1, o.userdata_size);
   auto params_of = [&](int j) {
     return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
-                        s.heap_size, userdata_bytes, s.queue_capacity, s.match_capacity,
+                        s.heap_size, s.symmetric_size, userdata_bytes, s.queue_capacity, s.match_capacity,
                         s.max_windows, log_capacity};
   };
   const arena_layout layout = layout_arena(params_of(0));
@@ -555,7 +555,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     g.device = first + d;
     cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
     g.arena = std::make_unique<cuda_arena>(arena_params{
-        plan.ranks, plan.ranks * devices, d * plan.ranks, devices, d, s.heap_size,
+        plan.ranks, plan.ranks * devices, d * plan.ranks, devices, d, s.heap_size, s.symmetric_size,
         o.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
     g.stream = std::make_unique<stream_guard>();
     views.push_back(&g.arena->view());

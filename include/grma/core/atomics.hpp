@@ -1,0 +1,136 @@
+// Atomic operations on one 4- or 8-byte word of a rank's symmetric memory
+// (OpenSHMEM 1.5's AMOs): fetch, set, swap, compare_swap, fetch_add, add,
+// fetch_inc, inc, fetch_and/or/xor, and/or/xor.
+//
+// Any thread may call them alone; each call is one operation (all threads
+// of a rank calling make as many). They are atomic with respect to each
+// other and to the target's own atomics on the word, from every device of
+// the job. Fetching forms return the old value; the others return at once
+// and are complete after quiet. Like OpenSHMEM's they order nothing else:
+// fence or quiet orders them with puts (on the CPU backend they are
+// acquire/release, which is stronger). T: integers of 4 or 8 bytes (set,
+// fetch and swap also float, double, enums and pointers). The word must be
+// aligned to its size.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "grma/config.hpp"
+#include "grma/error.hpp"
+#include "grma/types.hpp"
+#include "grma/detail/atomic.hpp"
+
+namespace grma::core {
+
+template <class Rank>
+class atomic_calls {
+ public:
+  template <class T>
+  GRMA_INLINE T atomic_fetch(const T* word, int target, context ctx = default_context) {
+    return apply<T>(call::atomic_fetch, const_cast<T*>(word), target, ctx,
+                    [](auto a) { return a.load(detail::word_load_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_set(T* word, T value, int target, context ctx = default_context) {
+    apply<T>(call::atomic_set, word, target, ctx, [&](auto a) {
+      a.store(value, detail::word_store_order);
+      return T{};
+    });
+  }
+  template <class T>
+  GRMA_INLINE T atomic_swap(T* word, T value, int target, context ctx = default_context) {
+    return apply<T>(call::atomic_swap, word, target, ctx,
+                    [&](auto a) { return a.exchange(value, detail::word_update_order); });
+  }
+  // Stores `value` where the word equals `expected`; returns the old word.
+  template <class T>
+  GRMA_INLINE T atomic_compare_swap(T* word, T expected, T value, int target,
+                                    context ctx = default_context) {
+    static_assert(std::is_integral_v<T>, "compare_swap takes integers");
+    return apply<T>(call::atomic_compare_swap, word, target, ctx, [&](auto a) {
+      T old = expected;
+      a.compare_exchange_strong(old, value, detail::word_update_order, detail::word_load_order);
+      return old;
+    });
+  }
+
+  template <class T>
+  GRMA_INLINE T atomic_fetch_add(T* word, T value, int target, context ctx = default_context) {
+    return update<T>(call::atomic_fetch_add, word, target, ctx,
+                     [&](auto a) { return a.fetch_add(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_add(T* word, T value, int target, context ctx = default_context) {
+    update<T>(call::atomic_add, word, target, ctx,
+              [&](auto a) { return a.fetch_add(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE T atomic_fetch_inc(T* word, int target, context ctx = default_context) {
+    return update<T>(call::atomic_fetch_inc, word, target, ctx,
+                     [](auto a) { return a.fetch_add(T{1}, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_inc(T* word, int target, context ctx = default_context) {
+    update<T>(call::atomic_inc, word, target, ctx,
+              [](auto a) { return a.fetch_add(T{1}, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE T atomic_fetch_and(T* word, T value, int target, context ctx = default_context) {
+    return update<T>(call::atomic_fetch_and, word, target, ctx,
+                     [&](auto a) { return a.fetch_and(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_and(T* word, T value, int target, context ctx = default_context) {
+    update<T>(call::atomic_and, word, target, ctx,
+              [&](auto a) { return a.fetch_and(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE T atomic_fetch_or(T* word, T value, int target, context ctx = default_context) {
+    return update<T>(call::atomic_fetch_or, word, target, ctx,
+                     [&](auto a) { return a.fetch_or(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_or(T* word, T value, int target, context ctx = default_context) {
+    update<T>(call::atomic_or, word, target, ctx,
+              [&](auto a) { return a.fetch_or(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE T atomic_fetch_xor(T* word, T value, int target, context ctx = default_context) {
+    return update<T>(call::atomic_fetch_xor, word, target, ctx,
+                     [&](auto a) { return a.fetch_xor(value, detail::word_update_order); });
+  }
+  template <class T>
+  GRMA_INLINE void atomic_xor(T* word, T value, int target, context ctx = default_context) {
+    update<T>(call::atomic_xor, word, target, ctx,
+              [&](auto a) { return a.fetch_xor(value, detail::word_update_order); });
+  }
+
+ private:
+  GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
+
+  // The arithmetic and bitwise operations: integers only.
+  template <class T, class Op>
+  GRMA_INLINE T update(call where, T* word, int target, context ctx, Op&& op) {
+    static_assert(std::is_integral_v<T>, "arithmetic and bitwise atomics take integers");
+    return apply<T>(where, word, target, ctx, op);
+  }
+
+  // op(atomic reference) on the target's copy of `word`, at system scope
+  // where the job spans devices (another device's ranks may update it too).
+  template <class T, class Op>
+  GRMA_INLINE T apply(call where, T* word, int target, context ctx, Op&& op) {
+    static_assert(detail::is_atomic_word<T>, "atomics take words of 4 or 8 bytes");
+    Rank& r = self();
+    r.check_context(ctx, where);
+    auto* at = reinterpret_cast<T*>(r.resolve_symmetric(word, sizeof(T), target, where));
+    if (reinterpret_cast<std::uintptr_t>(at) % sizeof(T) != 0)
+      r.fail(errc::word_misaligned, where, std::int64_t(reinterpret_cast<std::uintptr_t>(word)),
+             std::int64_t(sizeof(T)));
+    return Rank::at_scope(r.wide(), [&](auto scope) {
+      return op(detail::atomic_ref_t<T, scope.value>(*at));
+    });
+  }
+};
+
+}  // namespace grma::core

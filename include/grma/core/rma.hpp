@@ -1,0 +1,145 @@
+// One-sided access to symmetric memory without notification (papers/001:
+// put, get, p, g, iput, iget, the _nbi forms, quiet and fence), on a context.
+//
+// Addresses: `dest` of a put and `source` of a get are symmetric (from
+// alloc_symmetric), named by this rank's copy; the target's copy is written
+// or read. The local buffer may be any memory the rank can read or write.
+//
+// Completion (OpenSHMEM's rules): put returns when its source may be reused,
+// get when its destination holds the data; the _nbi forms return at once,
+// their buffers the program's again after quiet. quiet(ctx) returns when
+// every operation the rank issued on ctx is complete at its target and
+// visible to it (to a reader that synchronizes with this rank afterwards:
+// a barrier, or a flag written after the quiet and read with acquire).
+// fence(ctx) orders the puts, p and atomics issued on ctx to one target
+// before those issued after it.
+//
+// Levels: put, get, iput, iget and their _nbi forms are called by all
+// threads of the rank together (or of one warp: one_warp()); p, g, quiet
+// and fence by any thread alone. On the two device paths (same device,
+// peer) every operation is done when its call returns, so quiet and fence
+// are memory fences (a thread's fence covers what the threads it met at the
+// end of a rank-level call wrote); a target on another node is an error
+// until the network engine carries these operations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "grma/config.hpp"
+#include "grma/error.hpp"
+#include "grma/types.hpp"
+#include "grma/detail/atomic.hpp"
+
+namespace grma::core {
+
+template <class Rank>
+class rma_calls {
+ public:
+  GRMA_INLINE void put(void* dest, const void* source, std::size_t bytes, int target,
+                       context ctx = default_context) {
+    transfer(call::put, dest, source, bytes, target, ctx, true);
+  }
+  GRMA_INLINE void get(void* dest, const void* source, std::size_t bytes, int target,
+                       context ctx = default_context) {
+    transfer(call::get, dest, source, bytes, target, ctx, false);
+  }
+  GRMA_INLINE void put_nbi(void* dest, const void* source, std::size_t bytes, int target,
+                           context ctx = default_context) {
+    transfer(call::put_nbi, dest, source, bytes, target, ctx, true);
+  }
+  GRMA_INLINE void get_nbi(void* dest, const void* source, std::size_t bytes, int target,
+                           context ctx = default_context) {
+    transfer(call::get_nbi, dest, source, bytes, target, ctx, false);
+  }
+
+  // Strided: element i of `source` (at i * source_stride elements) to
+  // element i * dest_stride of the target's `dest`, for i < count. T is a
+  // number, enum or pointer of 1, 2, 4 or 8 bytes.
+  template <class T>
+  GRMA_INLINE void iput(T* dest, const T* source, std::size_t dest_stride,
+                        std::size_t source_stride, std::size_t count, int target,
+                        context ctx = default_context) {
+    strided<T>(call::iput, dest, source, dest_stride, source_stride, count, target, ctx, true);
+  }
+  template <class T>
+  GRMA_INLINE void iget(T* dest, const T* source, std::size_t dest_stride,
+                        std::size_t source_stride, std::size_t count, int target,
+                        context ctx = default_context) {
+    strided<T>(call::iget, dest, source, dest_stride, source_stride, count, target, ctx, false);
+  }
+
+  // One element, by the calling thread: one store (or load) of the whole
+  // element for 4- and 8-byte numbers, so a p of a flag and a wait_until
+  // on it need nothing else.
+  template <class T>
+  GRMA_INLINE void p(T* dest, T value, int target, context ctx = default_context) {
+    Rank& r = self();
+    r.check_context(ctx, call::p);
+    T* to = reinterpret_cast<T*>(r.resolve_symmetric(dest, sizeof(T), target, call::p));
+    Rank::at_scope(r.wide(), [&](auto scope) { detail::store_word<scope.value>(*to, value); });
+  }
+  template <class T>
+  GRMA_INLINE T g(const T* source, int target, context ctx = default_context) {
+    Rank& r = self();
+    r.check_context(ctx, call::g);
+    const T* from = reinterpret_cast<const T*>(r.resolve_symmetric(source, sizeof(T), target, call::g));
+    return Rank::at_scope(r.wide(), [&](auto scope) { return detail::load_word<scope.value>(*from); });
+  }
+
+  GRMA_INLINE void quiet(context ctx = default_context) {
+    Rank& r = self();
+    r.check_context(ctx, call::quiet);
+    Rank::at_scope(r.wide(), [](auto scope) { detail::fence_full<scope.value>(); });
+  }
+  GRMA_INLINE void fence(context ctx = default_context) {
+    Rank& r = self();
+    r.check_context(ctx, call::fence);
+    Rank::at_scope(r.wide(), [](auto scope) { detail::fence_full<scope.value>(); });
+  }
+
+ private:
+  GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
+
+  GRMA_INLINE void transfer(call where, void* dest, const void* source, std::size_t bytes,
+                            int target, context ctx, bool is_put) {
+    Rank& r = self();
+    r.check_context(ctx, where);
+    if (bytes != 0 && (is_put ? source : dest) == nullptr)
+      r.fail(errc::null_buffer, where, std::int64_t(bytes));
+    if (is_put)
+      r.copy(r.resolve_symmetric(dest, bytes, target, where), source, bytes);
+    else
+      r.copy(dest, r.resolve_symmetric(source, bytes, target, where), bytes);
+    r.rank_level_done();
+  }
+
+  template <class T>
+  GRMA_INLINE void strided(call where, T* dest, const T* source, std::size_t dest_stride,
+                           std::size_t source_stride, std::size_t count, int target, context ctx,
+                           bool is_put) {
+    static_assert((std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>) &&
+                      (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
+                  "iput and iget move numbers, enums or pointers of 1, 2, 4 or 8 bytes");
+    Rank& r = self();
+    r.check_context(ctx, where);
+    if (count != 0) {
+      // The symmetric side's extent: its first to its last element.
+      const std::size_t stride = is_put ? dest_stride : source_stride;
+      const std::size_t extent = ((count - 1) * stride + 1) * sizeof(T);
+      if ((is_put ? source : dest) == nullptr) r.fail(errc::null_buffer, where, std::int64_t(extent));
+      if (is_put)
+        dest = reinterpret_cast<T*>(r.resolve_symmetric(dest, extent, target, where));
+      else
+        source = reinterpret_cast<const T*>(r.resolve_symmetric(source, extent, target, where));
+      // Volatile loads: the other side's memory may have changed since this
+      // thread last read it (on a GPU, a load past L1).
+      for (std::size_t i = std::size_t(r.thread()); i < count; i += std::size_t(r.threads()))
+        dest[i * dest_stride] = *static_cast<const volatile T*>(source + i * source_stride);
+    }
+    r.rank_level_done();
+  }
+};
+
+}  // namespace grma::core

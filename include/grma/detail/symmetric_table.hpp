@@ -1,0 +1,80 @@
+// The symmetric heap's allocator. Every rank has a slice of the same size in
+// its device's heap, and a symmetric block is one offset in all slices: a
+// rank reaches another's copy of a block at (target's slice + offset). The
+// table lists the live blocks by offset; alloc_symmetric and free_symmetric
+// are collectives over world, and only the collective's leader touches the
+// table (in its action), so it needs no lock. A job across nodes keeps one
+// table per node: every node's leader runs the same world collectives in the
+// same order on the same arguments, so every table holds the same blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "grma/config.hpp"
+#include "grma/detail/heap.hpp"
+
+namespace grma::detail {
+
+struct symmetric_block {
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+
+// Live blocks, sorted by offset: *count of the capacity entries at `blocks`
+// (pointers into the node's first device's control block).
+struct symmetric_table {
+  std::uint32_t capacity;
+  std::uint32_t* count;
+  symmetric_block* blocks;
+};
+
+// The largest alignment alloc_symmetric takes: slices are whole pages.
+inline constexpr std::uint64_t symmetric_alignment_limit = 4096;
+
+// Symmetric blocks a job may hold at once.
+inline constexpr std::uint32_t symmetric_block_limit = 1024;
+
+// Why an allocation failed, for the error's values.
+struct symmetric_failure {
+  std::uint64_t largest_free;
+};
+
+// The first gap of at least `bytes` at `alignment` (a power of two) in
+// [0, slice): the block's offset, or ~0 when there is none or the table is
+// full (why.largest_free tells which).
+GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t slice,
+                                             std::uint64_t bytes, std::uint64_t alignment,
+                                             symmetric_failure& why) {
+  if (alignment < heap_alignment) alignment = heap_alignment;
+  const std::uint64_t size = align_up(bytes == 0 ? 1 : bytes, heap_alignment);
+  std::uint64_t largest = 0;
+  std::uint64_t end = 0;  // of the block before the gap
+  for (std::uint32_t i = 0; i <= *t.count; ++i) {
+    const std::uint64_t next = i < *t.count ? t.blocks[i].offset : slice;
+    const std::uint64_t at = align_up(end, alignment);
+    if (next > end && next - end > largest) largest = next - end;
+    if (at <= next && next - at >= size) {
+      if (*t.count == t.capacity) break;
+      for (std::uint32_t k = *t.count; k > i; --k) t.blocks[k] = t.blocks[k - 1];
+      t.blocks[i] = {at, size};
+      ++*t.count;
+      return at;
+    }
+    if (i < *t.count) end = t.blocks[i].offset + t.blocks[i].size;
+  }
+  why.largest_free = largest;
+  return ~std::uint64_t{0};
+}
+
+// Removes the block at `offset`; false when no live block starts there.
+GRMA_INLINE bool symmetric_release(const symmetric_table& t, std::uint64_t offset) {
+  for (std::uint32_t i = 0; i < *t.count; ++i) {
+    if (t.blocks[i].offset != offset) continue;
+    for (std::uint32_t k = i; k + 1 < *t.count; ++k) t.blocks[k] = t.blocks[k + 1];
+    --*t.count;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace grma::detail

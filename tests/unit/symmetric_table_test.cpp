@@ -1,0 +1,80 @@
+// The symmetric heap's allocator: first fit over the slice, alignment in
+// the slice, reuse of freed room, and its two ways of failing.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include <grma/detail/symmetric_table.hpp>
+
+namespace {
+
+using grma::detail::symmetric_allocate;
+using grma::detail::symmetric_block;
+using grma::detail::symmetric_failure;
+using grma::detail::symmetric_release;
+using grma::detail::symmetric_table;
+
+constexpr std::uint64_t none = ~std::uint64_t{0};
+
+struct table_with_room {
+  explicit table_with_room(std::uint32_t capacity) : blocks(capacity) {
+    table = symmetric_table{capacity, &count, blocks.data()};
+  }
+  std::uint32_t count = 0;
+  std::vector<symmetric_block> blocks;
+  symmetric_table table{};
+};
+
+TEST(SymmetricTable, FirstFitInWholeLines) {
+  table_with_room t(8);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 100, 64, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 1, 64, why), 128u);  // 100 bytes take two lines
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 0, 64, why), 192u);  // a zero-byte block is a line
+  EXPECT_EQ(t.count, 3u);
+  EXPECT_TRUE(symmetric_release(t.table, 128));
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 64, 64, why), 128u);  // the freed line again
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 65, 64, why), 256u);  // too large for any gap before
+}
+
+TEST(SymmetricTable, AlignsInTheSlice) {
+  table_with_room t(8);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 64, 64, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 64, 4096, why), 4096u);
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 64, 16, why), 64u);  // 64 at least
+  EXPECT_EQ(t.blocks[1].offset, 64u);  // kept in offset order
+  EXPECT_EQ(t.blocks[2].offset, 4096u);
+}
+
+TEST(SymmetricTable, ReportsTheLargestGapWhenNothingFits) {
+  table_with_room t(8);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 1024, 64, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 1024, 64, why), 1024u);
+  EXPECT_TRUE(symmetric_release(t.table, 0));
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 3000, 64, why), none);
+  EXPECT_EQ(why.largest_free, 2048u);  // after the second block; the first gap is 1024
+}
+
+TEST(SymmetricTable, FullTableFails) {
+  table_with_room t(2);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 64, 64, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 64, 64, why), 64u);
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 64, 64, why), none);
+  EXPECT_EQ(t.count, 2u);
+}
+
+TEST(SymmetricTable, ReleaseOfAnUnknownOffsetFails) {
+  table_with_room t(4);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 4096, 256, 64, why), 0u);
+  EXPECT_FALSE(symmetric_release(t.table, 64));
+  EXPECT_TRUE(symmetric_release(t.table, 0));
+  EXPECT_FALSE(symmetric_release(t.table, 0));
+  EXPECT_EQ(t.count, 0u);
+}
+
+}  // namespace
