@@ -68,6 +68,16 @@ enum class call : std::int32_t {
   test_all,
   test_any,
   test_some,
+  team_split_strided,
+  team_split_2d,
+  team_destroy,
+  team_query,
+  broadcast,
+  fcollect,
+  alltoall,
+  reduce,
+  allreduce,
+  reduce_scatter,
   count_  // number of calls, keep last
 };
 
@@ -108,6 +118,12 @@ enum class errc : std::int32_t {
   context_invalid,              // v0 slot, v1 generation
   context_table_full,           // v0 contexts a rank may have
   not_across_nodes,             // v0 target world rank
+  team_not_member,              // v0 team slot, v1 team size
+  team_invalid,                 // v0 slot, v1 generation
+  team_split_invalid,           // v0 start, v1 stride, v2 size, v3 parent size
+  team_table_full,              // v0 team slots
+  team_collective_mismatch,     // v0 team slot, v1 member 0's call, v2 its size, v3 its root, v4 this rank's size
+  invalid_reduce_op,            // v0 op, v1 1 for a floating-point type
   count_                        // keep last
 };
 

@@ -24,9 +24,11 @@
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
 #include "grma/core/atomics.hpp"
+#include "grma/core/collectives.hpp"
 #include "grma/core/contexts.hpp"
 #include "grma/core/rma.hpp"
 #include "grma/core/symmetric_heap.hpp"
+#include "grma/core/teams.hpp"
 #include "grma/core/waits.hpp"
 
 namespace grma {
@@ -43,7 +45,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                    public core::rma_calls<basic_rank<Platform>>,
                    public core::atomic_calls<basic_rank<Platform>>,
                    public core::wait_calls<basic_rank<Platform>>,
-                   public core::context_calls<basic_rank<Platform>> {
+                   public core::context_calls<basic_rank<Platform>>,
+                   public core::team_calls<basic_rank<Platform>>,
+                   public core::collective_calls<basic_rank<Platform>> {
   using P = Platform;
   static constexpr detail::scope S = P::memory_scope;
   friend class core::symmetric_heap_calls<basic_rank>;
@@ -51,8 +55,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   friend class core::atomic_calls<basic_rank>;
   friend class core::wait_calls<basic_rank>;
   friend class core::context_calls<basic_rank>;
+  friend class core::team_calls<basic_rank>;
+  friend class core::collective_calls<basic_rank>;
 
  public:
+  // barrier(team) beside barrier(comm).
+  using core::collective_calls<basic_rank>::barrier;
+
   // `local` is the rank's private state. `view` and `local` outlive the
   // rank. On a GPU only the rank kernel makes a rank, from its block's
   // shared-memory copies (which an acquire's L1 invalidation does not touch)
@@ -980,6 +989,107 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE void rank_level_done() {
     P::sync();
     completed();
+  }
+
+  // ---- the core's teams ---------------------------------------------------------------
+
+  // A team handle checked and resolved for this rank: a live team (a
+  // split's slot still holds its generation) with members inside its base.
+  GRMA_INLINE detail::team_members resolve_team(team t, call where) const {
+    bool valid = t.slot < detail::max_teams && t.base <= 2 && t.stride >= 1 && t.start >= 0;
+    if (valid && t.slot < detail::predefined_teams)
+      valid = t.generation == 0 && t.base == t.slot;
+    else if (valid)
+      valid = t.generation != 0 && at_scope(wide(), [&](auto scope) {
+                return detail::load_relaxed<scope.value>(view().teams->generation[t.slot]);
+              }) == t.generation;
+    const int base = valid ? detail::team_base_size(view(), t.base) : 0;
+    const int size = t.size < 0 ? base : t.size;
+    if (!valid || size < 1 || t.start + (size - 1) * t.stride >= base)
+      fail(errc::team_invalid, where, std::int64_t(t.slot), t.generation);
+    return {t.slot, t.base, t.start, t.stride, size};
+  }
+
+  // World rank w's workspace of team slot `slot` (w on this node).
+  GRMA_INLINE detail::team_workspace& team_workspace_of(int w, std::uint32_t slot, call where = call::barrier) const {
+    const int d = view().device_of(w);
+    if (!view().on_node(d)) fail(errc::not_across_nodes, where, w);
+    return *reinterpret_cast<detail::team_workspace*>(
+        symmetric_address(d, w, std::uint64_t(slot) * sizeof(detail::team_workspace)));
+  }
+
+  // Member i's copy of the symmetric range [p, p + bytes).
+  GRMA_INLINE unsigned char* team_peer(const detail::team_members& m, int i, const void* p,
+                                       std::size_t bytes, call where) const {
+    const std::uint64_t offset = symmetric_offset_of(p, bytes, where);
+    const int w = m.world_of(view(), i);
+    const int d = view().device_of(w);
+    if (!view().on_node(d)) fail(errc::not_across_nodes, where, w);
+    return symmetric_address(d, w, offset);
+  }
+
+  // A dissemination barrier over the team's members (every thread of each):
+  // in round k a member adds 1 to round word k of the member 2^k after it
+  // and waits until its own has reached this barrier's epoch. The adds are
+  // acquire-release, the waits acquire, so everything a member did or saw
+  // before the barrier is visible to every member after it.
+  GRMA_INLINE void team_barrier(const detail::team_members& m, call where) {
+    const int me = m.member_of(view(), world_rank());
+    if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
+    P::sync();  // the threads' accesses come before the leader's release
+    if (leader() && m.size > 1) {
+      detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
+      const std::uint64_t epoch = ++mine.epoch;
+      at_scope(wide(), [&](auto scope) {
+        for (int k = 0; k < detail::team_rounds && (std::int64_t{1} << k) < m.size; ++k) {
+          const int partner = int((std::int64_t(me) + (std::int64_t{1} << k)) % m.size);
+          detail::team_workspace& theirs = team_workspace_of(m.world_of(view(), partner), m.slot, where);
+          detail::fetch_add_acq_rel<scope.value>(theirs.rounds[k], std::uint64_t{1});
+          block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
+            return detail::load_acquire<scope.value>(mine.rounds[k]) >= epoch;
+          });
+        }
+      });
+    }
+    P::sync();  // the leader's acquire orders the threads' later reads
+    completed();
+  }
+
+  // A data collective's first barrier, with its call and arguments
+  // published for the others to check against member 0's: the signature
+  // carries the barrier's epoch, so a member that reads member 0's next
+  // signature (member 0 went on) checks nothing rather than something wrong.
+  GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
+                                         std::size_t size, int root) {
+    detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
+    auto signature_of = [](std::uint64_t epoch, call c, int rt, std::size_t n) {
+      return ((epoch & 0xffu) << 56) | ((std::uint64_t(c) & 0xffu) << 48) |
+             ((std::uint64_t(rt) & 0xffffu) << 32) | (std::uint64_t(n) & 0xffffffffu);
+    };
+    const std::uint64_t own = signature_of(mine.epoch + 1, where, root, size);
+    P::sync();  // every thread has read mine.epoch before the barrier changes it
+    if (leader())
+      at_scope(wide(), [&](auto scope) { detail::store_relaxed<scope.value>(mine.signature, own); });
+    team_barrier(m, where);
+    if (me == 0 || m.size == 1) return;
+    const std::uint64_t first = P::broadcast(leader() ? at_scope(wide(), [&](auto scope) {
+      return detail::load_relaxed<scope.value>(team_workspace_of(m.world_of(view(), 0), m.slot, where).signature);
+    }) : std::uint64_t{0});
+    if ((first >> 56) == (own >> 56) && first != own)
+      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot), std::int64_t((first >> 48) & 0xffu),
+           std::int64_t(first & 0xffffffffu), std::int64_t((first >> 32) & 0xffffu),
+           std::int64_t(size & 0xffffffffu));
+  }
+
+  // Changes of the node's team table exclude each other (any device's ranks).
+  GRMA_INLINE void lock_team_table() {
+    waiter wait(*this, call::team_split_strided, {0, 0, 0, 0}, true);
+    at_scope(wide(), [&](auto scope) {
+      while (!detail::compare_exchange_acquire<scope.value>(view().teams->lock, 0u, 1u)) wait();
+    });
+  }
+  GRMA_INLINE void unlock_team_table() {
+    at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(view().teams->lock, 0u); });
   }
 
   // Window table changes of different devices' collectives exclude each other.

@@ -67,6 +67,35 @@ struct context {
 };
 inline constexpr context default_context{};
 
+// A team: an ordered set of ranks (OpenSHMEM's teams) over which the core's
+// collectives run. Its members are ranks start, start + stride, ... of a
+// base numbering: world ranks, this device's ranks, or this node's ranks
+// (in world order). The predefined teams need no creation; others come
+// from team_split_strided and team_split_2d and end with team_destroy.
+struct team {
+  std::uint32_t slot;        // its workspace (detail/team_table.hpp)
+  std::uint32_t generation;  // of the team in the slot; 0 for the predefined
+  std::uint32_t base;        // 0 world, 1 this device, 2 this node
+  std::int32_t start;
+  std::int32_t stride;
+  std::int32_t size;  // -1: every rank of the base
+  GRMA_HOST_DEVICE friend constexpr bool operator==(team a, team b) {
+    return a.slot == b.slot && a.generation == b.generation && a.base == b.base &&
+           a.start == b.start && a.stride == b.stride && a.size == b.size;
+  }
+};
+inline constexpr team team_world{0, 0, 0, 0, 1, -1};
+inline constexpr team team_device{1, 0, 1, 0, 1, -1};  // the ranks of my device
+inline constexpr team team_node{2, 0, 2, 0, 1, -1};    // the ranks of my node
+// The ranks whose memory I load and store directly (ptr): my node's.
+inline constexpr team team_shared = team_node;
+// What a split gives a rank outside the new team, and team_destroy leaves.
+inline constexpr team team_none{~0u, 0, 0, 0, 1, 0};
+
+// Reduction operators of the core's collectives; the bitwise ones take
+// integers only.
+enum class reduce_op : std::uint32_t { sum = 0, prod, min, max, bit_and, bit_or, bit_xor };
+
 // A time limit for a wait, in seconds from the call: the wait returns
 // wait_result::timed_out once it passes instead of waiting on (a wait
 // without one is bounded only by the watchdog, GRMA_TIMEOUT).

@@ -47,6 +47,7 @@ arena_layout layout_arena(const arena_params& p) {
   l.completion = c.take<remote_completion>(p.ranks);
   l.symmetric_count = c.take<std::uint32_t>(1);
   l.symmetric_blocks = c.take<symmetric_block>(symmetric_block_limit);
+  l.teams = c.take<team_slots>(1);
   l.control_bytes = c.size();
 
   carver h;
@@ -78,6 +79,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.symmetric = symmetric_table{symmetric_block_limit,
                                 reinterpret_cast<std::uint32_t*>(control + l.symmetric_count),
                                 reinterpret_cast<symmetric_block*>(control + l.symmetric_blocks)};
+  v.teams = reinterpret_cast<team_slots*>(control + l.teams);
   v.queues = control + l.queues;
   v.queue_stride = l.queue_stride;
   v.queue_capacity = p.queue_capacity;
@@ -125,6 +127,7 @@ void link_views(device_view* const* views, int devices, int devices_per_process,
     v.node_leader = first.first_rank;
     v.windows = first.windows;
     v.symmetric = first.symmetric;
+    v.teams = first.teams;
     v.collectives[0] = first.collectives[0];
     v.arrivals[0] = first.arrivals[0];
     v.control = first.control;

@@ -42,7 +42,7 @@ struct arena_layout {
   std::uint64_t queue_stride;
   // offsets in the control block
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
-      device_arrivals, words, completion, symmetric_count, symmetric_blocks;
+      device_arrivals, words, completion, symmetric_count, symmetric_blocks, teams;
   // offsets in the host-visible block
   std::uint64_t status, control, log, commands, window_states;
 };
@@ -56,8 +56,8 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
 
 // Makes the views of a node's devices (bit d of node_devices: views[d] is
 // device d's) reach each other: peers' heaps and queues, and the node's first
-// device's window table, symmetric heap table, world collective, abort flag
-// and error claim.
+// device's window table, symmetric heap and team tables, world collective,
+// abort flag and error claim.
 // `views` must be addresses that device `d` can use (peer mappings on GPUs);
 // devices of other nodes (no bit) have no view and stay unreachable. Each
 // process keeps its userdata on its first device: devices_per_process tells

@@ -62,6 +62,16 @@ const char* call_name(call c) {
     case call::test_all: return "test_all";
     case call::test_any: return "test_any";
     case call::test_some: return "test_some";
+    case call::team_split_strided: return "team_split_strided";
+    case call::team_split_2d: return "team_split_2d";
+    case call::team_destroy: return "team_destroy";
+    case call::broadcast: return "broadcast";
+    case call::fcollect: return "fcollect";
+    case call::alltoall: return "alltoall";
+    case call::reduce: return "reduce";
+    case call::allreduce: return "allreduce";
+    case call::reduce_scatter: return "reduce_scatter";
+    case call::team_query: return "team_rank/team_size/team_translate";
     case call::count_: break;
   }
   return "unknown call";
@@ -210,6 +220,29 @@ std::string describe_values(const error_record& r) {
       s << "target rank " << v[0]
         << " is on another node, and this call does not reach other nodes yet (put_notify, "
            "get_notify, put_signal and the collectives do)";
+      break;
+    case errc::team_not_member:
+      s << "this rank is not a member of the team (slot " << v[0] << ", " << v[1] << " members)";
+      break;
+    case errc::team_invalid:
+      s << "team " << v[0] << " (generation " << v[1]
+        << ") is not a live team (used after team_destroy, or never created)";
+      break;
+    case errc::team_split_invalid:
+      s << "start " << v[0] << ", stride " << v[1] << " and size " << v[2]
+        << " do not name members of a parent team of " << v[3]
+        << " (start >= 0, stride >= 1, size >= 1, start + (size - 1) * stride < parent size)";
+      break;
+    case errc::team_table_full:
+      s << "all " << v[0] << " team slots of the node are in use (team_destroy frees one)";
+      break;
+    case errc::team_collective_mismatch:
+      s << "every member of team " << v[0] << " must make the same collective call: member 0 called "
+        << call_name(static_cast<call>(v[1])) << " with size " << u(v[2]) << " and root " << v[3]
+        << ", this rank with size " << u(v[4]);
+      break;
+    case errc::invalid_reduce_op:
+      s << "invalid reduce_op " << v[0] << (v[1] != 0 ? " for a floating-point type (bitwise ops take integers)" : "");
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -326,10 +326,10 @@ TEST(Errors, SymmetricSizesDiffer) {
 
 TEST(Errors, SymmetricHeapExhausted) {
   grma::settings s = small_job(2);
-  s.symmetric_size = 2 * 8192;  // a slice of 8192 bytes per rank
+  s.symmetric_size = 2 * 16384;  // a slice of 16384 bytes per rank, the teams' 8192 first
   const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(10000); }, s);
   EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: cannot allocate 10000 symmetric bytes: each "
-                                  "rank's slice of 8192 bytes has no free block that large "
+                                  "rank's slice of 16384 bytes has no free block that large "
                                   "(largest 8192 bytes; GRMA_SYMMETRIC_SIZE)"));
 }
 
@@ -364,15 +364,15 @@ TEST(Errors, PutToMemoryOutsideTheSymmetricHeap) {
 
 TEST(Errors, GetPastTheEndOfTheSlice) {
   grma::settings s = small_job(2);
-  s.symmetric_size = 2 * 8192;
+  s.symmetric_size = 2 * 16384;
   const grma::error e = expect_failure([](auto& r) {
-    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(8192));
+    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(8192));  // the slice's last 8192
     unsigned char local[64];
     if (r.rank(grma::world) == 1) r.get(local, block + 8160, 64, 0);
     r.barrier(grma::world);
   }, s);
   EXPECT_THAT(e.what(), StartsWith("grma: rank 1: get: address 0x"));
-  EXPECT_THAT(e.what(), HasSubstr(" (64 bytes) is not in this rank's symmetric heap slice of 8192 bytes"));
+  EXPECT_THAT(e.what(), HasSubstr(" (64 bytes) is not in this rank's symmetric heap slice of 16384 bytes"));
 }
 
 TEST(Errors, CoreTargetOutOfRange) {
@@ -428,6 +428,76 @@ TEST(Errors, WaitWithAnInvalidComparison) {
     r.barrier(grma::world);
   });
   EXPECT_STREQ(e.what(), "grma: rank 1: wait_until: invalid signal_op or cmp value 9");
+}
+
+TEST(Errors, CollectiveOfATeamThisRankIsNotIn) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team first = r.team_split_strided(grma::team_world, 0, 1, 1);
+    if (r.rank(grma::world) == 1) {
+      grma::team theirs = grma::team_world;
+      theirs.slot = 3;
+      theirs.generation = 1;  // the split's team, as rank 0 holds it
+      theirs.size = 1;
+      r.barrier(theirs);
+    }
+    r.barrier(grma::team_world);
+    r.team_destroy(first);
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 1: barrier: this rank is not a member of the team (slot 3, 1 members)");
+}
+
+TEST(Errors, TeamUsedAfterDestroy) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team t = r.team_split_strided(grma::team_world, 0, 1, 2);
+    const grma::team kept = t;
+    r.team_destroy(t);
+    if (r.rank(grma::world) == 0) r.barrier(kept);
+    r.barrier(grma::team_world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: barrier: team 3 (generation 1) is not a live team (used after "
+               "team_destroy, or never created)");
+}
+
+TEST(Errors, SplitOutsideTheParent) {
+  const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.team_split_strided(grma::team_world, 1, 2, 2);
+    r.barrier(grma::team_world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: team_split_strided: start 1, stride 2 and size 2 do not name members "
+               "of a parent team of 2 (start >= 0, stride >= 1, size >= 1, start + (size - 1) * "
+               "stride < parent size)");
+}
+
+TEST(Errors, TeamSlotsRunOut) {
+  const grma::error e = expect_failure([](auto& r) {
+    for (int i = 0; i < 30; ++i) r.team_split_strided(grma::team_world, 0, 1, 2);
+  });
+  EXPECT_THAT(e.what(), HasSubstr("team_split_strided: all 29 team slots of the node are in use "
+                                  "(team_destroy frees one)"));
+}
+
+TEST(Errors, MembersCallDifferentCollectives) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::uint64_t*>(r.calloc_symmetric(8, 8));
+    if (r.rank(grma::world) == 0)
+      r.broadcast(grma::team_world, block + 4, block, 16, 0);
+    else
+      r.broadcast(grma::team_world, block + 4, block, 8, 0);
+  });
+  EXPECT_THAT(e.what(), HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
+                                  "collective call: member 0 called broadcast with size 16 and "
+                                  "root 0, this rank with size 8"));
+}
+
+TEST(Errors, BitwiseReductionOfFloats) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<float*>(r.calloc_symmetric(8, sizeof(float)));
+    r.allreduce(grma::team_world, block + 4, block, 4, grma::reduce_op::bit_or);
+  });
+  EXPECT_THAT(e.what(), HasSubstr("allreduce: invalid reduce_op 5 for a floating-point type "
+                                  "(bitwise ops take integers)"));
 }
 
 TEST(Errors, AssertionNamesFileLineAndExpression) {

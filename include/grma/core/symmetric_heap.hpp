@@ -36,9 +36,9 @@ class symmetric_heap_calls {
     const std::uint64_t result = agreed_action(
         call::alloc_symmetric, bytes, alignment, [&](const detail::collective_arrival* arrivals) {
           detail::symmetric_failure why{};
-          const std::uint64_t at =
-              detail::symmetric_allocate(r.view().symmetric, r.view().symmetric_slice,
-                                         arrivals[0].payload[0], arrivals[0].payload[1], why);
+          const std::uint64_t at = detail::symmetric_allocate(
+              r.view().symmetric, detail::symmetric_reserved_bytes, r.view().symmetric_slice,
+              arrivals[0].payload[0], arrivals[0].payload[1], why);
           if (at == ~std::uint64_t{0}) return failed | exhausted | why.largest_free;
           return at;
         });

@@ -18,6 +18,7 @@
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
 #include "grma/detail/symmetric_table.hpp"
+#include "grma/detail/team_table.hpp"
 
 namespace grma::detail {
 
@@ -394,6 +395,7 @@ struct device_view {
   std::uint64_t symmetric_offset;
   std::uint64_t symmetric_slice;
   symmetric_table symmetric;
+  team_slots* teams;  // the node's (team_table.hpp)
 
   // Each rank has one notification ring per device of the job, written by
   // that device's ranks; rank r's rings are queues + stride * (r * devices + d).

@@ -31,6 +31,10 @@ struct symmetric_table {
 // The largest alignment alloc_symmetric takes: slices are whole pages.
 inline constexpr std::uint64_t symmetric_alignment_limit = 4096;
 
+// The first bytes of every slice belong to the teams (team_workspace);
+// blocks come after them.
+inline constexpr std::uint64_t symmetric_reserved_bytes = 8192;
+
 // Symmetric blocks a job may hold at once.
 inline constexpr std::uint32_t symmetric_block_limit = 1024;
 
@@ -40,17 +44,17 @@ struct symmetric_failure {
 };
 
 // The first gap of at least `bytes` at `alignment` (a power of two) in
-// [0, slice): the block's offset, or ~0 when there is none or the table is
-// full (why.largest_free tells which).
-GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t slice,
-                                             std::uint64_t bytes, std::uint64_t alignment,
-                                             symmetric_failure& why) {
+// [first, slice): the block's offset, or ~0 when there is none or the table
+// is full (why.largest_free tells which).
+GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t first,
+                                             std::uint64_t slice, std::uint64_t bytes,
+                                             std::uint64_t alignment, symmetric_failure& why) {
   if (alignment < heap_alignment) alignment = heap_alignment;
   const std::uint64_t size = align_up(bytes == 0 ? 1 : bytes, heap_alignment);
   std::uint64_t largest = 0;
-  std::uint64_t end = 0;  // of the block before the gap
+  std::uint64_t end = first;  // of the block before the gap
   for (std::uint32_t i = 0; i <= *t.count; ++i) {
-    const std::uint64_t next = i < *t.count ? t.blocks[i].offset : slice;
+    const std::uint64_t next = i < *t.count ? t.blocks[i].offset : slice < first ? first : slice;
     const std::uint64_t at = align_up(end, alignment);
     if (next > end && next - end > largest) largest = next - end;
     if (at <= next && next - at >= size) {

@@ -1,0 +1,244 @@
+// Teams and the collectives that carry data, portable: the predefined teams
+// and strided and 2D splits number their members as documented, translate
+// between each other and are reusable after team_destroy (suite Teams);
+// barrier, broadcast, fcollect, alltoall, reduce, allreduce and
+// reduce_scatter match a reference for every op and type, on teams of 1, 2,
+// 3, an odd number and all the node's ranks (suite DataCollectives). Teams
+// are split from team_node, so the suites run unchanged across nodes.
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "support.hpp"
+
+namespace conformance {
+namespace {
+
+class Teams : public testing::TestWithParam<config> {};
+class DataCollectives : public testing::TestWithParam<config> {};
+
+struct team_splits {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* word = static_cast<std::uint64_t*>(r.calloc_symmetric(1, sizeof(std::uint64_t)));
+    const int ns = node_size(r, word);
+    CONF_EXPECT(r, rec, r.team_rank(grma::team_world) == me && r.team_size(grma::team_world) == n, 1,
+                r.team_rank(grma::team_world), r.team_size(grma::team_world));
+    CONF_EXPECT(r, rec, r.team_rank(grma::team_device) == r.rank(grma::device) &&
+                            r.team_size(grma::team_device) == r.size(grma::device),
+                2, r.team_rank(grma::team_device), r.team_size(grma::team_device));
+    const int k = r.team_rank(grma::team_node);
+    CONF_EXPECT(r, rec, r.team_size(grma::team_node) == ns && k >= 0, 3, r.team_size(grma::team_node), k);
+    CONF_EXPECT(r, rec, r.team_translate(grma::team_node, k, grma::team_world) == me, 4, k, me);
+    for (int pass = 0; pass < 2; ++pass) {
+      // Evens and odds of the node.
+      grma::team evens = r.team_split_strided(grma::team_node, 0, 2, (ns + 1) / 2);
+      grma::team odds = grma::team_none;
+      if (ns > 1) odds = r.team_split_strided(grma::team_node, 1, 2, ns / 2);
+      grma::team& mine = k % 2 == 0 ? evens : odds;
+      const grma::team other = k % 2 == 0 ? odds : evens;
+      CONF_EXPECT(r, rec, other == grma::team_none, 5, pass, k);
+      CONF_EXPECT(r, rec, r.team_rank(mine) == k / 2, 6, r.team_rank(mine), k);
+      CONF_EXPECT(r, rec, r.team_size(mine) == (k % 2 == 0 ? (ns + 1) / 2 : ns / 2), 7, r.team_size(mine), ns);
+      for (int i = 0; i < r.team_size(mine); ++i)
+        CONF_EXPECT(r, rec, r.team_translate(mine, i, grma::team_node) == 2 * i + k % 2, 8, i,
+                    r.team_translate(mine, i, grma::team_node));
+      r.barrier(mine);
+      // A grid of rows of 3.
+      grma::team row = grma::team_none, column = grma::team_none;
+      r.team_split_2d(grma::team_node, 3, row, column);
+      CONF_EXPECT(r, rec, r.team_rank(row) == k % 3 && r.team_rank(column) == k / 3, 9,
+                  r.team_rank(row), r.team_rank(column));
+      CONF_EXPECT(r, rec, r.team_size(row) == min_of(3, ns - k / 3 * 3), 10, r.team_size(row), ns);
+      CONF_EXPECT(r, rec, r.team_size(column) == (ns - k % 3 + 2) / 3, 11, r.team_size(column), ns);
+      CONF_EXPECT(r, rec, r.team_translate(row, 0, column) == (k % 3 == 0 ? k / 3 : -1), 12,
+                  r.team_translate(row, 0, column), k);
+      // Rows and columns at once: sums over each.
+      auto* sums = static_cast<long long*>(r.alloc_symmetric(2 * sizeof(long long)));
+      if (r.thread() == 0) sums[0] = sums[1] = k;
+      r.sync_threads();
+      r.allreduce(row, sums, sums, 1, grma::reduce_op::sum);
+      r.allreduce(column, sums + 1, sums + 1, 1, grma::reduce_op::sum);
+      long long row_sum = 0, column_sum = 0;
+      for (int i = k / 3 * 3; i < min_of(ns, k / 3 * 3 + 3); ++i) row_sum += i;
+      for (int i = k % 3; i < ns; i += 3) column_sum += i;
+      CONF_EXPECT(r, rec, sums[0] == row_sum && sums[1] == column_sum, 13, sums[0], sums[1]);
+      r.free_symmetric(sums);
+      r.team_destroy(row);
+      r.team_destroy(column);
+      r.team_destroy(mine);
+      CONF_EXPECT(r, rec, mine == grma::team_none && row == grma::team_none, 14, pass, 0);
+      tally(r, rec, 0);
+    }
+    r.free_symmetric(word);
+  }
+};
+
+TEST_P(Teams, SplitsNumberTranslateAndEnd) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(team_splits{});
+  j.prepare();
+  if (j.run(team_splits{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 2u; }, "passes");
+  }
+}
+
+// ---- data collectives ---------------------------------------------------------------------
+
+constexpr std::size_t broadcast_bytes = 100, collect_bytes = 40, exchange_bytes = 24;
+constexpr std::size_t reduce_count = 37, scatter_count = 5;
+
+// Member `member`'s element e for `op`: small integers where sums and
+// extremes must be exact in every type, +-1 for products (no overflow), any
+// bits for the bitwise ops.
+template <class T>
+GRMA_HOST_DEVICE T contribution(grma::reduce_op op, int member, std::size_t e) {
+  if (op == grma::reduce_op::prod) return (std::size_t(member) + e) % 3 == 0 ? T(-1) : T(1);
+  if (op == grma::reduce_op::bit_and || op == grma::reduce_op::bit_or || op == grma::reduce_op::bit_xor)
+    return T(mix(std::uint64_t(member), e));
+  return T((std::size_t(member) * 7 + e * 3) % 29) - T(op == grma::reduce_op::min ? 5 : 0);
+}
+
+template <class T>
+GRMA_HOST_DEVICE T reference(grma::reduce_op op, int members, std::size_t e) {
+  T v = contribution<T>(op, 0, e);
+  for (int i = 1; i < members; ++i) {
+    const T c = contribution<T>(op, i, e);
+    switch (op) {
+      case grma::reduce_op::sum: v = T(v + c); break;
+      case grma::reduce_op::prod: v = T(v * c); break;
+      case grma::reduce_op::min: v = c < v ? c : v; break;
+      case grma::reduce_op::max: v = v < c ? c : v; break;
+      default:
+        if constexpr (std::is_integral_v<T>) {
+          if (op == grma::reduce_op::bit_and) v = T(v & c);
+          else if (op == grma::reduce_op::bit_or) v = T(v | c);
+          else v = T(v ^ c);
+        }
+    }
+  }
+  return v;
+}
+
+// allreduce, reduce (root: the last member) and reduce_scatter of every op
+// of T over team t, checked against the reference.
+template <class T, class Rank>
+GRMA_HOST_DEVICE void check_reductions(Rank& r, rank_record& rec, grma::team t, void* source_block,
+                                       void* dest_block, int line) {
+  const int me = r.team_rank(t), size = r.team_size(t);
+  auto* source = static_cast<T*>(source_block);
+  auto* dest = static_cast<T*>(dest_block);
+  const int ops = std::is_integral_v<T> ? 7 : 4;
+  for (int o = 0; o < ops; ++o) {
+    const auto op = grma::reduce_op(o);
+    const std::size_t total = max_of(reduce_count, scatter_count * std::size_t(size));
+    for (std::size_t e = std::size_t(r.thread()); e < total; e += std::size_t(r.threads()))
+      source[e] = contribution<T>(op, me, e);
+    r.sync_threads();
+    r.allreduce(t, dest, source, reduce_count, op);
+    for (std::size_t e = 0; e < reduce_count; ++e)
+      if (r.thread() == 0 && !(dest[e] == reference<T>(op, size, e))) record_failure(rec, line, o, (long long)e, 1);
+    r.sync_threads();
+    r.reduce(t, dest, source, reduce_count, op, size - 1);
+    if (me == size - 1)
+      for (std::size_t e = 0; e < reduce_count; ++e)
+        if (r.thread() == 0 && !(dest[e] == reference<T>(op, size, e))) record_failure(rec, line, o, (long long)e, 2);
+    r.sync_threads();
+    r.reduce_scatter(t, dest, source, scatter_count, op);
+    for (std::size_t e = 0; e < scatter_count; ++e)
+      if (r.thread() == 0 && !(dest[e] == reference<T>(op, size, std::size_t(me) * scatter_count + e)))
+        record_failure(rec, line, o, (long long)e, 3);
+    r.barrier(t);  // the sources are rewritten next
+  }
+}
+
+template <class Rank>
+GRMA_HOST_DEVICE void check_team(Rank& r, rank_record& rec, grma::team t, unsigned char* source,
+                                 unsigned char* dest, int salt) {
+  if (t == grma::team_none) return;
+  const int me = r.team_rank(t), size = r.team_size(t);
+  const int root = size - 1;
+  // broadcast
+  fill(r, source, broadcast_bytes, mix(std::uint64_t(salt), std::uint64_t(me)));
+  r.broadcast(t, dest, source, broadcast_bytes, root);
+  CONF_CHECK_PATTERN(r, rec, dest, broadcast_bytes, mix(std::uint64_t(salt), std::uint64_t(root)), 0, salt * 10 + 1);
+  r.barrier(t);
+  // fcollect
+  fill(r, source, collect_bytes, mix(std::uint64_t(salt), std::uint64_t(me), 2));
+  r.fcollect(t, dest, source, collect_bytes);
+  for (int i = 0; i < size; ++i)
+    CONF_CHECK_PATTERN(r, rec, dest + std::size_t(i) * collect_bytes, collect_bytes,
+                       mix(std::uint64_t(salt), std::uint64_t(i), 2), 0, salt * 10 + 2);
+  r.barrier(t);
+  // alltoall: block j of member i's source goes to member j
+  for (int j = 0; j < size; ++j)
+    fill(r, source + std::size_t(j) * exchange_bytes, exchange_bytes,
+         mix(std::uint64_t(salt), std::uint64_t(me * 4096 + j), 3));
+  r.alltoall(t, dest, source, exchange_bytes);
+  for (int i = 0; i < size; ++i)
+    CONF_CHECK_PATTERN(r, rec, dest + std::size_t(i) * exchange_bytes, exchange_bytes,
+                       mix(std::uint64_t(salt), std::uint64_t(i * 4096 + me), 3), 0, salt * 10 + 3);
+  r.barrier(t);
+  check_reductions<std::int32_t>(r, rec, t, source, dest, __LINE__);
+  check_reductions<std::uint32_t>(r, rec, t, source, dest, __LINE__);
+  check_reductions<std::int64_t>(r, rec, t, source, dest, __LINE__);
+  check_reductions<std::uint64_t>(r, rec, t, source, dest, __LINE__);
+  check_reductions<float>(r, rec, t, source, dest, __LINE__);
+  check_reductions<double>(r, rec, t, source, dest, __LINE__);
+  tally(r, rec, 0);
+}
+
+struct data_collectives {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int n = r.size(grma::world);
+    // Room for the largest team: alltoall's blocks, reduce_scatter's vector,
+    // fcollect's result.
+    const std::size_t bytes = round64(max_of(max_of(exchange_bytes, collect_bytes),
+                                             scatter_count * sizeof(double)) * std::size_t(n) +
+                                      max_of(broadcast_bytes, reduce_count * sizeof(double)));
+    auto* source = static_cast<unsigned char*>(r.alloc_symmetric(bytes));
+    auto* dest = static_cast<unsigned char*>(r.alloc_symmetric(bytes));
+    int salt = 0;
+    for (int x = 1; x <= 3; ++x) {  // rows of 1, 2, 3 members; columns of the rest
+      grma::team row = grma::team_none, column = grma::team_none;
+      r.team_split_2d(grma::team_node, x, row, column);
+      check_team(r, rec, row, source, dest, ++salt);
+      check_team(r, rec, column, source, dest, ++salt);
+      r.team_destroy(column);
+      r.team_destroy(row);
+    }
+    check_team(r, rec, grma::team_node, source, dest, ++salt);
+    if (node_size(r, source) == n) check_team(r, rec, grma::team_world, source, dest, ++salt);
+    r.barrier(grma::team_world);
+    r.free_symmetric(dest);
+    r.free_symmetric(source);
+  }
+};
+
+TEST_P(DataCollectives, EveryOpAndTypeOnTeamsOfEverySize) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  const int n = j.resolve(data_collectives{});
+  j.prepare();
+  if (j.run(data_collectives{})) {
+    j.expect_no_failures(__FILE__);
+    const bool one_node = std::getenv("CONFORMANCE_NODES") == nullptr;
+    if (one_node)
+      j.expect_counts(
+          0, [](int) { return 8u; }, "teams checked");
+    (void)n;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, Teams, testing::ValuesIn(suite_configs()), config_name);
+INSTANTIATE_TEST_SUITE_P(Conformance, DataCollectives, testing::ValuesIn(suite_configs()), config_name);
+
+}  // namespace
+}  // namespace conformance
