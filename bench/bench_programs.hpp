@@ -131,6 +131,40 @@ struct core_round_trip {
   }
 };
 
+enum class collective_mode { world_barrier, team_barrier, allreduce_8b };
+
+// `rounds` collectives of every rank of the job, timed by rank 0: the
+// world communicator's barrier (gathered at one rank), the core's
+// dissemination barrier over team_world, or an allreduce of one 8-byte
+// sum over team_world (checked).
+struct collective_latency {
+  int rounds;
+  collective_mode how;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    auto* value = static_cast<std::uint64_t*>(r.calloc_symmetric(2, sizeof(std::uint64_t)));
+    r.barrier(grma::world);
+    const double start = r.wtime();
+    for (int i = 0; i < rounds; ++i) {
+      if (how == collective_mode::world_barrier) {
+        r.barrier(grma::world);
+      } else if (how == collective_mode::team_barrier) {
+        r.barrier(grma::team_world);
+      } else {
+        if (r.thread() == 0) value[0] = 1;
+        r.sync_threads();
+        r.allreduce(grma::team_world, value + 1, value, 1, grma::reduce_op::sum);
+        GRMA_ASSERT(r, value[1] == std::uint64_t(r.size(grma::world)));
+      }
+    }
+    if (r.rank(grma::world) == 0 && r.thread() == 0)
+      r.template userdata<results>()->seconds = r.wtime() - start;
+    r.barrier(grma::world);
+    r.free_symmetric(value);
+  }
+};
+
 // `active` ranks each put `bytes` to the rank `offset` ranks on, `iterations`
 // times, one notification per put; rank 0 times the whole exchange.
 struct bandwidth {

@@ -3,7 +3,7 @@
 // its progress on stderr, writes JSON (scripts/grma-model.py fits the
 // Hockney model to it and plots it).
 //
-//   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching]
+//   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching|collectives]
 //              [--backends all|cuda|cpu]
 //
 // Each backend the machine has runs in turn (the CUDA backend when a GPU is
@@ -84,11 +84,11 @@ options parse(int argc, char** argv) {
       o.backends = argv[++i];
     } else if (a == "--only" && i + 1 < argc &&
                (!std::strcmp(argv[i + 1], "paths") || !std::strcmp(argv[i + 1], "halo") ||
-                !std::strcmp(argv[i + 1], "matching"))) {
+                !std::strcmp(argv[i + 1], "matching") || !std::strcmp(argv[i + 1], "collectives"))) {
       o.only = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching] "
+                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching|collectives] "
                    "[--backends all|cuda|cpu]\n");
       std::exit(2);
     }
@@ -223,7 +223,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   };
   const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3)) +
                     int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
-                    (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0);
+                    (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
+                    (wanted("collectives") ? 3 : 0);
   progress show(steps, lead);
 
   auto run = [&](const auto& program, int ranks) {
@@ -485,8 +486,33 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       std::fprintf(json, "%s    {\"order\": \"%s\", \"matches_per_s\": %.1f, \"senders\": %d, \"tags\": %d}",
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
+  // Collectives of all ranks: the world barrier (the baseline), the core's
+  // team barrier and an 8-byte allreduce (one node: the core's data
+  // collectives do not cross nodes yet).
+  if (json) std::fprintf(json, "\n  ],\n  \"collectives\": ");
+  if (wanted("collectives")) {
+    const int rounds = o.quick ? 20 : 500;
+    double us[3] = {NAN, NAN, NAN};
+    const bench::collective_mode how[3] = {bench::collective_mode::world_barrier, bench::collective_mode::team_barrier,
+                                           bench::collective_mode::allreduce_8b};
+    for (int k = 0; k < (job.node_count == 1 ? 3 : 1); ++k) {
+      show.step("collectives");
+      us[k] = run(bench::collective_latency{rounds, how[k]}, full).seconds / rounds * 1e6;
+    }
+    std::snprintf(line, sizeof line,
+                  "\ncollectives, all %d ranks [us]: world barrier %s, team barrier %s, allreduce 8 B %s\n",
+                  job.rank_count, format(us[0], "%.3f").c_str(), format(us[1], "%.3f").c_str(),
+                  format(us[2], "%.3f").c_str());
+    report += line;
+    if (json)
+      std::fprintf(json, "{\"ranks\": %d, \"world_barrier_us\": %s, \"team_barrier_us\": %s, \"allreduce_8b_us\": %s}",
+                   job.rank_count, format(us[0], "%.4f", "null").c_str(), format(us[1], "%.4f", "null").c_str(),
+                   format(us[2], "%.4f", "null").c_str());
+  } else if (json) {
+    std::fprintf(json, "null");
+  }
   show.finish();
-  if (json) std::fprintf(json, "\n  ]}");
+  if (json) std::fprintf(json, "}");
   char header[256];
   std::snprintf(header, sizeof header,
                 "grma-bench: %s backend, %d device%s per node, %d node%s, %d threads per rank, %d ranks per device%s\n",
