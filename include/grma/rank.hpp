@@ -267,29 +267,31 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // ---- notified access -------------------------------------------------------
 
   // Writes `bytes` from `source` to [offset, offset + bytes) of the range
-  // `target` registered with `w`, then adds a notification with `tag` to the
+  // `target` registered with `w`, then adds a notification with `tag` (and
+  // `immediate`, which the target's wait_notification returns) to the
   // target's queue. The data is visible to the target before the notification.
   GRMA_INLINE void put_notify(window w, int target, std::size_t offset, std::size_t bytes,
-                              const void* source, int tag) {
+                              const void* source, int tag, std::uint64_t immediate = 0) {
     const access a = check_access(w, target, offset, bytes, source, call::put_notify);
     check_tag(tag, call::put_notify);
     if (on_other_node(a))
-      return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source, call::put_notify);
+      return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source,
+                           call::put_notify, 0, immediate);
     unsigned char* destination = heap_of(a) + a.entry.offset + offset;
-    notify(a, w, tag, copy_taking_ticket(a, destination, source, bytes), call::put_notify);
+    notify(a, w, tag, immediate, copy_taking_ticket(a, destination, source, bytes), call::put_notify);
   }
 
   // Reads [offset, offset + bytes) of the target's range into `destination`,
   // then notifies the target (our reads complete before it sees the tag).
   GRMA_INLINE void get_notify(window w, int target, std::size_t offset, std::size_t bytes,
-                              void* destination, int tag) {
+                              void* destination, int tag, std::uint64_t immediate = 0) {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
     if (on_other_node(a))
       return remote_access(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination,
-                           call::get_notify);
+                           call::get_notify, 0, immediate);
     const unsigned char* source = heap_of(a) + a.entry.offset + offset;
-    notify(a, w, tag, copy_taking_ticket(a, destination, source, bytes), call::get_notify);
+    notify(a, w, tag, immediate, copy_taking_ticket(a, destination, source, bytes), call::get_notify);
   }
 
   // True (and the matched notifications removed) when `count` notifications of
@@ -306,6 +308,46 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     leader_waits_until(call::wait_notifications, {w.slot, source, tag, count},
                        [&] { return match(q); });
     completed();
+  }
+
+  // The same, returning wait_result::timed_out (nothing removed) when `limit`
+  // passes first.
+  GRMA_INLINE wait_result wait_notifications(window w, int source, int tag, int count, within limit) {
+    const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
+    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, count},
+                                         limit.seconds, [&] { return match(q); });
+    completed();
+    return met ? wait_result::met : wait_result::timed_out;
+  }
+
+  // One notification, with what it carried: the oldest of `w` from `source`
+  // (or any_source) with `tag` (or any_tag), so a wildcard receive learns
+  // its origin, tag and immediate.
+  GRMA_INLINE envelope wait_notification(window w, int source, int tag) {
+    const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
+    detail::notification n{};
+    leader_waits_until(call::wait_notifications, {w.slot, source, tag, 1},
+                       [&] { return match(q, &n); });
+    completed();
+    return P::broadcast(envelope{n.source, n.tag, n.immediate});
+  }
+  GRMA_INLINE wait_result wait_notification(window w, int source, int tag, envelope& out, within limit) {
+    const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
+    detail::notification n{};
+    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, 1},
+                                         limit.seconds, [&] { return match(q, &n); });
+    completed();
+    out = P::broadcast(envelope{n.source, n.tag, n.immediate});
+    return met ? wait_result::met : wait_result::timed_out;
+  }
+  GRMA_INLINE bool test_notification(window w, int source, int tag, envelope& out) {
+    const detail::match_query q = check_query(w, source, tag, 1, call::test_notifications);
+    detail::notification n{};
+    const bool matched = P::broadcast(leader() ? match(q, &n) : false);
+    if (!matched) return false;
+    completed();
+    out = P::broadcast(envelope{n.source, n.tag, n.immediate});
+    return true;
   }
 
   // ---- signals ---------------------------------------------------------------
@@ -336,10 +378,30 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     completed();
   }
 
+  // The same within a time limit: wait_result::timed_out when it passes
+  // first; `seen`, where not null, receives the word's last value.
+  GRMA_INLINE wait_result wait_signal(window w, std::size_t signal_offset, cmp c, std::uint64_t value,
+                                      within limit, std::uint64_t* seen = nullptr) {
+    std::uint64_t last = 0;
+    const bool met = signal_wait(w, signal_offset, c, value, limit.seconds, last);
+    if (seen != nullptr) *seen = last;
+    return met ? wait_result::met : wait_result::timed_out;
+  }
+
   // Waits until (word at signal_offset of my range in w) <c> value and returns
   // the word's value then. Acquire: data put before the signal is visible.
   GRMA_INLINE std::uint64_t wait_signal(window w, std::size_t signal_offset, cmp c,
                                         std::uint64_t value) {
+    std::uint64_t seen = 0;
+    signal_wait(w, signal_offset, c, value, -1, seen);
+    return seen;
+  }
+
+ private:
+  // wait_signal's work; seconds < 0: no time limit. True when the word
+  // compared true.
+  GRMA_INLINE bool signal_wait(window w, std::size_t signal_offset, cmp c, std::uint64_t value,
+                               double seconds, std::uint64_t& result) {
     const int me = layout(comm{lookup(w, -1, call::wait_signal).comm}).rank;
     const access a = lookup(w, me, call::wait_signal);
     std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(
@@ -347,18 +409,23 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (std::uint32_t(c) > std::uint32_t(cmp::le))
       fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
     std::uint64_t seen = 0;
-    leader_waits_until(call::wait_signal,
-                       {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)},
-                       [&] {
-                         // Signals may come from other devices: acquire at their scope.
-                         seen = at_scope(wide(), [&](auto scope) {
-                           return detail::load_acquire<scope.value>(word);
-                         });
-                         return compare(seen, c, value);
-                       });
+    auto done = [&] {
+      // Signals may come from other devices: acquire at their scope.
+      seen = at_scope(wide(), [&](auto scope) { return detail::load_acquire<scope.value>(word); });
+      return compare(seen, c, value);
+    };
+    const std::int64_t args[4] = {w.slot, std::int64_t(signal_offset), std::int64_t(c), std::int64_t(value)};
+    bool met = true;
+    if (seconds < 0)
+      leader_waits_until(call::wait_signal, args, done);
+    else
+      met = leader_waits_within(call::wait_signal, args, seconds, done);
     completed();
-    return P::broadcast(seen);
+    result = P::broadcast(seen);
+    return met;
   }
+
+ public:
 
   // ---- synchronization, log, assert ------------------------------------------------
 
@@ -564,6 +631,27 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     P::sync();
   }
 
+  // leader_waits_until with a time limit: false (to every thread) when
+  // `seconds` passed before `done` held.
+  template <class Done>
+  GRMA_INLINE bool leader_waits_within(call where, const std::int64_t (&args)[4], double seconds,
+                                       Done&& done) {
+    bool met = true;
+    if (leader() && !done()) {
+      const double deadline = P::now_seconds() + seconds;
+      waiter wait(*this, where, args);
+      for (;;) {
+        wait();
+        if (done()) break;
+        if (P::now_seconds() >= deadline) {
+          met = false;
+          break;
+        }
+      }
+    }
+    return P::broadcast(met);
+  }
+
   // Gather at the communicator's leader, run `act` there, release everyone
   // with its result. Also checks that every rank made the same call. The
   // leader rank's threads watch the arrivals in parallel.
@@ -716,9 +804,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return {detail::window_key(w.slot, w.generation), source, tag, count};
   }
 
-  GRMA_INLINE bool match(const detail::match_query& q) {
+  GRMA_INLINE bool match(const detail::match_query& q, detail::notification* last = nullptr) {
     return at_scope(wide(), [&](auto scope) {
-      return detail::match_notifications<scope.value>(local().pending, inbox(), local().inbox, q);
+      return detail::match_notifications<scope.value>(local().pending, inbox(), local().inbox, q, last);
     });
   }
 
@@ -794,7 +882,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Publishes the notification of a put or get whose data every thread has
   // copied, with the ticket taken during the copy or, failing that, now.
-  GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t ticket, call where) {
+  GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t immediate,
+                          std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {
       const int t = world_target(a);
@@ -802,7 +891,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       detail::notification_ring& q = view().queue(t, view().device_index);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
       const detail::notification n{detail::window_key(w.slot, w.generation),
-                                   layout(comm{a.comm}).rank, tag};
+                                   layout(comm{a.comm}).rank, tag, 0, immediate};
       // A peer's ring: the release that orders the data must reach that device.
       at_scope(remote(a), [&](auto scope) {
         detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);

@@ -53,6 +53,15 @@ GRMA_INLINE constexpr bool compare(T word, cmp c, T value) {
   return false;
 }
 
+// What a matched notification carried: its origin (rank in the window's
+// communicator), its tag and the 64-bit immediate of its put_notify or
+// get_notify (0 when none was given).
+struct envelope {
+  int source;
+  int tag;
+  std::uint64_t immediate;
+};
+
 // A communication context (OpenSHMEM's shmem_ctx): the operations a rank
 // issues on it are completed by its quiet and ordered by its fence,
 // separately from the rank's other contexts. default_context always

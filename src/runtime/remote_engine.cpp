@@ -477,7 +477,8 @@ struct remote_engine::state {
       return;
     }
     outbox& o = outboxes[{c.target, device_of(c.origin)}];
-    o.held.push_back({notification{c.window, c.origin, c.tag}, c.origin});
+    // A put_notify's or get_notify's immediate travels as its signal_value.
+    o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin});
     publish(c.target, device_of(c.origin), o);
   }
 

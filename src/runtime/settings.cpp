@@ -71,7 +71,7 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
     } else if (name == "GRMA_SYMMETRIC_SIZE") {
       s.symmetric_size = parse_bytes(name, value);
     } else if (name == "GRMA_QUEUE_CAPACITY") {
-      s.queue_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 24));
+      s.queue_capacity = std::uint32_t(parse_count(name, value, 1, detail::max_queue_capacity));
       if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(name, value, "a power of two");
     } else if (name == "GRMA_MATCH_CAPACITY") {
       s.match_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 20));

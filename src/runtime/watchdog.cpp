@@ -119,7 +119,7 @@ std::string blocked_ranks(const std::vector<const device_view*>& job) {
         notification& n = st.unmatched_head[i];
         describe_notification(s, notification{load_relaxed<scope::system>(n.window),
                                               load_relaxed<scope::system>(n.source),
-                                              load_relaxed<scope::system>(n.tag)});
+                                              load_relaxed<scope::system>(n.tag), 0, 0});
       }
       if (total > unmatched_shown) s << " ...";
       if (std::uint32_t(total) >= v.match_capacity)

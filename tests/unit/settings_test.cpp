@@ -109,14 +109,16 @@ TEST(Settings, QueueCapacityIsAPowerOfTwoInRange) {
   EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "1").queue_capacity, 1u);
   EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "512").queue_capacity, 512u);
   EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "4K"),
-            invalid("GRMA_QUEUE_CAPACITY", "4K", "a number from 1 to 16777216"));
-  EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "16777216").queue_capacity, 1u << 24);
+            invalid("GRMA_QUEUE_CAPACITY", "4K", "a number from 1 to 65536"));
+  EXPECT_EQ(parse_one("GRMA_QUEUE_CAPACITY", "65536").queue_capacity, 1u << 16);
+  EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "131072"),
+            invalid("GRMA_QUEUE_CAPACITY", "131072", "a number from 1 to 65536"));
   EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "1000"),
             invalid("GRMA_QUEUE_CAPACITY", "1000", "a power of two"));
   EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "0"),
-            invalid("GRMA_QUEUE_CAPACITY", "0", "a number from 1 to 16777216"));
+            invalid("GRMA_QUEUE_CAPACITY", "0", "a number from 1 to 65536"));
   EXPECT_EQ(parse_error("GRMA_QUEUE_CAPACITY", "32M"),
-            invalid("GRMA_QUEUE_CAPACITY", "32M", "a number from 1 to 16777216"));
+            invalid("GRMA_QUEUE_CAPACITY", "32M", "a number from 1 to 65536"));
 }
 
 TEST(Settings, MatchCapacity) {

@@ -65,7 +65,8 @@ TEST(SymmetricTable, KeepsTheReservedStart) {
   EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 64, 4096, why), 12288u);
   EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 8192, 64, why), none);
   EXPECT_EQ(why.largest_free, 4032u);  // between the two blocks
-  EXPECT_EQ(symmetric_allocate(t.table, 8192, 4096, 64, 64, why), none);  // a slice with no room
+  table_with_room empty(4);
+  EXPECT_EQ(symmetric_allocate(empty.table, 8192, 4096, 64, 64, why), none);  // a slice with no room
   EXPECT_EQ(why.largest_free, 0u);
 }
 

@@ -340,7 +340,7 @@ struct remote_command {
   std::uint64_t bytes;
   std::uint64_t address;  // the origin's source (put) or destination (get)
   std::uint64_t signal_offset;
-  std::uint64_t signal_value;
+  std::uint64_t signal_value;  // put_signal: the value; put_notify, get_notify: the immediate
   unsigned char data[remote_inline_bytes];  // a small put's bytes
 };
 static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (sequenced_slot)");

@@ -25,39 +25,61 @@ struct notification {
   std::uint32_t window;  // window slot (low 16 bits) and generation (high 16 bits)
   std::int32_t source;   // origin's rank in the window's communicator
   std::int32_t tag;
+  std::uint32_t pad = 0;
+  std::uint64_t immediate = 0;  // the put's or get's 64-bit value for the target
 };
 
-// A notification slot: three 64-bit words, each with the sequence number in
-// its high half and one field in its low half. A 64-bit store is single-copy
-// atomic, so a consumer that finds the sequence number in all three words has
-// the whole entry, in whatever order the stores arrived. On the GPU the
-// producer therefore needs one release fence before the three stores, not a
-// fence per store; host code stores the last word with release instead.
+// Entries of a notification ring: GRMA_QUEUE_CAPACITY is at most this.
+inline constexpr std::uint32_t max_queue_capacity = 1u << 16;
+
+// A notification slot: four 64-bit words, each with the low 17 bits of the
+// slot's sequence number (its ticket + 1) at the top and 47 bits of the
+// entry below: window, source and tag take 32 bits of one word each, the
+// immediate is cut into the rest (15 + 15 + 15 + 19 bits). A 64-bit store
+// is single-copy atomic, so a consumer that finds the sequence number in
+// all four words has the whole entry, in whatever order the stores
+// arrived; 17 bits tell the expected entry from the slot's last one, a
+// capacity (at most 2^16) of tickets earlier. On the GPU the producer
+// therefore needs one release fence before the four stores, not a fence
+// per store; host code stores word 0 last with release instead.
 template <>
 struct ring_slot<notification> {
   static constexpr bool self_validating = true;  // ring_release
-  std::uint64_t word[4];  // word[3] unused: 32-byte slots
+  std::uint64_t word[4];
 
-  GRMA_INLINE static constexpr std::uint64_t pack(std::uint32_t sequence, std::uint32_t field) {
-    return sequence_word(sequence, field);
+  static constexpr int sequence_shift = 47;
+  static constexpr std::uint64_t piece_mask = (std::uint64_t{1} << 15) - 1;
+
+  GRMA_INLINE static constexpr std::uint64_t stamp(std::uint32_t sequence) {
+    return std::uint64_t(sequence & 0x1ffffu) << sequence_shift;
+  }
+  GRMA_INLINE static constexpr std::uint64_t pack(std::uint32_t sequence, std::uint32_t field,
+                                                  std::uint64_t piece) {
+    return stamp(sequence) | (std::uint64_t(field) << 15) | (piece & piece_mask);
+  }
+  GRMA_INLINE static constexpr bool stamped(std::uint64_t w, std::uint32_t sequence) {
+    return (w >> sequence_shift) == (sequence & 0x1ffffu);
   }
 
   template <scope S>
   GRMA_INLINE void store(std::uint32_t sequence, const notification& n) {
-    const std::uint64_t w0 = pack(sequence, n.window);
-    const std::uint64_t w1 = pack(sequence, std::uint32_t(n.source));
-    const std::uint64_t w2 = pack(sequence, std::uint32_t(n.tag));
+    const std::uint64_t w0 = pack(sequence, n.window, n.immediate);
+    const std::uint64_t w1 = pack(sequence, std::uint32_t(n.source), n.immediate >> 15);
+    const std::uint64_t w2 = pack(sequence, std::uint32_t(n.tag), n.immediate >> 30);
+    const std::uint64_t w3 = stamp(sequence) | (n.immediate >> 45);
 #if GRMA_DEVICE_CODE
     // Release fence: the put's data (written by the whole block before the
     // barrier in publish_fence) is visible before any of the words.
     fence_release<S>();
     store_relaxed<S>(word[1], w1);
     store_relaxed<S>(word[2], w2);
+    store_relaxed<S>(word[3], w3);
     store_relaxed<S>(word[0], w0);
 #else
     store_relaxed<S>(word[1], w1);
     store_relaxed<S>(word[2], w2);
-    store_release<S>(word[0], w0);  // the data and words 1-2 are visible before word 0
+    store_relaxed<S>(word[3], w3);
+    store_release<S>(word[0], w0);  // the data and words 1-3 are visible before word 0
 #endif
   }
 
@@ -65,24 +87,28 @@ struct ring_slot<notification> {
   GRMA_INLINE bool load(std::uint32_t sequence, notification& out) {
     // Acquire on word 0 pairs with the producer's release (fence or store).
 #if GRMA_DEVICE_CODE
-    // Words 1 and 2 are loaded first so that all three loads are in flight
+    // Words 1-3 are loaded first so that all four loads are in flight
     // together (one trip to L2, not two in a row); a stale word shows in its
     // sequence number and the caller polls again.
     const std::uint64_t w1 = load_relaxed<S>(word[1]);
     const std::uint64_t w2 = load_relaxed<S>(word[2]);
+    const std::uint64_t w3 = load_relaxed<S>(word[3]);
     const std::uint64_t w0 = load_acquire<S>(word[0]);
-    if (std::uint32_t(w0 >> 32) != sequence) return false;
+    if (!stamped(w0, sequence)) return false;
 #else
     // The host producer stores word 0 last with release: after it, words 1
-    // and 2 are current.
+    // to 3 are current.
     const std::uint64_t w0 = load_acquire<S>(word[0]);
-    if (std::uint32_t(w0 >> 32) != sequence) return false;
+    if (!stamped(w0, sequence)) return false;
     const std::uint64_t w1 = load_relaxed<S>(word[1]);
     const std::uint64_t w2 = load_relaxed<S>(word[2]);
+    const std::uint64_t w3 = load_relaxed<S>(word[3]);
 #endif
-    if (std::uint32_t(w1 >> 32) != sequence || std::uint32_t(w2 >> 32) != sequence) return false;
-    out = notification{std::uint32_t(w0), std::int32_t(std::uint32_t(w1)),
-                       std::int32_t(std::uint32_t(w2))};
+    if (!stamped(w1, sequence) || !stamped(w2, sequence) || !stamped(w3, sequence)) return false;
+    const auto field = [](std::uint64_t w) { return std::uint32_t(w >> 15); };
+    out = notification{field(w0), std::int32_t(field(w1)), std::int32_t(field(w2)), 0,
+                       (w0 & piece_mask) | ((w1 & piece_mask) << 15) | ((w2 & piece_mask) << 30) |
+                           ((w3 & ((std::uint64_t{1} << 19) - 1)) << 45)};
     return true;
   }
 };
@@ -187,9 +213,12 @@ GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers) {
 //
 // `readers` are the consumer's private heads in its rings; every slot taken
 // is handed back to its producers before the function returns.
+// `last`, where not null, receives the newest of the removed matches (the
+// match, for a count of 1).
 template <scope S>
 GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& in,
-                                     ring_reader* readers, const match_query& q) {
+                                     ring_reader* readers, const match_query& q,
+                                     notification* last = nullptr) {
   // Fast path: nothing held back and the next arrival is the one wanted.
   if (pending.size == 0 && q.count == 1) {
     for (int i = 0; i < in.count; ++i) {
@@ -197,6 +226,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
       if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
       if (matches(n, q)) {
         ring_release<S>(in.ring(i), readers[i]);
+        if (last != nullptr) *last = n;
         return true;
       }
       pending_append(pending, n);  // not this one: the general path goes on from here
@@ -229,6 +259,7 @@ GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& i
   // Take out the q.count oldest matches; the rest keep their places.
   for (std::int32_t removed = 0; removed < q.count; ++oldest)
     if (matches(pending.items[oldest], q)) {
+      if (last != nullptr) *last = pending.items[oldest];
       pending_remove(pending, oldest);
       ++removed;
     }
