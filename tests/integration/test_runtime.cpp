@@ -159,6 +159,58 @@ TEST(Runtime, UserdataCopiedInAndBack) {
   EXPECT_EQ(std::memcmp(&before, &data, sizeof data), 0) << "a failed run changed userdata";
 }
 
+// launch returns while the ranks run; wait() returns when they are done
+// (with userdata back) or throws the run's error; one job at a time.
+TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {
+  constexpr int ranks = 4;
+  grma::runtime rt(test_settings(ranks));
+  struct result {
+    double seconds[ranks];
+    std::uint64_t sum;
+  } out{};
+  auto slow_sum = [](grma::cpu_rank& r) {
+    auto* word = static_cast<std::uint64_t*>(r.calloc_symmetric(1, sizeof(std::uint64_t)));
+    const double start = r.wtime();
+    while (r.wtime() - start < 0.2) std::this_thread::yield();
+    r.atomic_add(word, std::uint64_t(r.rank(grma::world) + 1), 0);
+    r.quiet();
+    r.barrier(grma::team_world);
+    auto* o = r.userdata<result>();
+    o->seconds[r.rank(grma::world)] = r.wtime() - start;
+    if (r.rank(grma::world) == 0) o->sum = *word;
+    r.barrier(grma::team_world);
+    r.free_symmetric(word);
+  };
+  grma::job j = rt.launch(slow_sum, {.userdata = &out, .userdata_size = sizeof out});
+  EXPECT_TRUE(j.valid());
+  EXPECT_FALSE(j.test()) << "the ranks spin for 0.2 s";
+  try {
+    rt.run(slow_sum);
+    ADD_FAILURE() << "a second run started while the job ran";
+  } catch (const grma::error& e) {
+    EXPECT_STREQ(e.what(),
+                 "grma: this runtime is running a job already: wait() for the launched job first "
+                 "(a runtime runs one job at a time)");
+  }
+  j.wait();
+  EXPECT_TRUE(j.test());
+  EXPECT_FALSE(j.valid());
+  EXPECT_EQ(out.sum, std::uint64_t(ranks * (ranks + 1) / 2));
+  for (int i = 0; i < ranks; ++i) EXPECT_GE(out.seconds[i], 0.2) << "rank " << i;
+
+  // A failing job's error comes from wait(); the runtime runs again after.
+  grma::job failing = rt.launch([](grma::cpu_rank& r) { GRMA_ASSERT(r, r.rank(grma::world) != 1); });
+  try {
+    failing.wait();
+    ADD_FAILURE() << "wait() returned";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::assertion_failed);
+    EXPECT_EQ(e.rank(), 1);
+  }
+  { grma::job dropped = rt.launch([](grma::cpu_rank& r) { r.barrier(grma::world); }); }
+  rt.run([](grma::cpu_rank& r) { r.barrier(grma::world); });
+}
+
 // info() describes the layout a run would have, and the run agrees.
 TEST(Runtime, InfoDescribesTheJob) {
   grma::runtime rt(test_settings(4));

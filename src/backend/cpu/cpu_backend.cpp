@@ -17,7 +17,7 @@
 #include "../../runtime/watchdog.hpp"
 #include "../../runtime/remote_engine.hpp"
 #include "cpu_arena.hpp"
-#include "shared_segment.hpp"
+#include "../../runtime/shared_segment.hpp"
 
 namespace grma::detail {
 

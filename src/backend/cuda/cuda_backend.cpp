@@ -20,7 +20,7 @@
 #include "../../runtime/watchdog.hpp"
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/progress.hpp"
-#include "../cpu/shared_segment.hpp"
+#include "../../runtime/shared_segment.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "cuda_arena.hpp"
 #include "cuda_engine_memory.hpp"

@@ -1,6 +1,7 @@
 #include "grma/runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -9,9 +10,9 @@
 
 #include "../backend/cpu/cpu_arena.hpp"
 #include "../backend/cpu/cpu_backend.hpp"
-#include "launch.hpp"
-#include "process_group.hpp"
-#include "progress.hpp"
+#include "../runtime/launch.hpp"
+#include "../runtime/process_group.hpp"
+#include "../runtime/progress.hpp"
 
 #if GRMA_HAVE_CUDA
 #include "../backend/cuda/cuda_backend.hpp"
@@ -28,6 +29,7 @@ namespace {
 struct runtime::impl {
   grma::settings settings;
   backend_kind backend;  // resolved: cpu or cuda
+  std::atomic<bool> running{false};  // a run or a launched job holds the runtime
 };
 
 namespace {
@@ -51,9 +53,21 @@ runtime::runtime(int& argc, char** argv)
     : runtime(settings::from_environment(&argc, argv)) {}
 
 runtime::runtime(const grma::settings& s)
-    : impl_(std::make_unique<impl>(impl{s, resolve_backend(s.backend)})) {}
+    : impl_(std::make_unique<impl>()) {
+  impl_->settings = s;
+  impl_->backend = resolve_backend(s.backend);
+}
 
 runtime::~runtime() = default;
+
+void runtime::claim_run() {
+  if (impl_->running.exchange(true, std::memory_order_acq_rel))
+    host_error(errc::invalid_config,
+               "this runtime is running a job already: wait() for the launched job first (a "
+               "runtime runs one job at a time)");
+}
+
+void runtime::release_run() { impl_->running.store(false, std::memory_order_release); }
 
 const grma::settings& runtime::settings() const { return impl_->settings; }
 
