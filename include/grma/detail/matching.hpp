@@ -61,25 +61,33 @@ struct ring_slot<notification> {
     return (w >> sequence_shift) == (sequence & 0x1ffffu);
   }
 
+  // The four words of entry `n` with sequence number `sequence` (a network
+  // engine writes them in one copy).
+  GRMA_INLINE static void words_of(std::uint32_t sequence, const notification& n,
+                                   std::uint64_t (&w)[4]) {
+    w[0] = pack(sequence, n.window, n.immediate);
+    w[1] = pack(sequence, std::uint32_t(n.source), n.immediate >> 15);
+    w[2] = pack(sequence, std::uint32_t(n.tag), n.immediate >> 30);
+    w[3] = stamp(sequence) | (n.immediate >> 45);
+  }
+
   template <scope S>
   GRMA_INLINE void store(std::uint32_t sequence, const notification& n) {
-    const std::uint64_t w0 = pack(sequence, n.window, n.immediate);
-    const std::uint64_t w1 = pack(sequence, std::uint32_t(n.source), n.immediate >> 15);
-    const std::uint64_t w2 = pack(sequence, std::uint32_t(n.tag), n.immediate >> 30);
-    const std::uint64_t w3 = stamp(sequence) | (n.immediate >> 45);
+    std::uint64_t w[4];
+    words_of(sequence, n, w);
 #if GRMA_DEVICE_CODE
     // Release fence: the put's data (written by the whole block before the
     // barrier in publish_fence) is visible before any of the words.
     fence_release<S>();
-    store_relaxed<S>(word[1], w1);
-    store_relaxed<S>(word[2], w2);
-    store_relaxed<S>(word[3], w3);
-    store_relaxed<S>(word[0], w0);
+    store_relaxed<S>(word[1], w[1]);
+    store_relaxed<S>(word[2], w[2]);
+    store_relaxed<S>(word[3], w[3]);
+    store_relaxed<S>(word[0], w[0]);
 #else
-    store_relaxed<S>(word[1], w1);
-    store_relaxed<S>(word[2], w2);
-    store_relaxed<S>(word[3], w3);
-    store_release<S>(word[0], w0);  // the data and words 1-3 are visible before word 0
+    store_relaxed<S>(word[1], w[1]);
+    store_relaxed<S>(word[2], w[2]);
+    store_relaxed<S>(word[3], w[3]);
+    store_release<S>(word[0], w[0]);  // the data and words 1-3 are visible before word 0
 #endif
   }
 

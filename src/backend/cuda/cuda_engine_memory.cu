@@ -55,8 +55,8 @@ enum class device_op_kind : std::uint8_t {
 };
 enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
 
-inline constexpr std::uint32_t device_op_inline = 64;  // a store's most
-inline constexpr std::uint32_t device_op_second = 24;  // a second store's most: a notification
+inline constexpr std::uint32_t device_op_inline = 56;  // a store's most: a command's inline bytes
+inline constexpr std::uint32_t device_op_second = 32;  // a second store's most: a notification
 inline constexpr std::uint32_t device_op_copy = 4096;  // a copy's most: 512 bytes per warp load, 8 in flight
 
 struct device_op {
@@ -73,7 +73,7 @@ struct device_op {
   unsigned char second_data[device_op_second];
 };
 static_assert(sizeof(device_op) == 128 && offsetof(device_op, first_data) == 40 &&
-                  offsetof(device_op, second_data) == 104,
+                  offsetof(device_op, second_data) == 96,
               "the proxy reads an operation as 32 four-byte fields (proxy_field)");
 using device_op_ring = ring<device_op>;
 inline constexpr std::uint32_t proxy_capacity = 1024;
@@ -174,7 +174,7 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
   constexpr unsigned second_lane = offsetof(device_op, second_data) / 4;
   switch (kind) {
     case device_op_kind::store:
-      // Lanes 10-25 hold the data, four bytes each.
+      // Lanes 10-23 hold the data, four bytes each.
       if (lane >= first_lane && lane < second_lane) {
         const std::uint32_t at = (lane - first_lane) * 4;
         if (at < first_bytes) {
@@ -211,7 +211,7 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
     if (lane == 0) fetch_add_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(second), value);
     return;
   }
-  // Whole words (lanes 26, 28, 30 with the lane above): a notification's
+  // Whole words (lanes 24, 26, 28, 30 with the lane above): a notification's
   // words are each checked by their sequence number, so none may land halfway.
   if (lane >= second_lane && (lane - second_lane) % 2 == 0 && (lane - second_lane) * 4 < second_bytes) {
     auto* word = reinterpret_cast<std::uint64_t*>(second) + (lane - second_lane) / 2;
@@ -504,13 +504,10 @@ class cuda_engine_memory final : public engine_memory {
 
   void publish(notification_ring& q, std::uint32_t capacity, std::uint64_t ticket,
                const notification& n) override {
-    // The three self-validating words in one write: the consumer takes the
+    // The four self-validating words in one write: the consumer takes the
     // entry only once it finds the sequence number in all of them.
-    using slot = ring_slot<notification>;
-    const auto sequence = std::uint32_t(ticket + 1);
-    const std::uint64_t words[3] = {slot::pack(sequence, n.window),
-                                    slot::pack(sequence, std::uint32_t(n.source)),
-                                    slot::pack(sequence, std::uint32_t(n.tag))};
+    std::uint64_t words[4];
+    ring_slot<notification>::words_of(std::uint32_t(ticket + 1), n, words);
     std::uint64_t* at = q.slots()[ticket & (capacity - 1)].word;
     if (inbox_ != nullptr) return then(device_op_then::store, at, words, sizeof words, 0);
     write(at, words, sizeof words);
