@@ -30,7 +30,8 @@ struct envelopes {
     rank_record& rec = record_of(r);
     const int me = r.rank(grma::world), n = r.size(grma::world);
     const group g(me, n, envelope_group);
-    auto* inbox = static_cast<std::uint64_t*>(r.alloc(sizeof(std::uint64_t) * (std::size_t(g.size) + 2)));
+    // From the symmetric heap (one collective, not one allocation per rank).
+    auto* inbox = static_cast<std::uint64_t*>(r.alloc_symmetric(sizeof(std::uint64_t) * (envelope_group + 2)));
     std::uint64_t* outgoing = inbox + g.size;
     std::uint64_t* signal = inbox + g.size + 1;
     if (r.thread() == 0) *signal = 0;
@@ -78,7 +79,7 @@ struct envelopes {
       r.barrier(grma::world);  // the inbox is written again next round
     }
     r.window_free(w);
-    r.free(inbox);
+    r.free_symmetric(inbox);
   }
 };
 

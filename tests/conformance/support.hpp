@@ -322,6 +322,13 @@ inline std::string config_name(const testing::TestParamInfo<config>& info) {
 inline grma::settings suite_settings() {
   grma::settings s = grma::settings::from_environment();
   s.timeout_seconds = 30;
+  // A GPU runs thousands of ranks of 32 threads: the symmetric heap's
+  // default would leave each a slice of 12 KiB, less than the suites'
+  // blocks over the whole job need.
+  try {
+    if (grma::runtime(s).backend() == grma::backend_kind::cuda) s.symmetric_size = std::uint64_t(2) << 30;
+  } catch (const grma::error&) {  // no GPU for GRMA_BACKEND=cuda: the test's runtime says so
+  }
   return s;
 }
 

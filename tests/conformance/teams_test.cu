@@ -90,8 +90,9 @@ TEST_P(Teams, SplitsNumberTranslateAndEnd) {
 
 // ---- data collectives ---------------------------------------------------------------------
 
-constexpr std::size_t broadcast_bytes = 100, collect_bytes = 40, exchange_bytes = 24;
-constexpr std::size_t reduce_count = 37, scatter_count = 5;
+// Per member: what the largest team (thousands of GPU ranks) fits in a slice.
+constexpr std::size_t broadcast_bytes = 100, collect_bytes = 8, exchange_bytes = 8;
+constexpr std::size_t reduce_count = 37, scatter_count = 2;
 
 // Member `member`'s element e for `op`: small integers where sums and
 // extremes must be exact in every type, +-1 for products (no overflow), any
