@@ -10,6 +10,24 @@
 #define GRMA_INLINE inline
 #endif
 
+// Cold paths of the rank API (failing, publishing a long wait, the
+// other-node path, a window lookup that misses its cache): one copy per
+// program, called from every call site, where GRMA_INLINE would put a copy
+// at each (a user's 100-call program grew to megabytes of PTX that way).
+// For member functions defined in their class (implicitly inline).
+// GRMA_OUT_OF_LINE: the same for a large path that is not cold (a
+// collective's gather and release).
+#if defined(__CUDACC__)
+#define GRMA_COLD __host__ __device__ __noinline__
+#define GRMA_OUT_OF_LINE __host__ __device__ __noinline__
+#elif defined(__GNUC__)
+#define GRMA_COLD __attribute__((noinline, cold))
+#define GRMA_OUT_OF_LINE __attribute__((noinline))
+#else
+#define GRMA_COLD
+#define GRMA_OUT_OF_LINE
+#endif
+
 // True while compiling device code (the second pass of nvcc), false for host code.
 #if defined(__CUDA_ARCH__)
 #define GRMA_DEVICE_CODE 1

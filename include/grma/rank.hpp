@@ -440,7 +440,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // file's last two path components, so the expression fits whatever the
   // folder). Use GRMA_ASSERT.
   GRMA_INLINE void check(bool holds, const char* expression, const char* file, int line) {
-    if (holds) return;
+    if (!holds) assertion_failed(expression, file, line);
+  }
+
+ private:
+  [[noreturn]] GRMA_COLD void assertion_failed(const char* expression, const char* file, int line) {
     detail::basic_line_buffer<error_text_bytes - 1> text;  // the record's zero after it
     text.append(detail::source_tail(file));
     text.append(':');
@@ -449,6 +453,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     text.append(expression);
     fail(errc::assertion_failed, call::rank_assert, line, 0, 0, 0, 0, text.data(), text.size());
   }
+
+ public:
 
   // Called by the backend when the rank program has returned.
   GRMA_INLINE void finish() {
@@ -522,7 +528,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
 
    private:
-    GRMA_INLINE void publish_blocked() {
+    GRMA_COLD void publish_blocked() {
       published_ = true;
       detail::rank_status& st = r_.status();
       detail::store_relaxed<detail::scope::system>(st.progress, r_.local().progress);
@@ -531,7 +537,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       publish_unmatched();
       detail::store_relaxed<detail::scope::system>(st.state, std::int32_t(detail::rank_state::blocked));
     }
-    GRMA_INLINE void publish_unmatched() {
+    GRMA_COLD void publish_unmatched() {
       const detail::pending_list& pending = r_.local().pending;
       detail::rank_status& st = r_.status();
       unmatched_ = pending.size;
@@ -583,7 +589,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     fail(errc::invalid_comm, call::comm_query, c.id);
   }
 
-  [[noreturn]] GRMA_INLINE void fail(errc code, call where, std::int64_t v0 = 0, std::int64_t v1 = 0,
+  [[noreturn]] GRMA_COLD void fail(errc code, call where, std::int64_t v0 = 0, std::int64_t v1 = 0,
                                      std::int64_t v2 = 0, std::int64_t v3 = 0, std::int64_t v4 = 0,
                                      const char* text = nullptr, std::uint32_t text_length = 0) const {
     error_record r{};
@@ -601,7 +607,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     P::fail(*view().error_claim, *view().control, r);
   }
 
-  GRMA_INLINE void check_abort() {
+  GRMA_COLD void check_abort() {
     if (detail::load_acquire<detail::scope::system>(view().control->abort) != 0) {
       error_record r{};
       r.code = std::int32_t(errc::aborted);
@@ -665,7 +671,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   template <detail::scope Sc, class LeaderAction>
-  GRMA_INLINE std::uint64_t collective_at(comm c, comm_layout l, call what, std::uint64_t p0,
+  GRMA_OUT_OF_LINE std::uint64_t collective_at(comm c, comm_layout l, call what, std::uint64_t p0,
                                           std::uint64_t p1, LeaderAction& act) {
     detail::collective_state& st = *view().collectives[comm_index(c)];
     detail::collective_arrival* arrivals = view().arrivals[comm_index(c)];
@@ -734,6 +740,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     for (const detail::window_cache_line& line : set.lines)
       if (line.key == key && w.generation != 0 && line.target == target)
         return access{line.entry, target, line.comm, line.comm_size};
+    return lookup_table(w, target, where);
+  }
+
+  // lookup's miss: the window table, checked, then a cache line.
+  GRMA_COLD access lookup_table(window w, int target, call where) {
+    const std::uint32_t key = detail::window_key(w.slot, w.generation);
+    detail::window_cache_set& set = local().windows[detail::window_cache_set_of(w.slot)];
     switch (detail::window_lookup(view().windows, w.slot, w.generation)) {
       case detail::window_check::ok: break;
       case detail::window_check::not_created: fail(errc::window_not_created, where, w.slot, w.generation);
@@ -923,7 +936,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   // A put, get or signal to another node: the engine's command.
-  GRMA_INLINE void remote_access(detail::remote_op op, window w, const access& a,
+  GRMA_COLD void remote_access(detail::remote_op op, window w, const access& a,
                                    std::size_t offset, std::size_t bytes, int tag, const void* buffer,
                                    call where, std::size_t signal_offset = 0,
                                    std::uint64_t signal_value = 0, signal_op sop = signal_op::set) {
@@ -1122,7 +1135,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // and waits until its own has reached this barrier's epoch. The adds are
   // acquire-release, the waits acquire, so everything a member did or saw
   // before the barrier is visible to every member after it.
-  GRMA_INLINE void team_barrier(const detail::team_members& m, call where) {
+  GRMA_OUT_OF_LINE void team_barrier(const detail::team_members& m, call where) {
     const int me = m.member_of(view(), world_rank());
     if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
     P::sync();  // the threads' accesses come before the leader's release
