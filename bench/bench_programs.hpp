@@ -96,9 +96,14 @@ struct core_round_trip {
       double start = 0;
       if (how == core_mode::fetch_add) {
         if (me == 0 && r.thread() == 0) {
+          // Each old value is used: the atomic's reply is waited for (an
+          // unused one would be a fire-and-forget reduction).
+          std::uint64_t expected = 0;
           for (int it = -20; it < iterations; ++it) {
             if (it == 0) start = r.wtime();
-            r.atomic_fetch_add(counter, std::uint64_t{1}, peer);
+            const std::uint64_t old = r.atomic_fetch_add(counter, std::uint64_t{1}, peer);
+            GRMA_ASSERT(r, old == expected);
+            expected = old + 1;
           }
         }
       } else {
