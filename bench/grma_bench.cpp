@@ -316,19 +316,6 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     // Latency: ranks 0 and the path's other end (few ranks per device).
     const int ranks_latency = p.devices_apart == 0 ? 2 : 1;
     const int partner = p.offset(ranks_latency);
-    // The core's one-word operations, 8 bytes, on the paths they take so far
-    // (not between nodes yet).
-    double core_us[3] = {NAN, NAN, NAN};
-    if (!p.remote) {
-      const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
-                                            bench::core_mode::fetch_add};
-      for (int k = 0; k < 3; ++k) {
-        show.step(std::string(p.name) + ": core round trip");
-        const results r = run(bench::core_round_trip{latency_iterations, core_how[k], p.offset(ranks_latency)},
-                              ranks_latency);
-        core_us[k] = r.seconds / latency_iterations * 1e6;
-      }
-    }
     std::snprintf(line, sizeof line,
                   "\n%s: rank 0 <-> rank %d; round trip [us]\n%10s %13s %13s %13s %14s %14s %12s %14s %14s\n",
                   p.name, partner, "bytes", "notified put", "notified get", "signal put", "floor",
@@ -337,12 +324,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     if (json)
       std::fprintf(json,
                    "%s    {\"name\": \"%s\", \"floor\": \"%s\", \"copy_baseline\": \"%s\", "
-                   "\"nvshmem_int_p_us\": %s,\n     \"core\": {\"p_wait_until_us\": %s, "
-                   "\"put_fence_p_us\": %s, \"fetch_add_us\": %s},\n     \"latency\": [\n",
+                   "\"nvshmem_int_p_us\": %s,\n     \"latency\": [\n",
                    first_path ? "" : ",\n", p.name, floor_name, copy_name,
-                   format(nvshmem ? nvshmem->int_p_us : NAN, "%.4f", "null").c_str(),
-                   format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
-                   format(core_us[2], "%.4f", "null").c_str());
+                   format(nvshmem ? nvshmem->int_p_us : NAN, "%.4f", "null").c_str());
     first_path = false;
     bool first = true;
     for (std::size_t bytes : latency_sizes) {
@@ -378,6 +362,19 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             format(staged_here, "%.4f", "null").c_str());
       first = false;
     }
+    // The core's one-word operations, 8 bytes, on the paths they take so far
+    // (not between nodes yet), after the notified ping-pongs.
+    double core_us[3] = {NAN, NAN, NAN};
+    if (!p.remote) {
+      const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
+                                            bench::core_mode::fetch_add};
+      for (int k = 0; k < 3; ++k) {
+        show.step(std::string(p.name) + ": core round trip");
+        const results r = run(bench::core_round_trip{latency_iterations, core_how[k], p.offset(ranks_latency)},
+                              ranks_latency);
+        core_us[k] = r.seconds / latency_iterations * 1e6;
+      }
+    }
     if (!p.remote) {
       std::snprintf(line, sizeof line,
                     "core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
@@ -385,6 +382,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                     core_us[0], core_us[1], core_us[2]);
       report += line;
     }
+    if (json)
+      std::fprintf(json, "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, \"fetch_add_us\": %s}",
+                   format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
+                   format(core_us[2], "%.4f", "null").c_str());
     if (nvshmem) {
       std::snprintf(line, sizeof line, "NVSHMEM int_p + int_wait_until (no ordering): %.3f us\n", nvshmem->int_p_us);
       report += line;
@@ -394,14 +395,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     const int offset = p.offset(full), pairs = offset;
     if (pairs == 0) {
       report += std::string(p.name) + ": bandwidth and message rate need two ranks per device\n";
-      if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
+      if (json) std::fprintf(json, ",\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
     std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s\n",
                   p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
                   "NVSHMEM all", "staged MPI");
     report += line;
-    if (json) std::fprintf(json, "\n     ],\n     \"bandwidth\": [\n");
+    if (json) std::fprintf(json, ",\n     \"bandwidth\": [\n");
     first = true;
     for (std::size_t bytes : bandwidth_sizes) {
       const int iterations = o.quick ? 4 : 20;
