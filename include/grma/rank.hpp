@@ -589,7 +589,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     fail(errc::invalid_comm, call::comm_query, c.id);
   }
 
-  [[noreturn]] GRMA_COLD void fail(errc code, call where, std::int64_t v0 = 0, std::int64_t v1 = 0,
+  // Fills the record here (a few stores at the failing branch) and leaves
+  // the rest (claiming the job's error, trapping) to one out-of-line copy:
+  // an out-of-line call with all of fail's arguments made the kernels
+  // around it spill registers (64 at most per thread) on their fast paths.
+  [[noreturn]] GRMA_INLINE void fail(errc code, call where, std::int64_t v0 = 0, std::int64_t v1 = 0,
                                      std::int64_t v2 = 0, std::int64_t v3 = 0, std::int64_t v4 = 0,
                                      const char* text = nullptr, std::uint32_t text_length = 0) const {
     error_record r{};
@@ -603,6 +607,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     r.values[4] = v4;
     const std::uint32_t n = text_length < sizeof(r.text) - 1 ? text_length : sizeof(r.text) - 1;
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
+    fail_with(r);
+  }
+  [[noreturn]] GRMA_COLD void fail_with(const error_record& r) const {
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
     P::fail(*view().error_claim, *view().control, r);
   }
