@@ -176,15 +176,19 @@ GRMA_INLINE T load_word(const T& word) {
 
 // Orders this thread's earlier accesses before its later ones as seen from
 // scope S (and, cumulatively, what it has observed): quiet and fence of the
-// core. ThreadSanitizer does not see fences; the CPU backend's programs get
-// their happens-before from the atomics and collectives around them.
+// core. On the host it is a sequentially consistent read-modify-write of a
+// word of the thread's own (a full fence in hardware): ThreadSanitizer
+// rejects atomic_thread_fence, and the CPU backend's programs get their
+// happens-before from the acquire/release atomics and collectives around
+// it anyway.
 template <scope S = scope::device>
 GRMA_INLINE void fence_full() {
 #if defined(__CUDACC__)
   cuda::atomic_thread_fence(order::memory_order_seq_cst,
                             S == scope::system ? cuda::thread_scope_system : cuda::thread_scope_device);
 #else
-  std::atomic_thread_fence(std::memory_order_seq_cst);
+  static thread_local std::uint64_t own_word = 0;
+  std::atomic_ref<std::uint64_t>(own_word).fetch_add(0, std::memory_order_seq_cst);
 #endif
 }
 
