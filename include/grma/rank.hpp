@@ -274,10 +274,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                               const void* source, int tag, std::uint64_t immediate = 0) {
     const access a = check_access(w, target, offset, bytes, source, call::put_notify);
     check_tag(tag, call::put_notify);
-    if (on_other_node(a))
+    if (a.path == detail::route::other_node)
       return remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, source,
                            call::put_notify, 0, immediate);
-    unsigned char* destination = heap_of(a) + a.entry.offset + offset;
+    unsigned char* destination = a.base + offset;
     notify(a, w, tag, immediate, copy_taking_ticket(a, destination, source, bytes), call::put_notify);
   }
 
@@ -287,10 +287,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                               void* destination, int tag, std::uint64_t immediate = 0) {
     const access a = check_access(w, target, offset, bytes, destination, call::get_notify);
     check_tag(tag, call::get_notify);
-    if (on_other_node(a))
+    if (a.path == detail::route::other_node)
       return remote_access(detail::remote_op::get_notify, w, a, offset, bytes, tag, destination,
                            call::get_notify, 0, immediate);
-    const unsigned char* source = heap_of(a) + a.entry.offset + offset;
+    const unsigned char* source = a.base + offset;
     notify(a, w, tag, immediate, copy_taking_ticket(a, destination, source, bytes), call::get_notify);
   }
 
@@ -358,17 +358,17 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                               const void* source, std::size_t signal_offset, std::uint64_t value,
                               signal_op op) {
     const access a = check_access(w, target, offset, bytes, source, call::put_signal);
-    const std::uint64_t at = check_signal(a, target, w, signal_offset, call::put_signal);
+    check_signal(a, target, w, signal_offset, call::put_signal);
     if (op != signal_op::set && op != signal_op::add)
       fail(errc::invalid_enum, call::put_signal, std::int64_t(op));
-    if (on_other_node(a))
+    if (a.path == detail::route::other_node)
       return remote_access(detail::remote_op::put_signal, w, a, offset, bytes, 0, source,
                            call::put_signal, signal_offset, value, op);
-    unsigned char* destination = heap_of(a) + a.entry.offset + offset;
+    unsigned char* destination = a.base + offset;
     if (destination != source) P::copy(destination, source, bytes);
-    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(heap_of(a) + at);
+    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(a.base + signal_offset);
     P::publish_fence();
-    if (leader()) at_scope(remote(a), [&](auto scope) {
+    if (leader()) at_scope(a.path != detail::route::same_device, [&](auto scope) {
       // Release: the data above is visible before the new signal value.
       if (op == signal_op::set)
         detail::store_release<scope.value>(word, value);
@@ -404,8 +404,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                                double seconds, std::uint64_t& result) {
     const int me = layout(comm{lookup(w, -1, call::wait_signal).comm}).rank;
     const access a = lookup(w, me, call::wait_signal);
-    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(
-        heap_of(a) + check_signal(a, me, w, signal_offset, call::wait_signal));
+    check_signal(a, me, w, signal_offset, call::wait_signal);
+    std::uint64_t& word = *reinterpret_cast<std::uint64_t*>(a.base + signal_offset);
     if (std::uint32_t(c) > std::uint32_t(cmp::le))
       fail(errc::invalid_enum, call::wait_signal, std::int64_t(c));
     std::uint64_t seen = 0;
@@ -491,12 +491,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     int rank;
   };
 
-  struct access {
-    detail::window_entry entry;  // the target's registered range
-    int target;                  // in the window's communicator
-    std::uint32_t comm;
-    std::uint32_t comm_size;
-  };
+  using access = detail::window_route;
 
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
   // leaves the wait if the job is aborted. The leading thread publishes, or
@@ -738,19 +733,18 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return P::broadcast(result);
   }
 
-  // The window's communicator and, for target >= 0, the range the target
-  // registered; from the rank's cache when it can. Fails for a window that is
+  // The window's communicator and, for target >= 0, the target's range and
+  // route; from the rank's cache when it can. Fails for a window that is
   // not alive and for a target outside its communicator.
   GRMA_INLINE access lookup(window w, int target, call where) {
     const std::uint32_t key = detail::window_key(w.slot, w.generation);
     detail::window_cache_set& set = local().windows[detail::window_cache_set_of(w.slot)];
-    for (const detail::window_cache_line& line : set.lines)
-      if (line.key == key && w.generation != 0 && line.target == target)
-        return access{line.entry, target, line.comm, line.comm_size};
+    for (const access& line : set.lines)
+      if (line.key == key && w.generation != 0 && line.target == target) return line;
     return lookup_table(w, target, where);
   }
 
-  // lookup's miss: the window table, checked, then a cache line.
+  // lookup's miss: the window table, checked and resolved, then a cache line.
   GRMA_COLD access lookup_table(window w, int target, call where) {
     const std::uint32_t key = detail::window_key(w.slot, w.generation);
     detail::window_cache_set& set = local().windows[detail::window_cache_set_of(w.slot)];
@@ -762,21 +756,40 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const detail::window_slot& slot = view().windows.slots[w.slot];
     if (target < -1 || (target >= 0 && std::uint32_t(target) >= slot.comm_size))
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
-    const access a{target >= 0 ? view().windows.entry(w.slot, target) : detail::window_entry{},
-                   target, slot.comm, slot.comm_size};
+    const access a = resolve(key, target, slot.comm, slot.comm_size,
+                             target >= 0 ? view().windows.entry(w.slot, target) : detail::window_entry{});
     // Every thread has read the set: only then may the leader replace a line.
     P::sync();
     if (leader()) {
-      set.lines[set.next] = detail::window_cache_line{key, target, a.comm, a.comm_size, a.entry};
+      set.lines[set.next] = a;
       set.next = (set.next + 1) % detail::window_cache_ways;
     }
     P::sync();
     return a;
   }
 
+  // The route of a target's range: on another node where the range is (only
+  // world windows span nodes); a peer where the range or the target rank,
+  // which reads the data and its notification there, is on another device.
+  GRMA_INLINE access resolve(std::uint32_t key, int target, std::uint32_t comm,
+                             std::uint32_t comm_size, const detail::window_entry& entry) const {
+    access a{key, target, comm, comm_size, -1, detail::route::same_device, entry.offset, entry.size, nullptr};
+    if (target < 0) return a;
+    a.world_target = comm == device.id ? view().first_rank + target : target;
+    if (spans_nodes() && !view().on_node(int(entry.device))) {
+      a.path = detail::route::other_node;
+      return a;
+    }
+    a.base = view().peer_heaps[entry.device] + entry.offset;
+    if (wide() && (int(entry.device) != view().device_index ||
+                   view().device_of(a.world_target) != view().device_index))
+      a.path = detail::route::peer;
+    return a;
+  }
+
   GRMA_INLINE void forget_window(std::uint32_t slot, std::uint32_t key) {
     if (leader())
-      for (detail::window_cache_line& c : local().windows[detail::window_cache_set_of(slot)].lines)
+      for (access& c : local().windows[detail::window_cache_set_of(slot)].lines)
         if (c.key == key) c.key = 0;
     P::sync();  // before any thread scans the lines again
   }
@@ -792,24 +805,22 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       fail(errc::rank_out_of_range, where, target, any.comm_size, any.comm);
     }
     const access a = lookup(w, target, where);
-    if (offset > a.entry.size || bytes > a.entry.size - offset)
+    if (offset > a.size || bytes > a.size - offset)
       fail(errc::range_outside_window, where, std::int64_t(offset), std::int64_t(bytes),
-           std::int64_t(a.entry.size), target, w.slot);
+           std::int64_t(a.size), target, w.slot);
     if (bytes != 0 && buffer == nullptr) fail(errc::null_buffer, where, std::int64_t(bytes));
     return a;
   }
 
-  // The signal word's offset in its heap, after checking it is in the range
-  // and aligned.
-  GRMA_INLINE std::uint64_t check_signal(const access& a, int target, window w,
-                                         std::size_t signal_offset, call where) const {
-    if (signal_offset > a.entry.size || a.entry.size - signal_offset < sizeof(std::uint64_t))
+  // Checks that the signal word at signal_offset of the target's range is
+  // in the range and aligned (in its heap, whose start is aligned).
+  GRMA_INLINE void check_signal(const access& a, int target, window w, std::size_t signal_offset,
+                                call where) const {
+    if (signal_offset > a.size || a.size - signal_offset < sizeof(std::uint64_t))
       fail(errc::range_outside_window, where, std::int64_t(signal_offset),
-           std::int64_t(sizeof(std::uint64_t)), std::int64_t(a.entry.size), target, w.slot);
-    const std::uint64_t at = a.entry.offset + signal_offset;
-    if (at % sizeof(std::uint64_t) != 0)
+           std::int64_t(sizeof(std::uint64_t)), std::int64_t(a.size), target, w.slot);
+    if ((a.offset + signal_offset) % sizeof(std::uint64_t) != 0)
       fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
-    return at;
   }
 
   GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
@@ -847,21 +858,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return f(std::integral_constant<detail::scope, S>{});
   }
 
-  // The access's target as a world rank, and whether it is on another device.
-  GRMA_INLINE int world_target(const access& a) const {
-    return a.comm == device.id ? view().first_rank + a.target : a.target;
-  }
-  // Whether an access involves another device: the target's range or the
-  // target itself (which then reads the data and the notification there).
-  GRMA_INLINE bool remote(const access& a) const {
-    // One device: no division on the put path.
-    return wide() && (int(a.entry.device) != view().device_index ||
-                      view().device_of(world_target(a)) != view().device_index);
-  }
-  // The heap the target's range is in.
-  GRMA_INLINE unsigned char* heap_of(const access& a) const {
-    return view().peer_heaps[a.entry.device];
-  }
 
   // Copies a put's or get's data with every thread of the rank and takes
   // its notification's ticket on the way: the leader's ticket, or no_ticket
@@ -895,7 +891,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
     if (distance != 0 && head != 0) P::copy(d, s, head);
     const std::uint64_t ticket =
-        leader() ? detail::ring_take_ticket<S>(view().tickets[world_target(a)]) : no_ticket;
+        leader() ? detail::ring_take_ticket<S>(view().tickets[a.world_target]) : no_ticket;
     if (distance != 0) P::copy(d + head, s + head, bytes - head);
     return ticket;
   }
@@ -906,14 +902,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                           std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {
-      const int t = world_target(a);
+      const int t = a.world_target;
       if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
       detail::notification_ring& q = view().queue(t, view().device_index);
       waiter wait(*this, where, {w.slot, a.target, tag, 0});
       const detail::notification n{detail::window_key(w.slot, w.generation),
                                    layout(comm{a.comm}).rank, tag, 0, immediate};
       // A peer's ring: the release that orders the data must reach that device.
-      at_scope(remote(a), [&](auto scope) {
+      at_scope(a.path != detail::route::same_device, [&](auto scope) {
         detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);
         detail::ring_publish<scope.value>(q, view().queue_capacity, ticket, n);
       });
@@ -937,10 +933,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Whether the job spans nodes.
   GRMA_INLINE bool spans_nodes() const { return view().nodes > 1; }
 
-  // Whether the target's range is on another node (only world windows span nodes).
-  GRMA_INLINE bool on_other_node(const access& a) const {
-    return spans_nodes() && !view().on_node(int(a.entry.device));
-  }
 
   // A put, get or signal to another node: the engine's command.
   GRMA_COLD void remote_access(detail::remote_op op, window w, const access& a,
@@ -1130,7 +1122,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Member i's copy of the symmetric range [p, p + bytes).
   GRMA_INLINE unsigned char* team_peer(const detail::team_members& m, int i, const void* p,
                                        std::size_t bytes, call where) const {
-    const std::uint64_t offset = symmetric_offset_of(p, bytes, where);
+    return team_address(m, i, symmetric_offset_of(p, bytes, where), where);
+  }
+  // Member i's copy of what is at `offset` (checked) in every slice.
+  GRMA_INLINE unsigned char* team_address(const detail::team_members& m, int i,
+                                          std::uint64_t offset, call where) const {
     const int w = m.world_of(view(), i);
     const int d = view().device_of(w);
     if (!view().on_node(d)) fail(errc::not_across_nodes, where, w);

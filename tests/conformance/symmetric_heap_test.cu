@@ -1,9 +1,12 @@
 // The symmetric heap, portable: alloc_symmetric gives every rank a block at
 // the same offset of its slice, calloc_symmetric zeroes it, the alignment
 // holds, ptr reaches another rank's copy where its memory is reachable (and
-// only there), and free_symmetric makes the room reusable.
+// only there), and free_symmetric makes the room reusable; blocks of
+// teams likewise among their members, apart from other teams' and world's.
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <string>
 
 #include "support.hpp"
 
@@ -71,6 +74,108 @@ TEST_P(SymmetricHeap, BlocksHaveOneOffsetOnEveryRank) {
     if (nodes == nullptr)
       j.expect_counts(
           0, [&](int) { return unsigned(n); }, "ranks reached");
+  }
+}
+
+// Blocks of teams: the node's even and odd members (two teams that
+// allocate at the same time) each allocate over their team; a member reads
+// the next member's copy at the same offset, the two teams' blocks and a
+// world block allocated while they live do not overlap (offsets measured
+// from a world block, the same in every slice), and calloc zeroes.
+struct team_blocks {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    // This rank's team block's offset and size from the anchor, for its
+    // neighbour of the other team to read.
+    auto* range = static_cast<std::uint64_t*>(r.calloc_symmetric(2, sizeof(std::uint64_t)));
+    const auto* anchor = reinterpret_cast<const std::uint8_t*>(range);
+    const int s = r.team_size(grma::team_node), at = r.team_rank(grma::team_node);
+    grma::team even = r.team_split_strided(grma::team_node, 0, 2, (s + 1) / 2);
+    grma::team odd = s > 1 ? r.team_split_strided(grma::team_node, 1, 2, s / 2) : grma::team_none;
+    grma::team mine = at % 2 == 0 ? even : odd;
+    const std::size_t bytes = at % 2 == 0 ? 3000 : 5000;
+    auto* block = static_cast<std::uint8_t*>(r.alloc_symmetric(mine, bytes));
+    auto* zeroed = static_cast<std::uint64_t*>(r.calloc_symmetric(mine, zeroed_words, sizeof(std::uint64_t)));
+    for (int i = 0; i < zeroed_words; ++i) CONF_EXPECT(r, rec, zeroed[i] == 0, 1, i, zeroed[i]);
+    const int me = r.rank(grma::world);
+    fill(r, block, bytes, mix(std::uint64_t(me), 2));
+    if (r.thread() == 0) {
+      range[0] = std::uint64_t(block - anchor);
+      range[1] = bytes;
+    }
+    r.barrier(grma::team_node);
+    // The next member's copy, at the same offset.
+    const int k = r.team_rank(mine), m = r.team_size(mine);
+    const int next = r.team_translate(mine, (k + 1) % m, grma::team_world);
+    const std::uint8_t* theirs = r.ptr(block, next);
+    CONF_EXPECT(r, rec, theirs != nullptr, 2, next, 0);
+    if (theirs != nullptr) CONF_CHECK_PATTERN(r, rec, theirs, bytes, mix(std::uint64_t(next), 2), 0, next);
+    // The other team's block, as the neighbour of the other parity has it.
+    const int other = at % 2 == 0 ? at + 1 : at - 1;
+    const std::uint64_t mine_at = std::uint64_t(block - anchor);
+    auto* w = static_cast<std::uint8_t*>(r.alloc_symmetric(4096));  // while both teams' blocks live
+    const std::uint64_t world_at = std::uint64_t(w - anchor);
+    CONF_EXPECT(r, rec, world_at + 4096 <= mine_at || mine_at + bytes <= world_at, 3, world_at, mine_at);
+    if (other < s) {
+      const int o = r.team_translate(grma::team_node, other, grma::team_world);
+      const std::uint64_t* their_range = r.ptr(range, o);
+      const std::uint64_t their_at = their_range[0], their_bytes = their_range[1];
+      CONF_EXPECT(r, rec, their_at + their_bytes <= mine_at || mine_at + bytes <= their_at, 4, their_at, mine_at);
+      CONF_EXPECT(r, rec, world_at + 4096 <= their_at || their_at + their_bytes <= world_at, 5, world_at,
+                  their_at);
+      tally(r, rec, 0);
+    }
+    r.barrier(grma::team_node);  // every rank has read the others' ranges
+    r.free_symmetric(w);
+    r.free_symmetric(mine, zeroed);
+    r.free_symmetric(mine, block);
+    r.free_symmetric(mine, nullptr);
+    r.team_destroy(odd);
+    r.team_destroy(even);
+    r.free_symmetric(range);
+  }
+};
+
+TEST_P(SymmetricHeap, TeamBlocksHaveOneOffsetOnEveryMember) {
+  if (std::getenv("CONFORMANCE_NODES") != nullptr) GTEST_SKIP() << "team blocks need one node";
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  const int n = j.resolve(team_blocks{});
+  j.prepare();
+  if (j.run(team_blocks{})) {
+    j.expect_no_failures(__FILE__);
+    // Every rank but an odd count's last has a neighbour of the other team.
+    j.expect_counts(
+        0, [&](int rank) { return unsigned(n % 2 == 1 && rank == n - 1 ? 0 : 1); }, "neighbours checked");
+  }
+}
+
+// Over several nodes a team block fails with an error that says why.
+struct team_block_across_nodes {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    r.alloc_symmetric(grma::team_node, 64);
+  }
+};
+
+TEST_P(SymmetricHeap, ATeamBlockInAJobOverNodesFailsWithAnError) {
+  if (std::getenv("CONFORMANCE_NODES") == nullptr) GTEST_SKIP() << "one node";
+  // A failed run is a GPU process's last (its kernel trapped).
+  if (suite_backend() == grma::backend_kind::cuda) GTEST_SKIP() << "the CPU runs check the error";
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(team_block_across_nodes{});
+  j.prepare();
+  try {
+    rt.run(team_block_across_nodes{}, j.options());
+    ADD_FAILURE() << "the run returned";
+  } catch (const grma::error& e) {
+    if (j.first() == 0) {
+      EXPECT_NE(std::string(e.what()).find("alloc_symmetric: symmetric blocks of a team (slot 2) need a job on one node"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -491,6 +491,43 @@ TEST(Errors, MembersCallDifferentCollectives) {
                                   "root 0, this rank with size 8"));
 }
 
+TEST(Errors, TeamFreeOfAWorldBlock) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* block = r.alloc_symmetric(64);
+    grma::team all = r.team_split_strided(grma::team_world, 0, 1, 2);
+    r.free_symmetric(all, block);
+  });
+  EXPECT_THAT(e.what(), HasSubstr(": free_symmetric: pointer 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" was not returned by alloc, or was freed already"));
+}
+
+TEST(Errors, TeamAllocationsWithDifferentSizes) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team all = r.team_split_strided(grma::team_world, 0, 1, 2);
+    r.alloc_symmetric(all, r.rank(grma::world) == 0 ? 128 : 64);
+  });
+  EXPECT_THAT(e.what(), HasSubstr("rank 1: alloc_symmetric: every member of team 3 must make the same "
+                                  "collective call: member 0 called alloc_symmetric with size 128 and "
+                                  "root 64, this rank with size 64"));
+}
+
+TEST(Errors, TeamAllocationByANonMember) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team first = r.team_split_strided(grma::team_world, 0, 1, 1);
+    if (r.rank(grma::world) == 1) {
+      grma::team theirs = grma::team_world;
+      theirs.slot = 3;
+      theirs.generation = 1;  // the split's team, as rank 0 holds it
+      theirs.size = 1;
+      r.alloc_symmetric(theirs, 64);
+    }
+    r.barrier(grma::team_world);
+    r.team_destroy(first);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: alloc_symmetric: this rank is not a member of the team (slot 3, 1 members)");
+}
+
 TEST(Errors, BitwiseReductionOfFloats) {
   const grma::error e = expect_failure([](auto& r) {
     auto* block = static_cast<float*>(r.calloc_symmetric(8, sizeof(float)));

@@ -29,21 +29,21 @@ struct table_with_room {
 TEST(SymmetricTable, FirstFitInWholeLines) {
   table_with_room t(8);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 100, 64, why), 0u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1, 64, why), 128u);  // 100 bytes take two lines
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 0, 64, why), 192u);  // a zero-byte block is a line
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 100, 64, 0, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1, 64, 0, why), 128u);  // 100 bytes take two lines
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 0, 64, 0, why), 192u);  // a zero-byte block is a line
   EXPECT_EQ(t.count, 3u);
-  EXPECT_TRUE(symmetric_release(t.table, 128));
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, why), 128u);  // the freed line again
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 65, 64, why), 256u);  // too large for any gap before
+  EXPECT_TRUE(symmetric_release(t.table, 128, 0));
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 128u);  // the freed line again
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 65, 64, 0, why), 256u);  // too large for any gap before
 }
 
 TEST(SymmetricTable, AlignsInTheSlice) {
   table_with_room t(8);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, why), 0u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 4096, why), 4096u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 16, why), 64u);  // 64 at least
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, 0, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 4096, 0, why), 4096u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 16, 0, why), 64u);  // 64 at least
   EXPECT_EQ(t.blocks[1].offset, 64u);  // kept in offset order
   EXPECT_EQ(t.blocks[2].offset, 4096u);
 }
@@ -51,41 +51,55 @@ TEST(SymmetricTable, AlignsInTheSlice) {
 TEST(SymmetricTable, ReportsTheLargestGapWhenNothingFits) {
   table_with_room t(8);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, why), 0u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, why), 1024u);
-  EXPECT_TRUE(symmetric_release(t.table, 0));
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 3000, 64, why), none);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, 0, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, 0, why), 1024u);
+  EXPECT_TRUE(symmetric_release(t.table, 0, 0));
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 3000, 64, 0, why), none);
   EXPECT_EQ(why.largest_free, 2048u);  // after the second block; the first gap is 1024
 }
 
 TEST(SymmetricTable, KeepsTheReservedStart) {
   table_with_room t(4);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 64, 64, why), 8192u);
-  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 64, 4096, why), 12288u);
-  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 8192, 64, why), none);
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 64, 64, 0, why), 8192u);
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 64, 4096, 0, why), 12288u);
+  EXPECT_EQ(symmetric_allocate(t.table, 8192, 16384, 8192, 64, 0, why), none);
   EXPECT_EQ(why.largest_free, 4032u);  // between the two blocks
   table_with_room empty(4);
-  EXPECT_EQ(symmetric_allocate(empty.table, 8192, 4096, 64, 64, why), none);  // a slice with no room
+  EXPECT_EQ(symmetric_allocate(empty.table, 8192, 4096, 64, 64, 0, why), none);  // a slice with no room
   EXPECT_EQ(why.largest_free, 0u);
 }
 
 TEST(SymmetricTable, FullTableFails) {
   table_with_room t(2);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, why), 0u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, why), 64u);
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, why), none);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 64u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), none);
   EXPECT_EQ(t.count, 2u);
 }
 
 TEST(SymmetricTable, ReleaseOfAnUnknownOffsetFails) {
   table_with_room t(4);
   symmetric_failure why{};
-  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 256, 64, why), 0u);
-  EXPECT_FALSE(symmetric_release(t.table, 64));
-  EXPECT_TRUE(symmetric_release(t.table, 0));
-  EXPECT_FALSE(symmetric_release(t.table, 0));
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 256, 64, 0, why), 0u);
+  EXPECT_FALSE(symmetric_release(t.table, 64, 0));
+  EXPECT_TRUE(symmetric_release(t.table, 0, 0));
+  EXPECT_FALSE(symmetric_release(t.table, 0, 0));
+  EXPECT_EQ(t.count, 0u);
+}
+
+TEST(SymmetricTable, OnlyTheOwningTeamReleasesItsBlock) {
+  table_with_room t(4);
+  symmetric_failure why{};
+  const std::uint64_t team = (std::uint64_t{7} << 32) | 3;  // generation 7, slot 3
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, team, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 64u);
+  EXPECT_FALSE(symmetric_release(t.table, 0, 0));     // world does not own the team's block
+  EXPECT_FALSE(symmetric_release(t.table, 64, team));  // nor the team world's
+  EXPECT_EQ(t.count, 2u);
+  EXPECT_TRUE(symmetric_release(t.table, 0, team));
+  EXPECT_TRUE(symmetric_release(t.table, 64, 0));
   EXPECT_EQ(t.count, 0u);
 }
 

@@ -11,10 +11,13 @@
 // and stores every other member's symmetric memory directly, so a member
 // pulls what it needs from the others' `source` (which must be symmetric)
 // between two barriers. A reduction splits the elements among the members:
-// each reduces its share of every member's source, in member order, and
-// stores the result where it goes (every member's `dest` for allreduce,
-// the root's for reduce, its own for reduce_scatter), so a member moves as
-// many bytes as the vector holds whatever the team size. The barrier is a
+// each reduces its share of every member's source and stores the result
+// where it goes (every member's `dest` for allreduce, the root's for
+// reduce, its own for reduce_scatter), so a member moves as many bytes as
+// the vector holds whatever the team size. A share smaller than the rank's
+// threads has a warp's lanes split an element's members among them, so a
+// small vector over hundreds of members costs a few loads per lane rather
+// than one thread's load per member. The barrier is a
 // dissemination barrier: log2(size) rounds of one remote atomic add and one
 // wait. Across nodes only team_world's barrier works so far (through the
 // job's world barrier); data collectives there are errors that say so.
@@ -127,29 +130,68 @@ class collective_calls {
     const bool scatter = where == call::reduce_scatter;
     const std::size_t total = scatter ? count * std::size_t(members) : count;
     // Where the others store results, dest must be symmetric.
-    if (!scatter && count != 0) r.symmetric_offset_of(dest, count * sizeof(T), where);
+    const std::uint64_t to = !scatter && count != 0 ? r.symmetric_offset_of(dest, count * sizeof(T), where) : 0;
     run(t, where, source, total * sizeof(T), count, root, [&](const detail::team_members& m, int me) {
       // My share of the elements: a block for reduce_scatter, else an even split.
       const std::size_t share = scatter ? count : (count + std::size_t(m.size) - 1) / std::size_t(m.size);
       const std::size_t first = std::size_t(me) * share;
       const std::size_t last = first + share < total ? first + share : total;
-      for (std::size_t e = first + std::size_t(r.thread()); e < last; e += std::size_t(r.threads())) {
-        T value = *reinterpret_cast<const T*>(r.team_peer(m, 0, source, total * sizeof(T), where) +
-                                              e * sizeof(T));
-        for (int i = 1; i < m.size; ++i)
-          value = combine(op, value,
-                          *reinterpret_cast<const T*>(
-                              r.team_peer(m, i, source, total * sizeof(T), where) + e * sizeof(T)));
+      const std::size_t elements = last > first ? last - first : 0;
+      const std::uint64_t from = r.symmetric_offset_of(source, total * sizeof(T), where);
+      // A group of `lanes` threads per element splits the members among its
+      // lanes (lane j reads members j, j + lanes, ...) and combines their
+      // values across the lanes. One lane per element where the share keeps
+      // every thread busy; where it is small (a few elements over hundreds
+      // of members) the member loads of an element, each a round trip to
+      // memory, would otherwise be one thread's, one after the other.
+      const int lanes = lanes_per_element(elements, r.threads(), m.size);
+      const std::size_t groups = std::size_t(r.threads() / lanes);
+      const int lane = r.thread() % lanes;
+      // Every lane of a warp runs the same number of rounds: they meet in
+      // combine_lanes.
+      const std::size_t rounds = (elements + groups - 1) / groups;
+      for (std::size_t k = 0; k < rounds; ++k) {
+        const std::size_t e = first + k * groups + std::size_t(r.thread() / lanes);
+        const bool mine = e < last;
+        T value{};
+        if (mine) {
+          auto at = [&](int i) {
+            return *reinterpret_cast<const T*>(r.team_address(m, i, from, where) + e * sizeof(T));
+          };
+          value = at(lane);
+          int i = lane + lanes;
+          // Four members' loads in flight at a time, combined in member order.
+          for (; i + 3 * lanes < m.size; i += 4 * lanes) {
+            const T a = at(i), b = at(i + lanes), c = at(i + 2 * lanes), d = at(i + 3 * lanes);
+            value = combine(op, combine(op, combine(op, combine(op, value, a), b), c), d);
+          }
+          for (; i < m.size; i += lanes) value = combine(op, value, at(i));
+        }
+        value = Rank::P::combine_lanes(value, lanes, [op](T a, T b) { return combine(op, a, b); });
+        if (!mine) continue;
         if (scatter) {
-          dest[e - first] = value;
+          if (lane == 0) dest[e - first] = value;
         } else if (where == call::reduce) {
-          *reinterpret_cast<T*>(r.team_peer(m, root, dest, count * sizeof(T), where) + e * sizeof(T)) = value;
+          if (lane == 0)
+            *reinterpret_cast<T*>(r.team_address(m, root, to, where) + e * sizeof(T)) = value;
         } else {
-          for (int i = 0; i < m.size; ++i)
-            *reinterpret_cast<T*>(r.team_peer(m, i, dest, count * sizeof(T), where) + e * sizeof(T)) = value;
+          for (int i = lane; i < m.size; i += lanes)
+            *reinterpret_cast<T*>(r.team_address(m, i, to, where) + e * sizeof(T)) = value;
         }
       }
     });
+  }
+
+  // The lanes per element of a reduction's share: the threads left over
+  // per element, as a power of two, at most a lane group (a warp) and the
+  // member count (every lane reads at least one member).
+  GRMA_INLINE static int lanes_per_element(std::size_t elements, int threads, int members) {
+    int lanes = 1;
+    const int limit = Rank::P::lane_group_limit();
+    while (lanes * 2 <= limit && lanes * 2 <= members &&
+           std::size_t(threads / (lanes * 2)) >= elements)
+      lanes *= 2;
+    return lanes;
   }
 
   template <class T>

@@ -30,23 +30,61 @@ class symmetric_heap_calls {
   // shmem_malloc it is a barrier: no rank returns before all have called.
   GRMA_INLINE void* alloc_symmetric(std::size_t bytes, std::size_t alignment = 64) {
     Rank& r = self();
-    if (alignment == 0 || (alignment & (alignment - 1)) != 0 ||
-        alignment > detail::symmetric_alignment_limit)
-      r.fail(errc::invalid_alignment, call::alloc_symmetric, std::int64_t(alignment));
+    check_alignment(alignment, call::alloc_symmetric);
+    // Every rank passed the same arguments: the leader's are everyone's.
     const std::uint64_t result = agreed_action(
-        call::alloc_symmetric, bytes, alignment, [&](const detail::collective_arrival* arrivals) {
-          detail::symmetric_failure why{};
-          const std::uint64_t at = detail::symmetric_allocate(
-              r.view().symmetric, detail::symmetric_reserved_bytes, r.view().symmetric_slice,
-              arrivals[0].payload[0], arrivals[0].payload[1], why);
-          if (at == ~std::uint64_t{0}) return failed | exhausted | why.largest_free;
-          return at;
-        });
-    if ((result & exhausted) != 0)
-      r.fail(errc::symmetric_exhausted, call::alloc_symmetric, std::int64_t(bytes),
-             std::int64_t(r.view().symmetric_slice), std::int64_t(result & value_mask),
-             std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
+        call::alloc_symmetric, bytes, alignment,
+        [&](const detail::collective_arrival*) { return allocate(bytes, alignment, 0); });
+    if ((result & exhausted) != 0) fail_exhausted(bytes, result);
     return r.symmetric_slice_base() + result;
+  }
+
+  // Collective over team t (every member, all its threads, with the same
+  // arguments): a block at the same offset in every member's slice, which
+  // no other allocation overlaps while it lives; returns this member's copy.
+  // Members reach each other's copies as with a world block; other ranks
+  // must not use the offset. Over team_world it is alloc_symmetric(bytes,
+  // alignment). A job over several nodes allocates over team_world only:
+  // its nodes keep their blocks at the same offsets by making the same world
+  // allocations in the same order.
+  GRMA_INLINE void* alloc_symmetric(team t, std::size_t bytes, std::size_t alignment = 64) {
+    Rank& r = self();
+    if (is_world(t, call::alloc_symmetric)) return alloc_symmetric(bytes, alignment);
+    check_alignment(alignment, call::alloc_symmetric);
+    const std::uint64_t result = team_action(t, call::alloc_symmetric, bytes, alignment, [&] {
+      return allocate(bytes, alignment, owner_of(t));
+    });
+    if ((result & exhausted) != 0) fail_exhausted(bytes, result);
+    return r.symmetric_slice_base() + result;
+  }
+
+  // alloc_symmetric(t, count * size), zeroed in every member's slice before
+  // any member returns.
+  GRMA_INLINE void* calloc_symmetric(team t, std::size_t count, std::size_t size) {
+    Rank& r = self();
+    if (is_world(t, call::alloc_symmetric)) return calloc_symmetric(count, size);
+    auto* block = static_cast<unsigned char*>(alloc_symmetric(t, count * size));
+    for (std::size_t i = std::size_t(r.thread()); i < count * size; i += std::size_t(r.threads()))
+      block[i] = 0;
+    r.barrier(t);
+    return block;
+  }
+
+  // Collective over team t: every member passes its copy of a block that t
+  // allocated (or null, which frees nothing), and none uses it any more.
+  GRMA_INLINE void free_symmetric(team t, void* block) {
+    Rank& r = self();
+    if (is_world(t, call::free_symmetric)) return free_symmetric(block);
+    const std::uint64_t offset =
+        block == nullptr ? ~std::uint64_t{0} : r.symmetric_offset_of(block, 1, call::free_symmetric);
+    const std::uint64_t result = team_action(t, call::free_symmetric, offset, 0, [&] {
+      return block == nullptr || detail::symmetric_release(r.view().symmetric, offset, owner_of(t))
+                 ? std::uint64_t{0}
+                 : failed;
+    });
+    if (result != 0)
+      r.fail(errc::invalid_free, call::free_symmetric,
+             std::int64_t(reinterpret_cast<std::uintptr_t>(block)));
   }
 
   // alloc_symmetric of count * size bytes, zeroed in every rank's slice
@@ -72,7 +110,7 @@ class symmetric_heap_calls {
     const std::uint64_t offset = r.symmetric_offset_of(block, 1, call::free_symmetric);
     const std::uint64_t result =
         agreed_action(call::free_symmetric, offset, 0, [&](const detail::collective_arrival*) {
-          return detail::symmetric_release(r.view().symmetric, offset) ? std::uint64_t{0} : failed;
+          return detail::symmetric_release(r.view().symmetric, offset, 0) ? std::uint64_t{0} : failed;
         });
     if (result != 0)
       r.fail(errc::invalid_free, call::free_symmetric,
@@ -100,6 +138,64 @@ class symmetric_heap_calls {
 
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
   GRMA_INLINE const Rank& self() const { return static_cast<const Rank&>(*this); }
+
+  GRMA_INLINE void check_alignment(std::size_t alignment, call where) {
+    if (alignment == 0 || (alignment & (alignment - 1)) != 0 ||
+        alignment > detail::symmetric_alignment_limit)
+      self().fail(errc::invalid_alignment, where, std::int64_t(alignment));
+  }
+
+  // The allocator's answer (its caller holds the table): an offset, or
+  // failed | exhausted | the largest free block.
+  GRMA_INLINE std::uint64_t allocate(std::uint64_t bytes, std::uint64_t alignment, std::uint64_t owner) {
+    const Rank& r = self();
+    detail::symmetric_failure why{};
+    const std::uint64_t at = detail::symmetric_allocate(r.view().symmetric, detail::symmetric_reserved_bytes,
+                                                        r.view().symmetric_slice, bytes, alignment, owner, why);
+    return at == ~std::uint64_t{0} ? failed | exhausted | why.largest_free : at;
+  }
+
+  GRMA_COLD void fail_exhausted(std::uint64_t bytes, std::uint64_t result) {
+    const Rank& r = self();
+    r.fail(errc::symmetric_exhausted, call::alloc_symmetric, std::int64_t(bytes),
+           std::int64_t(r.view().symmetric_slice), std::int64_t(result & value_mask),
+           std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
+  }
+
+  // The table's owner of t's blocks (world's: 0).
+  GRMA_INLINE static std::uint64_t owner_of(team t) { return (std::uint64_t(t.generation) << 32) | t.slot; }
+
+  // Whether t is team_world (after checking the handle).
+  GRMA_INLINE bool is_world(team t, call where) {
+    self().resolve_team(t, where);
+    return t.slot == team_world.slot;
+  }
+
+  // A collective over team t that runs `act` at member 0 holding the node's
+  // table lock, once every member has made the same call (the signature
+  // check of the team's collectives: call, low 32 bits of p0, p1); every
+  // member returns act's result, which member 0 leaves in its workspace.
+  // World allocations need no lock: while one runs no rank is in another
+  // allocation. A team's may run beside another team's.
+  template <class Act>
+  GRMA_INLINE std::uint64_t team_action(team t, call where, std::uint64_t p0, std::uint64_t p1, Act&& act) {
+    Rank& r = self();
+    const detail::team_members m = r.resolve_team(t, where);
+    const int me = m.member_of(r.view(), r.world_rank());
+    if (me < 0) r.fail(errc::team_not_member, where, t.slot, m.size);
+    if (r.spans_nodes()) r.fail(errc::team_alloc_across_nodes, where, t.slot, r.view().nodes);
+    // The barrier in it also means every member has read member 0's last result.
+    r.team_collective_begin(m, me, where, std::size_t(p0), int(p1));
+    detail::team_workspace& leader = r.team_workspace_of(m.world_of(r.view(), 0), m.slot, where);
+    if (me == 0 && r.thread() == 0) {
+      r.lock_team_table();
+      const std::uint64_t result = act();
+      r.unlock_team_table();
+      leader.result = result;
+    }
+    r.team_barrier(m, where);
+    return Rank::at_scope(r.wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(leader.result); });
+  }
 
   // A world collective that runs `act` at the leader once every rank has
   // passed the same (p0, p1); where one passed others, every rank fails

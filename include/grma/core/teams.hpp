@@ -127,9 +127,11 @@ class team_calls {
   }
 
   // Collective over the team: it ends, and the handle becomes team_none.
-  // The predefined teams are never destroyed (a no-op).
+  // The predefined teams are never destroyed, and team_none (a split's
+  // result on a non-member) is no team: both are no-ops.
   GRMA_INLINE void team_destroy(team& t) {
     Rank& r = self();
+    if (t == team_none) return;
     const detail::team_members m = r.resolve_team(t, call::team_destroy);
     if (t.slot < detail::predefined_teams) return;
     if (m.member_of(r.view(), r.world_rank()) < 0)

@@ -36,6 +36,10 @@ struct cpu_platform {
   GRMA_INLINE static void sync() {}
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
+  // One thread per rank: no lanes to combine (the CUDA platform's calls).
+  GRMA_INLINE static int lane_group_limit() { return 1; }
+  template <class T, class F>
+  GRMA_INLINE static T combine_lanes(T value, int, F&&) { return value; }
 
   // Ranges of two windows may overlap; memmove keeps that defined.
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {

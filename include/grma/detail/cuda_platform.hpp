@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
@@ -108,6 +109,34 @@ struct cuda_platform {
 #else
     return value;
 #endif
+  }
+
+  // The widest lane group combine_lanes may take: a warp where the rank's
+  // threads fill whole warps (every lane of a warp must take part).
+  GRMA_INLINE static int lane_group_limit() { return thread_count() % 32 == 0 ? 32 : 1; }
+
+  // Combines the values of each aligned group of `lanes` lanes of a warp
+  // (a power of two up to lane_group_limit()) with f, in a butterfly: every
+  // lane of a group gets the group's result, and the same one, f being
+  // commutative. Every lane of the warp calls.
+  template <class T, class F>
+  GRMA_INLINE static T combine_lanes(T value, int lanes, F&& f) {
+#if GRMA_DEVICE_CODE
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "lanes exchange 4- or 8-byte values");
+    using bits = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
+    for (int o = lanes / 2; o > 0; o /= 2) {
+      bits word;
+      std::memcpy(&word, &value, sizeof(T));
+      word = __shfl_xor_sync(0xffffffffu, word, o);
+      T other;
+      std::memcpy(&other, &word, sizeof(T));
+      value = f(value, other);
+    }
+#else
+    (void)lanes;
+    (void)f;
+#endif
+    return value;
   }
 
   // Copy by all threads of the block: 16-byte vectors when both ends are

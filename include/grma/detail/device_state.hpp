@@ -196,17 +196,31 @@ inline constexpr int max_devices = 8;        // devices in one job
 inline constexpr int credit_cache_size = 8;  // producer credits kept per rank
 inline constexpr int max_contexts = 16;      // contexts a rank may create (slots 1..16)
 
-// A window lookup the rank made: the window's communicator, and the range
-// `target` registered (target -1: the window only). Windows never change while
-// they live, so a line stays right until window_free clears it; on a GPU it
-// saves loads from the window table, which miss L1 after every acquire (a
-// miss cost about 1 us a call under horizontal diffusion's load, two H200s).
-struct window_cache_line {
-  std::uint32_t key;  // window_key; 0 = empty
-  std::int32_t target;
+// How an operation on a (window, target) reaches the target, seen from the
+// rank that resolved it: each notified-access operation switches on this.
+enum class route : std::uint32_t {
+  same_device,  // the range and the target rank on this rank's device
+  peer,         // either on another device of this node: system scope
+  other_node,   // the range on another node: a command to the network engine
+};
+
+// A (window, target) resolved once: the window's communicator, the target's
+// world rank, its range's address and size, and the route (target -1: the
+// window only, no range). Windows never change while they live, so a
+// resolution stays right until window_free clears its cache line; on a GPU
+// the line saves loads from the window table, which miss L1 after every
+// acquire (a miss cost about 1 us a call under horizontal diffusion's load,
+// two H200s).
+struct window_route {
+  std::uint32_t key;  // window_key; 0 = an empty cache line
+  std::int32_t target;        // in the window's communicator
   std::uint32_t comm;
   std::uint32_t comm_size;
-  window_entry entry;
+  std::int32_t world_target;  // the target as a world rank
+  route path;
+  std::uint64_t offset;       // of the range in its device's heap
+  std::uint64_t size;         // of the range
+  unsigned char* base;        // the range's first byte; null for other_node
 };
 
 // The lines of one window slot's lookups: a rank's calls on a window name a
@@ -220,7 +234,7 @@ struct window_cache_line {
 inline constexpr int window_cache_sets = 8;
 inline constexpr int window_cache_ways = 4;
 struct window_cache_set {
-  window_cache_line lines[window_cache_ways];
+  window_route lines[window_cache_ways];
   std::uint32_t next;  // the line the next miss replaces
 };
 GRMA_INLINE constexpr int window_cache_set_of(std::uint32_t slot) {

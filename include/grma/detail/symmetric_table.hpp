@@ -1,11 +1,13 @@
 // The symmetric heap's allocator. Every rank has a slice of the same size in
 // its device's heap, and a symmetric block is one offset in all slices: a
 // rank reaches another's copy of a block at (target's slice + offset). The
-// table lists the live blocks by offset; alloc_symmetric and free_symmetric
-// are collectives over world, and only the collective's leader touches the
-// table (in its action), so it needs no lock. A job across nodes keeps one
-// table per node: every node's leader runs the same world collectives in the
-// same order on the same arguments, so every table holds the same blocks.
+// table lists the live blocks by offset, each with the team that allocated
+// it. alloc_symmetric and free_symmetric are collectives over world or a
+// team: a world collective's leader touches the table alone (no rank is in
+// another allocation then), a team's member 0 under the node's team lock.
+// A job across nodes keeps one table per node and allocates over world
+// only: every node's leader runs the same world collectives in the same
+// order on the same arguments, so every table holds the same blocks.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +20,7 @@ namespace grma::detail {
 struct symmetric_block {
   std::uint64_t offset;
   std::uint64_t size;
+  std::uint64_t owner;  // the allocating team: (generation << 32) | slot; world's is 0
 };
 
 // Live blocks, sorted by offset: *count of the capacity entries at `blocks`
@@ -44,11 +47,12 @@ struct symmetric_failure {
 };
 
 // The first gap of at least `bytes` at `alignment` (a power of two) in
-// [first, slice): the block's offset, or ~0 when there is none or the table
-// is full (why.largest_free tells which).
+// [first, slice), now `owner`'s block: its offset, or ~0 when there is none
+// or the table is full (why.largest_free tells which).
 GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t first,
                                              std::uint64_t slice, std::uint64_t bytes,
-                                             std::uint64_t alignment, symmetric_failure& why) {
+                                             std::uint64_t alignment, std::uint64_t owner,
+                                             symmetric_failure& why) {
   if (alignment < heap_alignment) alignment = heap_alignment;
   const std::uint64_t size = align_up(bytes == 0 ? 1 : bytes, heap_alignment);
   std::uint64_t largest = 0;
@@ -60,7 +64,7 @@ GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint
     if (at <= next && next - at >= size) {
       if (*t.count == t.capacity) break;
       for (std::uint32_t k = *t.count; k > i; --k) t.blocks[k] = t.blocks[k - 1];
-      t.blocks[i] = {at, size};
+      t.blocks[i] = {at, size, owner};
       ++*t.count;
       return at;
     }
@@ -70,10 +74,12 @@ GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint
   return ~std::uint64_t{0};
 }
 
-// Removes the block at `offset`; false when no live block starts there.
-GRMA_INLINE bool symmetric_release(const symmetric_table& t, std::uint64_t offset) {
+// Removes `owner`'s block at `offset`; false when no live block of its
+// starts there.
+GRMA_INLINE bool symmetric_release(const symmetric_table& t, std::uint64_t offset, std::uint64_t owner) {
   for (std::uint32_t i = 0; i < *t.count; ++i) {
     if (t.blocks[i].offset != offset) continue;
+    if (t.blocks[i].owner != owner) return false;
     for (std::uint32_t k = i; k + 1 < *t.count; ++k) t.blocks[k] = t.blocks[k + 1];
     --*t.count;
     return true;
