@@ -1136,8 +1136,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // A dissemination barrier over the team's members (every thread of each):
   // in round k a member adds 1 to round word k of the member 2^k after it
   // and waits until its own has reached this barrier's epoch. The adds are
-  // acquire-release, the waits acquire, so everything a member did or saw
-  // before the barrier is visible to every member after it.
+  // releases, the waits acquires (a chain that carries, release being
+  // cumulative), so everything a member did or saw before the barrier is
+  // visible to every member after it. The add returns nothing: a round
+  // waits for the signal coming in, not for its own add's round trip too.
   GRMA_OUT_OF_LINE void team_barrier(const detail::team_members& m, call where) {
     const int me = m.member_of(view(), world_rank());
     if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
@@ -1149,7 +1151,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         for (int k = 0; k < detail::team_rounds && (std::int64_t{1} << k) < m.size; ++k) {
           const int partner = int((std::int64_t(me) + (std::int64_t{1} << k)) % m.size);
           detail::team_workspace& theirs = team_workspace_of(m.world_of(view(), partner), m.slot, where);
-          detail::fetch_add_acq_rel<scope.value>(theirs.rounds[k], std::uint64_t{1});
+          detail::add_release<scope.value>(theirs.rounds[k], std::uint64_t{1});
           block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
             return detail::load_acquire<scope.value>(mine.rounds[k]) >= epoch;
           });

@@ -99,6 +99,22 @@ GRMA_INLINE std::uint64_t fetch_add_acq_rel(std::uint64_t& word, std::uint64_t v
 #endif
 }
 
+// An add that publishes the writer's earlier stores (and, release being
+// cumulative, what it has acquired) and whose result nobody needs: on a GPU
+// a reduction (red), so the thread goes on without the atomic's round trip.
+template <scope S = scope::device>
+GRMA_INLINE void add_release(std::uint64_t& word, std::uint64_t value) {
+#if GRMA_DEVICE_CODE
+  const std::size_t at = __cvta_generic_to_global(&word);
+  if constexpr (S == scope::system)
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(at), "l"(value) : "memory");
+  else
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(at), "l"(value) : "memory");
+#else
+  atomic_ref_t<std::uint64_t, S>(word).fetch_add(value, order::memory_order_release);
+#endif
+}
+
 // Lock acquisition: on success the critical section's reads see the previous
 // holder's writes (acquire); failure needs no ordering.
 template <scope S = scope::device>
