@@ -136,12 +136,45 @@ struct core_round_trip {
   }
 };
 
+// The core's non-fetching atomic add at its rate: every thread of world
+// rank 0 adds 1 to its own word of `partner`'s, `adds` times, then quiets;
+// rank 0 times it from the first add to the end of its threads' quiets. A
+// word per thread, as NVSHMEM's counterpart has: the rate the adds are
+// issued and done at, not one word's contention. One add each before the
+// clock runs (the first touch of the partner's pages); the partner checks
+// its words after the final barrier.
+struct atomic_add_rate {
+  int adds;  // per thread
+  int partner;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    auto* words = static_cast<std::uint64_t*>(r.calloc_symmetric(std::size_t(r.threads()), sizeof(std::uint64_t)));
+    std::uint64_t* mine = words + r.thread();
+    if (me == 0) {
+      r.atomic_add(mine, std::uint64_t{1}, partner);
+      r.quiet();
+      r.sync_threads();
+      const double start = r.wtime();
+      for (int i = 0; i < adds; ++i) r.atomic_add(mine, std::uint64_t{1}, partner);
+      r.quiet();
+      r.sync_threads();
+      if (r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    }
+    r.barrier(grma::world);
+    if (me == partner) GRMA_ASSERT(r, *mine == std::uint64_t(adds) + 1);
+    r.free_symmetric(words);
+  }
+};
+
 enum class collective_mode { world_barrier, team_barrier, allreduce_8b };
 
 // `rounds` collectives of every rank of the job, timed by rank 0: the
 // world communicator's barrier (gathered at one rank), the core's
 // dissemination barrier over team_world, or an allreduce of one 8-byte
-// sum over team_world (checked).
+// sum over team_world (checked: each round sums other values, so a result
+// left from the round before fails it).
 struct collective_latency {
   int rounds;
   collective_mode how;
@@ -157,10 +190,10 @@ struct collective_latency {
       } else if (how == collective_mode::team_barrier) {
         r.barrier(grma::team_world);
       } else {
-        if (r.thread() == 0) value[0] = 1;
+        if (r.thread() == 0) value[0] = std::uint64_t(i) + 1;
         r.sync_threads();
         r.allreduce(grma::team_world, value + 1, value, 1, grma::reduce_op::sum);
-        GRMA_ASSERT(r, value[1] == std::uint64_t(r.size(grma::world)));
+        GRMA_ASSERT(r, value[1] == (std::uint64_t(i) + 1) * std::uint64_t(r.size(grma::world)));
       }
     }
     if (r.rank(grma::world) == 0 && r.thread() == 0)

@@ -14,18 +14,27 @@
 // with a GPU per process); another node when the job spans nodes (mpirun,
 // GRMA_NODE_ID; processes of a node are consecutive, as mpirun places them).
 // Per path: ping-pong round trips of notified put, notified get and signal
-// put from 8 B up; bandwidth of one rank and of all ranks; the message rate
-// of many 8-byte notified puts in flight. Once per job: a halo exchange of
-// all ranks (each puts a row to both neighbours and waits for theirs: the
-// stage of a stencil code, for the model) and notification matching
-// throughput. Floors: a raw flag ping-pong (on GPUs also the same with a
-// data store and a release before each flag) and memcpy (cudaMemcpy,
-// cudaMemcpyPeer, or host memcpy and two threads on the CPU backend), MPI
-// between nodes (host buffers; on GPUs also device buffers staged through
-// host buffers). Where the build has NVSHMEM (GRMA_NVSHMEM_HOME) and both
-// GPUs of the peer path are this process's, also NVSHMEM between them:
-// put-with-signal round trips, int_p, one block's and as many blocks' puts
-// as grma has pairs (bench/nvshmem_peer.cu, run as two processes).
+// put from 8 B up; the core's one-word operations on the same device and a
+// peer device (round trips of p + wait_until, put + fence + p and fetch_add;
+// the rate of one rank's threads' non-fetching atomic adds; barrier and
+// 8-byte allreduce latency over team_world where the path's two ends are
+// the whole job, one rank a device on the peer path, as NVSHMEM's two PEs
+// are); bandwidth of one rank and of all ranks; the message rate of many
+// 8-byte notified puts in flight. Once per job: a halo exchange of all
+// ranks (each puts a row to both neighbours and waits for theirs: the
+// stage of a stencil code, for the model), notification matching
+// throughput, and the world barrier, team barrier and 8-byte allreduce of
+// all ranks (--only collectives). Floors: a raw flag ping-pong (on GPUs
+// also the same with a data store and a release before each flag) and
+// memcpy (cudaMemcpy, cudaMemcpyPeer, or host memcpy and two threads on the
+// CPU backend), MPI between nodes (host buffers; on GPUs also device
+// buffers staged through host buffers). Where the build has NVSHMEM
+// (GRMA_NVSHMEM_HOME) and both GPUs of the peer path are this process's,
+// also NVSHMEM between them: put-with-signal round trips, int_p, the
+// core's one-word operations (fetch_add round trip, add rate, barrier and
+// 8-byte allreduce: a table row each, grma beside NVSHMEM with their
+// ratio), one block's and as many blocks' puts as grma has pairs
+// (bench/nvshmem_peer.cu, run as two processes).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -215,13 +224,17 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const auto all_pairs_fit = [&](std::size_t b) { return 2 * b * std::size_t(full) <= heap / 2; };
   const int message_count = o.quick ? 64 : 1024, message_batch = 16;
   const int latency_iterations = o.quick ? 200 : 5000;
+  // The add rate's adds, as many in all whatever the threads: a GPU rank's
+  // 256 threads each add 1000 times (100 quick), a CPU rank's one thread
+  // long enough to be timed.
+  const int adds_per_thread = std::max(1, (o.quick ? 25600 : 256000) / threads);
   const auto wanted = [&](const char* section) { return o.only.empty() || o.only == section; };
   if (!wanted("paths")) paths.clear();
   // NVSHMEM runs beside the peer path where both its GPUs are this process's.
   const auto with_nvshmem = [&](const path& p) {
     return GRMA_BENCH_NVSHMEM && cuda && lead && !p.remote && p.devices_apart == 1 && job.process_count == 1;
   };
-  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3)) +
+  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3 + 3)) +
                     int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
                     (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
                     (wanted("collectives") ? 3 : 0);
@@ -306,7 +319,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
         if (all_pairs_fit(b)) all_pairs_largest = b;
       try {
         nvshmem = bench::run_nvshmem({latency_sizes, bandwidth_sizes, p.offset(full), all_pairs_largest, threads,
-                                      latency_iterations, o.quick ? 4 : 20});
+                                      latency_iterations, o.quick ? 4 : 20, adds_per_thread});
       } catch (const std::exception& e) {  // grma's figures go on; the failure is reported
         nvshmem_failure = std::string(e.what()) + "\n";
         std::fprintf(stderr, "grma-bench: %s", nvshmem_failure.c_str());
@@ -375,17 +388,62 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
         core_us[k] = r.seconds / latency_iterations * 1e6;
       }
     }
+    // What NVSHMEM's two PEs measure beside fetch_add, in their shape: the
+    // add rate of one rank's threads, and barrier and 8-byte allreduce over
+    // team_world where the job at this path's shape is its two ends alone
+    // (one rank a device on the peer path), so that team_world is the pair.
+    const bool pair_job = !p.remote && job.rank_count / full * ranks_latency == 2;
+    double add_rate = NAN, pair_us[2] = {NAN, NAN};
+    if (!p.remote) {
+      show.step(std::string(p.name) + ": add rate");
+      const results r = run(bench::atomic_add_rate{adds_per_thread, partner}, ranks_latency);
+      add_rate = double(adds_per_thread) * threads / r.seconds;
+    }
+    const bench::collective_mode pair_how[2] = {bench::collective_mode::team_barrier,
+                                                bench::collective_mode::allreduce_8b};
+    for (int k = 0; k < 2 && pair_job; ++k) {
+      show.step(std::string(p.name) + ": collectives of the two ends");
+      pair_us[k] = run(bench::collective_latency{latency_iterations, pair_how[k]}, ranks_latency).seconds /
+                   latency_iterations * 1e6;
+    }
+    const bench::nvshmem_figures nv = nvshmem.value_or(bench::nvshmem_figures{});  // NaNs where none ran
     if (!p.remote) {
       std::snprintf(line, sizeof line,
                     "core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
                     "fetch_add %.3f\n",
                     core_us[0], core_us[1], core_us[2]);
       report += line;
+      std::snprintf(line, sizeof line, "%s: rank 0 and rank %d %s, beside NVSHMEM's two PEs\n%-32s %12s %12s %13s\n",
+                    p.name, partner,
+                    pair_job ? "alone in the job" : "(barrier and allreduce need them alone in the job)", "operation",
+                    "grma", "NVSHMEM", "grma/NVSHMEM");
+      report += line;
+      const struct {
+        const char* name;
+        double grma, nvshmem;
+        const char* shown_as;
+      } rows[4] = {{"fetch_add round trip [us]", core_us[2], nv.fetch_add_us, "%.3f"},
+                   {"add rate, one rank [per s]", add_rate, nv.add_rate_per_s, "%.3g"},
+                   {"barrier, team_world [us]", pair_us[0], nv.barrier_us, "%.3f"},
+                   {"allreduce 8 B, team_world [us]", pair_us[1], nv.allreduce_8b_us, "%.3f"}};
+      for (const auto& row : rows) {
+        std::snprintf(line, sizeof line, "%-32s %12s %12s %13s\n", row.name, format(row.grma, row.shown_as).c_str(),
+                      format(row.nvshmem, row.shown_as).c_str(), format(row.grma / row.nvshmem, "%.2f").c_str());
+        report += line;
+      }
     }
     if (json)
-      std::fprintf(json, "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, \"fetch_add_us\": %s}",
+      std::fprintf(json,
+                   "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, \"fetch_add_us\": %s, "
+                   "\"nvshmem_fetch_add_us\": %s,\n      \"add_rate_per_s\": %s, \"nvshmem_add_rate_per_s\": %s, "
+                   "\"add_threads\": %d,\n      \"barrier_us\": %s, \"nvshmem_barrier_us\": %s, "
+                   "\"allreduce_8b_us\": %s, \"nvshmem_allreduce_8b_us\": %s}",
                    format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
-                   format(core_us[2], "%.4f", "null").c_str());
+                   format(core_us[2], "%.4f", "null").c_str(), format(nv.fetch_add_us, "%.4f", "null").c_str(),
+                   format(add_rate, "%.1f", "null").c_str(), format(nv.add_rate_per_s, "%.1f", "null").c_str(),
+                   threads, format(pair_us[0], "%.4f", "null").c_str(),
+                   format(nv.barrier_us, "%.4f", "null").c_str(), format(pair_us[1], "%.4f", "null").c_str(),
+                   format(nv.allreduce_8b_us, "%.4f", "null").c_str());
     if (nvshmem) {
       std::snprintf(line, sizeof line, "NVSHMEM int_p + int_wait_until (no ordering): %.3f us\n", nvshmem->int_p_us);
       report += line;

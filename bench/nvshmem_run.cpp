@@ -148,12 +148,13 @@ nvshmem_figures run_nvshmem(const nvshmem_request& r) {
                run.file("figures"), "--latency", join(r.latency_sizes), "--bandwidth", join(r.bandwidth_sizes),
                "--blocks", std::to_string(r.blocks), "--all-up-to", std::to_string(r.all_up_to), "--threads",
                std::to_string(r.threads), "--latency-iterations", std::to_string(r.latency_iterations),
-               "--bandwidth-iterations", std::to_string(r.bandwidth_iterations)},
+               "--bandwidth-iterations", std::to_string(r.bandwidth_iterations), "--adds",
+               std::to_string(r.adds_per_thread)},
               env);
   const std::string failure = run.wait();
   if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
 
-  nvshmem_figures out{NAN, {}, {}, {}};
+  nvshmem_figures out;
   std::ifstream in(run.file("figures"));
   for (std::string line; std::getline(in, line);) {
     std::istringstream fields(line);
@@ -162,6 +163,14 @@ nvshmem_figures run_nvshmem(const nvshmem_request& r) {
     fields >> what;
     if (what == "int_p_us") {
       fields >> out.int_p_us;
+    } else if (what == "fetch_add_us") {
+      fields >> out.fetch_add_us;
+    } else if (what == "add_rate_per_s") {
+      fields >> out.add_rate_per_s;
+    } else if (what == "barrier_us") {
+      fields >> out.barrier_us;
+    } else if (what == "allreduce_8b_us") {
+      fields >> out.allreduce_8b_us;
     } else if (what == "latency") {
       fields >> bytes >> out.signal_us[bytes];
     } else if (what == "bandwidth") {
