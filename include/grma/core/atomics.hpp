@@ -28,96 +28,100 @@ class atomic_calls {
  public:
   template <class T>
   GRMA_INLINE T atomic_fetch(const T* word, int target, context ctx = default_context) {
-    return apply<T>(call::atomic_fetch, const_cast<T*>(word), target, ctx,
-                    [](auto a) { return a.load(detail::word_load_order); });
+    return apply<T>(call::atomic_fetch, const_cast<T*>(word), target, ctx, [](auto scope, T& w) {
+      return detail::atomic_ref_t<T, scope.value>(w).load(detail::word_load_order);
+    });
   }
   template <class T>
   GRMA_INLINE void atomic_set(T* word, T value, int target, context ctx = default_context) {
-    apply<T>(call::atomic_set, word, target, ctx, [&](auto a) {
-      a.store(value, detail::word_store_order);
+    apply<T>(call::atomic_set, word, target, ctx, [&](auto scope, T& w) {
+      detail::atomic_ref_t<T, scope.value>(w).store(value, detail::word_store_order);
       return T{};
     });
   }
   template <class T>
   GRMA_INLINE T atomic_swap(T* word, T value, int target, context ctx = default_context) {
-    return apply<T>(call::atomic_swap, word, target, ctx,
-                    [&](auto a) { return a.exchange(value, detail::word_update_order); });
+    return fetch_op<detail::word_op::exchange>(call::atomic_swap, word, value, target, ctx);
   }
   // Stores `value` where the word equals `expected`; returns the old word.
   template <class T>
   GRMA_INLINE T atomic_compare_swap(T* word, T expected, T value, int target,
                                     context ctx = default_context) {
     static_assert(std::is_integral_v<T>, "compare_swap takes integers");
-    return apply<T>(call::atomic_compare_swap, word, target, ctx, [&](auto a) {
+    return apply<T>(call::atomic_compare_swap, word, target, ctx, [&](auto scope, T& w) {
       T old = expected;
-      a.compare_exchange_strong(old, value, detail::word_update_order, detail::word_load_order);
+      detail::atomic_ref_t<T, scope.value>(w).compare_exchange_strong(old, value, detail::word_update_order,
+                                                                      detail::word_load_order);
       return old;
     });
   }
 
   template <class T>
   GRMA_INLINE T atomic_fetch_add(T* word, T value, int target, context ctx = default_context) {
-    return update<T>(call::atomic_fetch_add, word, target, ctx,
-                     [&](auto a) { return a.fetch_add(value, detail::word_update_order); });
+    return fetch_op<detail::word_op::add>(call::atomic_fetch_add, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE void atomic_add(T* word, T value, int target, context ctx = default_context) {
-    update<T>(call::atomic_add, word, target, ctx,
-              [&](auto a) { return a.fetch_add(value, detail::word_update_order); });
+    apply_op<detail::word_op::add>(call::atomic_add, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE T atomic_fetch_inc(T* word, int target, context ctx = default_context) {
-    return update<T>(call::atomic_fetch_inc, word, target, ctx,
-                     [](auto a) { return a.fetch_add(T{1}, detail::word_update_order); });
+    return fetch_op<detail::word_op::add>(call::atomic_fetch_inc, word, T{1}, target, ctx);
   }
   template <class T>
   GRMA_INLINE void atomic_inc(T* word, int target, context ctx = default_context) {
-    update<T>(call::atomic_inc, word, target, ctx,
-              [](auto a) { return a.fetch_add(T{1}, detail::word_update_order); });
+    apply_op<detail::word_op::add>(call::atomic_inc, word, T{1}, target, ctx);
   }
   template <class T>
   GRMA_INLINE T atomic_fetch_and(T* word, T value, int target, context ctx = default_context) {
-    return update<T>(call::atomic_fetch_and, word, target, ctx,
-                     [&](auto a) { return a.fetch_and(value, detail::word_update_order); });
+    return fetch_op<detail::word_op::bit_and>(call::atomic_fetch_and, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE void atomic_and(T* word, T value, int target, context ctx = default_context) {
-    update<T>(call::atomic_and, word, target, ctx,
-              [&](auto a) { return a.fetch_and(value, detail::word_update_order); });
+    apply_op<detail::word_op::bit_and>(call::atomic_and, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE T atomic_fetch_or(T* word, T value, int target, context ctx = default_context) {
-    return update<T>(call::atomic_fetch_or, word, target, ctx,
-                     [&](auto a) { return a.fetch_or(value, detail::word_update_order); });
+    return fetch_op<detail::word_op::bit_or>(call::atomic_fetch_or, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE void atomic_or(T* word, T value, int target, context ctx = default_context) {
-    update<T>(call::atomic_or, word, target, ctx,
-              [&](auto a) { return a.fetch_or(value, detail::word_update_order); });
+    apply_op<detail::word_op::bit_or>(call::atomic_or, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE T atomic_fetch_xor(T* word, T value, int target, context ctx = default_context) {
-    return update<T>(call::atomic_fetch_xor, word, target, ctx,
-                     [&](auto a) { return a.fetch_xor(value, detail::word_update_order); });
+    return fetch_op<detail::word_op::bit_xor>(call::atomic_fetch_xor, word, value, target, ctx);
   }
   template <class T>
   GRMA_INLINE void atomic_xor(T* word, T value, int target, context ctx = default_context) {
-    update<T>(call::atomic_xor, word, target, ctx,
-              [&](auto a) { return a.fetch_xor(value, detail::word_update_order); });
+    apply_op<detail::word_op::bit_xor>(call::atomic_xor, word, value, target, ctx);
   }
 
  private:
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
 
-  // The arithmetic and bitwise operations: integers only.
-  template <class T, class Op>
-  GRMA_INLINE T update(call where, T* word, int target, context ctx, Op&& op) {
+  // A read-modify-write that returns the old value; the arithmetic and
+  // bitwise ones take integers only.
+  template <detail::word_op Op, class T>
+  GRMA_INLINE T fetch_op(call where, T* word, T value, int target, context ctx) {
+    static_assert(Op == detail::word_op::exchange || std::is_integral_v<T>,
+                  "arithmetic and bitwise atomics take integers");
+    return apply<T>(where, word, target, ctx, [&](auto scope, T& w) {
+      return detail::word_fetch_op<Op, scope.value>(w, value);
+    });
+  }
+  // The same with no result: the calling thread need not wait for it.
+  template <detail::word_op Op, class T>
+  GRMA_INLINE void apply_op(call where, T* word, T value, int target, context ctx) {
     static_assert(std::is_integral_v<T>, "arithmetic and bitwise atomics take integers");
-    return apply<T>(where, word, target, ctx, op);
+    apply<T>(where, word, target, ctx, [&](auto scope, T& w) {
+      detail::word_apply_op<Op, scope.value>(w, value);
+      return T{};
+    });
   }
 
-  // op(atomic reference) on the target's copy of `word`, at system scope
-  // where the job spans devices (another device's ranks may update it too).
+  // op(scope, word) on the target's copy of `word`, at system scope where
+  // the job spans devices (another device's ranks may update it too).
   template <class T, class Op>
   GRMA_INLINE T apply(call where, T* word, int target, context ctx, Op&& op) {
     static_assert(detail::is_atomic_word<T>, "atomics take words of 4 or 8 bytes");
@@ -127,9 +131,7 @@ class atomic_calls {
     if (reinterpret_cast<std::uintptr_t>(at) % sizeof(T) != 0)
       r.fail(errc::word_misaligned, where, std::int64_t(reinterpret_cast<std::uintptr_t>(word)),
              std::int64_t(sizeof(T)));
-    return Rank::at_scope(r.wide(), [&](auto scope) {
-      return op(detail::atomic_ref_t<T, scope.value>(*at));
-    });
+    return Rank::at_scope(r.wide(), [&](auto scope) { return op(scope, *at); });
   }
 };
 

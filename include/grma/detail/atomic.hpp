@@ -172,6 +172,95 @@ inline constexpr bool is_atomic_word =
     (std::is_arithmetic_v<T> || std::is_enum_v<T> || std::is_pointer_v<T>) &&
     (sizeof(T) == 4 || sizeof(T) == 8);
 
+// The read-modify-writes of the core's atomics on a word of symmetric memory.
+enum class word_op { add, bit_and, bit_or, bit_xor, exchange };
+
+#if GRMA_DEVICE_CODE
+// The unsigned word of T's size, which the PTX below names (.u32/.b32 or
+// .u64/.b64): two's complement makes add and the bitwise ops the same on
+// signed integers, and exchange moves bits.
+template <class T>
+using word_bits = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
+
+// The PTX of a relaxed read-modify-write of a global word at scope S:
+// `atom` (returns the old value) or, with no result, `red` (the thread goes
+// on without waiting for the atomic). cuda::atomic_ref would emit generic
+// atomics whose shared-memory case costs a predicate and a branch that
+// waits for the result.
+#define GRMA_WORD_RMW(kind, suffix)                                                              \
+  if constexpr (sizeof(T) == 4) {                                                                \
+    if constexpr (S == scope::system)                                                            \
+      asm volatile(kind ".relaxed.sys.global." suffix "32 " GRMA_WORD_OPERANDS("r"));            \
+    else                                                                                         \
+      asm volatile(kind ".relaxed.gpu.global." suffix "32 " GRMA_WORD_OPERANDS("r"));            \
+  } else {                                                                                       \
+    if constexpr (S == scope::system)                                                            \
+      asm volatile(kind ".relaxed.sys.global." suffix "64 " GRMA_WORD_OPERANDS("l"));            \
+    else                                                                                         \
+      asm volatile(kind ".relaxed.gpu.global." suffix "64 " GRMA_WORD_OPERANDS("l"));            \
+  }
+
+template <word_op Op, scope S, class T>
+GRMA_INLINE word_bits<T> global_fetch_op(T& word, word_bits<T> value) {
+  const std::size_t at = __cvta_generic_to_global(&word);
+  word_bits<T> old;
+#define GRMA_WORD_OPERANDS(reg) "%0, [%1], %2;" : "=" reg(old) : "l"(at), reg(value) : "memory"
+  if constexpr (Op == word_op::add) { GRMA_WORD_RMW("atom", "add.u") }
+  else if constexpr (Op == word_op::bit_and) { GRMA_WORD_RMW("atom", "and.b") }
+  else if constexpr (Op == word_op::bit_or) { GRMA_WORD_RMW("atom", "or.b") }
+  else if constexpr (Op == word_op::bit_xor) { GRMA_WORD_RMW("atom", "xor.b") }
+  else { GRMA_WORD_RMW("atom", "exch.b") }
+#undef GRMA_WORD_OPERANDS
+  return old;
+}
+
+template <word_op Op, scope S, class T>
+GRMA_INLINE void global_reduce_op(T& word, word_bits<T> value) {
+  const std::size_t at = __cvta_generic_to_global(&word);
+#define GRMA_WORD_OPERANDS(reg) "[%0], %1;" ::"l"(at), reg(value) : "memory"
+  if constexpr (Op == word_op::add) { GRMA_WORD_RMW("red", "add.u") }
+  else if constexpr (Op == word_op::bit_and) { GRMA_WORD_RMW("red", "and.b") }
+  else if constexpr (Op == word_op::bit_or) { GRMA_WORD_RMW("red", "or.b") }
+  else { static_assert(Op == word_op::bit_xor, "red has no exchange"); GRMA_WORD_RMW("red", "xor.b") }
+#undef GRMA_WORD_OPERANDS
+}
+#undef GRMA_WORD_RMW
+
+template <class To, class From>
+GRMA_INLINE To word_cast(From v) {
+  To out;
+  __builtin_memcpy(&out, &v, sizeof(To));
+  return out;
+}
+#endif
+
+// Op on a word of symmetric memory (the core's atomics): the old value.
+// Relaxed on a GPU, word_update_order on the host.
+template <word_op Op, scope S, class T>
+GRMA_INLINE T word_fetch_op(T& word, T value) {
+#if GRMA_DEVICE_CODE
+  return word_cast<T>(global_fetch_op<Op, S>(word, word_cast<word_bits<T>>(value)));
+#else
+  atomic_ref_t<T, S> a(word);
+  if constexpr (Op == word_op::exchange) return a.exchange(value, word_update_order);
+  else if constexpr (Op == word_op::add) return a.fetch_add(value, word_update_order);
+  else if constexpr (Op == word_op::bit_and) return a.fetch_and(value, word_update_order);
+  else if constexpr (Op == word_op::bit_or) return a.fetch_or(value, word_update_order);
+  else return a.fetch_xor(value, word_update_order);
+#endif
+}
+
+// The same where nobody needs the old value: on a GPU the thread does not
+// wait for the atomic (quiet completes it).
+template <word_op Op, scope S, class T>
+GRMA_INLINE void word_apply_op(T& word, T value) {
+#if GRMA_DEVICE_CODE
+  global_reduce_op<Op, S>(word, word_cast<word_bits<T>>(value));
+#else
+  word_fetch_op<Op, S>(word, value);
+#endif
+}
+
 // One element of another rank's memory, stored or loaded whole: an atomic
 // access where T is a word (so a flag written with p and polled with
 // wait_until is no data race), else a volatile one.
