@@ -1,11 +1,13 @@
 // The runtime around the ranks, portable: userdata in and back, the job
-// layout, several runs in one runtime, the heap, overlapping windows and
-// no-copy access, and the log (tests/integration/test_runtime.cpp, as rank
-// programs for every backend).
+// layout, several runs in one runtime (ranks_per_device 0 meaning the
+// settings' count), the heap, overlapping windows and no-copy access, and the
+// log. What needs the host beyond one run at a time (two runtimes at once,
+// launch, failing runs) is tests/integration/test_runtime.cpp's.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,23 +21,30 @@ class Runtime : public testing::TestWithParam<config> {};
 
 // ---- userdata --------------------------------------------------------------------------------
 
-// After the records: input[n], output[n] (ints), then exchanged[n] (words).
+// After the records: input[n], output[n] (ints), then exchanged[n] and
+// where[n] (words), then guard_words words no rank writes.
+constexpr int guard_words = 8;
 struct userdata_layout {
   int* input;
   int* output;
   std::uint64_t* exchanged;
+  std::uint64_t* where;  // r.userdata() as the rank saw it
+  std::uint64_t* guard;
 };
 GRMA_HOST_DEVICE inline std::size_t userdata_extra_bytes(int n) {
-  return (2 * std::size_t(n) * sizeof(int) + 7) / 8 * 8 + std::size_t(n) * sizeof(std::uint64_t);
+  return (2 * std::size_t(n) * sizeof(int) + 7) / 8 * 8 +
+         (2 * std::size_t(n) + guard_words) * sizeof(std::uint64_t);
 }
 GRMA_HOST_DEVICE inline userdata_layout userdata_parts(void* area, int n) {
   auto* base = static_cast<unsigned char*>(area);
-  return {reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + n,
-          reinterpret_cast<std::uint64_t*>(base + (2 * std::size_t(n) * sizeof(int) + 7) / 8 * 8)};
+  auto* words = reinterpret_cast<std::uint64_t*>(base + (2 * std::size_t(n) * sizeof(int) + 7) / 8 * 8);
+  return {reinterpret_cast<int*>(base), reinterpret_cast<int*>(base) + n, words, words + n,
+          words + 2 * n};
 }
 
-// Userdata is copied into the run, changed there, and copied back after it.
-// Ranks register their part of userdata in a window and receive puts there.
+// Userdata is copied into the run (the ranks see a copy, not the host's
+// buffer), changed there, and copied back after it. Ranks register their
+// part of userdata in a window and receive puts there.
 struct userdata_round_trip {
   int run;
   std::size_t expected_size;
@@ -55,6 +64,7 @@ struct userdata_round_trip {
     if (r.thread() == 0) {
       d.output[me] = 2 * input;
       d.input[me] = input + 1;
+      d.where[me] = reinterpret_cast<std::uintptr_t>(r.userdata());
     }
     grma::window w = r.window_create(grma::world, &d.exchanged[me], sizeof(std::uint64_t));
     auto* outgoing = mem.get<std::uint64_t>(r, sizeof(std::uint64_t));
@@ -78,6 +88,8 @@ TEST_P(Runtime, UserdataCopiedInAndBack) {
     d.input[i] = 1000 + i;
     d.output[i] = -1;
   }
+  for (int k = 0; k < guard_words; ++k) d.guard[k] = mix(7, std::uint64_t(k));
+  const auto host_buffer = reinterpret_cast<std::uintptr_t>(j.options().userdata);
   for (int run = 0; run < 2; ++run) {
     SCOPED_TRACE("run " + std::to_string(run));
     j.clear_records();
@@ -85,12 +97,23 @@ TEST_P(Runtime, UserdataCopiedInAndBack) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "notifications");
-    for (int i = j.first(); i < j.first() + j.responsible(); ++i) {
-      EXPECT_EQ(d.input[i], 1000 + i + run + 1) << "rank " << i;
-      EXPECT_EQ(d.output[i], 2 * (1000 + i + run)) << "rank " << i;
-      EXPECT_EQ(d.exchanged[i], mix(std::uint64_t((i + n - 1) % n), std::uint64_t(run)))
-          << "rank " << i;
+    for (int i = 0; i < n; ++i) {
+      if (i >= j.first() && i < j.first() + j.responsible()) {
+        EXPECT_EQ(d.input[i], 1000 + i + run + 1) << "rank " << i;
+        EXPECT_EQ(d.output[i], 2 * (1000 + i + run)) << "rank " << i;
+        EXPECT_EQ(d.exchanged[i], mix(std::uint64_t((i + n - 1) % n), std::uint64_t(run)))
+            << "rank " << i;
+        EXPECT_NE(d.where[i], 0u) << "rank " << i;
+        EXPECT_NE(d.where[i], host_buffer) << "rank " << i << " ran on the host's buffer, not a copy";
+      } else {  // another process's rank: it changed that process's userdata, not this one's
+        EXPECT_EQ(d.input[i], 1000 + i) << "rank " << i;
+        EXPECT_EQ(d.output[i], -1) << "rank " << i;
+        EXPECT_EQ(d.exchanged[i], 0u) << "rank " << i;
+        EXPECT_EQ(d.where[i], 0u) << "rank " << i;
+      }
     }
+    for (int k = 0; k < guard_words; ++k)
+      EXPECT_EQ(d.guard[k], mix(7, std::uint64_t(k))) << "guard word " << k << " after the entries";
   }
 }
 
@@ -103,6 +126,7 @@ struct layout_check {
   int ranks;  // in the world
   int per_device;
   int threads;
+  std::size_t userdata_size;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -112,6 +136,7 @@ struct layout_check {
     CONF_EXPECT(r, rec, r.size(grma::device) == per_device, 1, r.size(grma::device), per_device);
     CONF_EXPECT(r, rec, r.rank(grma::device) == me % per_device, 2, r.rank(grma::device), me);
     CONF_EXPECT(r, rec, r.threads() == threads, 3, r.threads(), threads);
+    CONF_EXPECT(r, rec, r.userdata_size() == userdata_size, 5, r.userdata_size(), userdata_size);
     if (r.thread() < 0 || r.thread() >= r.threads())
       record_failure(rec, __LINE__, 4, r.thread(), 0);
     atomic_add(&rec.count[1], 1ull);
@@ -121,38 +146,108 @@ struct layout_check {
   }
 };
 
-TEST_P(Runtime, InfoDescribesTheJob) {
-  grma::runtime rt(suite_settings());
-  job j(rt, GetParam());
-  const int n = j.resolve(layout_check{});
-  const int per_device = j.options().ranks_per_device;
-  const grma::rank_info info = rt.info(
-      layout_check{}, {.threads_per_rank = GetParam().threads, .ranks_per_device = per_device});
-  EXPECT_EQ(info.rank_count, n);
-  EXPECT_EQ(info.ranks_per_device, per_device);
-  // device_count: the devices of this node's processes (nodes of equal shape).
-  EXPECT_EQ(info.rank_count, info.ranks_per_device * info.device_count * info.node_count);
-  EXPECT_EQ(info.rank_count, info.rank_responsible * info.process_count);
-  EXPECT_EQ(info.rank_start, info.process_index * info.rank_responsible);
-  EXPECT_EQ(info.threads_per_rank, j.threads());
-  // GRMA_DEVICES per process (0: every GPU).
-  if (rt.settings().devices != 0) {
-    EXPECT_EQ(info.device_count * info.node_count,
-              std::max(1, rt.settings().devices) * info.process_count);
+// A run without userdata sees none.
+struct without_userdata {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    GRMA_ASSERT(r, r.userdata_size() == 0);
+    r.barrier(grma::world);
   }
-  EXPECT_GE(info.node_index, 0);
-  EXPECT_LT(info.node_index, info.node_count);
-  // The jobs across nodes say how many nodes they made (tests/conformance/CMakeLists.txt).
-  const char* nodes = std::getenv("CONFORMANCE_NODES");
-  EXPECT_EQ(info.node_count, nodes != nullptr ? std::atoi(nodes) : 1);
+};
+
+int environment_int(const char* name, int otherwise) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? std::atoi(value) : otherwise;
+}
+
+// The layout info() must give this process, from what the launcher and
+// tests/conformance/CMakeLists.txt tell it: process p of P (mpirun's
+// OMPI_COMM_WORLD_RANK and _SIZE, or PMI_RANK and PMI_SIZE; 0 of 1 without
+// it), on node p mod CONFORMANCE_NODES (the jobs across nodes give process p
+// the node id node<p mod nodes>; 1 node without), GRMA_DEVICES devices per
+// process. per_device: the ranks per device asked for; 0: whatever fits.
+void expect_layout(const grma::runtime& rt, const grma::rank_info& info, int per_device,
+                   int threads) {
+  const int processes = environment_int("OMPI_COMM_WORLD_SIZE", environment_int("PMI_SIZE", 1));
+  const int process = environment_int("OMPI_COMM_WORLD_RANK", environment_int("PMI_RANK", 0));
+  const int nodes = environment_int("CONFORMANCE_NODES", 1);
+  EXPECT_EQ(info.process_count, processes);
+  EXPECT_EQ(info.process_index, process);
+  EXPECT_EQ(info.node_count, nodes);
+  EXPECT_EQ(info.node_index, process % nodes);
+  int on_my_node = 0, before_me = 0;  // processes on this process's node, and those before it
+  for (int q = 0; q < processes; ++q)
+    if (q % nodes == process % nodes) {
+      ++on_my_node;
+      if (q < process) ++before_me;
+    }
+  // GRMA_DEVICES=0: every GPU, as many as the process sees.
+  int devices = rt.settings().devices;
+  if (rt.backend() == grma::backend_kind::cpu) devices = std::max(1, devices);
+  if (devices == 0) {
+    EXPECT_EQ(info.device_count % on_my_node, 0) << "device_count " << info.device_count;
+    devices = info.device_count / on_my_node;
+  }
+  EXPECT_EQ(info.device_count, devices * on_my_node);
+  EXPECT_EQ(info.device_index, devices * before_me);
+  if (per_device != 0)
+    EXPECT_EQ(info.ranks_per_device, per_device);
+  else
+    EXPECT_GE(info.ranks_per_device, 1);
+  EXPECT_EQ(info.threads_per_rank, threads);
+  EXPECT_EQ(info.rank_responsible, info.ranks_per_device * devices);
+  EXPECT_EQ(info.rank_count, info.rank_responsible * processes);
+  EXPECT_EQ(info.rank_start, process * info.rank_responsible);
+}
+
+// The backend is the one the settings name (automatic: either).
+void expect_backend(const grma::runtime& rt) {
+  switch (rt.settings().backend) {
+    case grma::backend_kind::cpu:
+      EXPECT_EQ(rt.backend(), grma::backend_kind::cpu);
+      break;
+    case grma::backend_kind::cuda:
+      EXPECT_EQ(rt.backend(), grma::backend_kind::cuda);
+      break;
+    case grma::backend_kind::automatic:
+      EXPECT_NE(rt.backend(), grma::backend_kind::automatic);
+      break;
+  }
+}
+
+// info() for `requested` ranks per device (settings_ranks: the options say
+// 0), checked against the layout above and then against a run of
+// layout_check; `per_device` is what the request must resolve to.
+void check_layout(grma::runtime& rt, config requested, int per_device) {
+  const bool cpu = rt.backend() == grma::backend_kind::cpu;
+  int asked = 0;  // settings_ranks, and "as many as fit" on a GPU (as job::resolve asks)
+  if (requested.ranks > 0)
+    asked = requested.ranks;
+  else if (requested.ranks == 0 && cpu)
+    asked = cpu_max_ranks;
+  const grma::rank_info info = rt.info(
+      layout_check{}, {.threads_per_rank = requested.threads, .ranks_per_device = asked});
+  expect_layout(rt, info, per_device, cpu ? 1 : requested.threads);
+  job j(rt, requested);
+  EXPECT_EQ(j.resolve(layout_check{}), info.rank_count) << "the job resolves as info() says";
+  const int n = info.rank_count;
   j.prepare();
-  if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank})) {
+  if (j.run(layout_check{n, info.ranks_per_device, info.threads_per_rank, j.userdata_bytes()})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "ranks started");
     j.expect_counts(
         1, [&](int) { return unsigned(info.threads_per_rank); }, "threads started");
   }
+}
+
+TEST_P(Runtime, InfoDescribesTheJob) {
+  grma::runtime rt(suite_settings());
+  expect_backend(rt);
+  const config c = GetParam();
+  int per_device = c.ranks;  // 0 on a GPU: whatever fits
+  if (c.ranks == 0 && rt.backend() == grma::backend_kind::cpu) per_device = cpu_max_ranks;
+  check_layout(rt, c, per_device);
 }
 
 // ---- several runs ----------------------------------------------------------------------------
@@ -165,6 +260,7 @@ constexpr int leftover_group = 16;
 struct leftovers {
   int salt;
   buffers mem;
+  int ranks;  // the world size the run must have
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -172,6 +268,7 @@ struct leftovers {
     constexpr int rounds = 3;
     rank_record& rec = record_of(r);
     const int me = r.rank(grma::world), n = r.size(grma::world);
+    CONF_EXPECT(r, rec, n == ranks, 2, n, ranks);
     grma::window left_open = r.window_create(grma::world, nullptr, 0);
     CONF_EXPECT(r, rec, !r.test_notifications(left_open, grma::any_source, grma::any_tag), 0, 0, 0);
     const group g(me, n, leftover_group);
@@ -204,22 +301,54 @@ struct leftovers {
   }
 };
 
-// One runtime, one run at each point of the matrix in turn (rank and thread
-// counts change between runs). A run starts clean: what the previous run left
-// behind is gone.
+// One run of `leftovers` at `c`; true when it ran.
+bool run_leftovers(grma::runtime& rt, config c, int salt) {
+  job j(rt, c);
+  const int n = j.resolve(leftovers{});
+  SCOPED_TRACE("ranks " + std::to_string(n) + ", threads " + std::to_string(c.threads));
+  const buffers mem = j.prepare(0, round64(leftover_group * 256) + 256);
+  if (!j.run(leftovers{salt, mem, n})) return false;
+  j.expect_no_failures(__FILE__);
+  j.expect_counts(
+      0, [&](int rank) { return 3ull * unsigned(group(rank, n, leftover_group).size); },
+      "notifications");
+  return true;
+}
+
+// One runtime, one run at each point of the matrix in turn, up and back
+// down (rank and thread counts change between runs; smaller runs follow
+// larger ones). A run starts clean: what the previous run left behind is gone.
 TEST(RuntimeRuns, SeveralRunsInOneRuntime) {
   grma::runtime rt(suite_settings());
+  const std::vector<config> up = suite_configs();
+  std::vector<config> walk = up;
+  walk.insert(walk.end(), up.rbegin() + 1, up.rend());
   int salt = 0;
-  for (const config& c : suite_configs()) {
-    job j(rt, c);
-    const int n = j.resolve(leftovers{});
-    SCOPED_TRACE("ranks " + std::to_string(n) + ", threads " + std::to_string(c.threads));
-    const buffers mem = j.prepare(0, round64(leftover_group * 256) + 256);
-    if (!j.run(leftovers{++salt, mem})) continue;
-    j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0, [&](int rank) { return 3ull * unsigned(group(rank, n, leftover_group).size); },
-        "notifications");
+  for (const config& c : walk) run_leftovers(rt, c, ++salt);
+}
+
+// ranks_per_device 0 in the launch options means the settings' count: runs
+// of it between runs of other counts, down to one rank per device, each as
+// info() describes it; and a run without userdata sees none.
+TEST(RuntimeRuns, RanksPerDeviceZeroMeansTheSettings) {
+  constexpr int from_settings = 5;
+  grma::settings s = suite_settings();
+  s.ranks_per_device = from_settings;
+  grma::runtime rt(s);
+  expect_backend(rt);
+  EXPECT_EQ(rt.settings().ranks_per_device, from_settings);
+  const int threads = suite_configs().front().threads;
+  int salt = 100;
+  for (int ranks : {settings_ranks, 1, 7, settings_ranks, 2, 1}) {
+    SCOPED_TRACE("ranks_per_device " + ranks_name(ranks));
+    const config c{ranks, threads};
+    check_layout(rt, c, ranks == settings_ranks ? from_settings : ranks);
+    run_leftovers(rt, c, ++salt);
+  }
+  try {
+    rt.run(without_userdata{}, {.threads_per_rank = threads});
+  } catch (const grma::error& e) {
+    ADD_FAILURE() << "the run without userdata failed: " << e.what();
   }
 }
 

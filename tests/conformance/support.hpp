@@ -299,22 +299,26 @@ struct buffers {
 
 // ---- the host side ------------------------------------------------------------------
 
-// A point of the test matrix; ranks 0 means "as many as fit" (on the CPU
-// backend: cpu_max_ranks).
+// A point of the test matrix: ranks per device; 0 means "as many as fit"
+// (on the CPU backend: cpu_max_ranks), settings_ranks leaves the launch
+// options' ranks_per_device 0, so the runtime's settings decide.
 struct config {
   int ranks;
   int threads;
 };
 inline constexpr int cpu_max_ranks = 16;
+inline constexpr int settings_ranks = -1;
+
+inline std::string ranks_name(int ranks) {
+  return ranks == 0 ? std::string("max") : ranks < 0 ? std::string("settings") : std::to_string(ranks);
+}
 
 inline void PrintTo(const config& c, std::ostream* out) {
-  *out << "ranks " << (c.ranks == 0 ? std::string("max") : std::to_string(c.ranks)) << ", threads "
-       << c.threads;
+  *out << "ranks " << ranks_name(c.ranks) << ", threads " << c.threads;
 }
 
 inline std::string config_name(const testing::TestParamInfo<config>& info) {
-  return "ranks" + (info.param.ranks == 0 ? std::string("max") : std::to_string(info.param.ranks)) +
-         "_threads" + std::to_string(info.param.threads);
+  return "ranks" + ranks_name(info.param.ranks) + "_threads" + std::to_string(info.param.threads);
 }
 
 // Settings from the GRMA_* environment (GRMA_BACKEND picks the backend), with
@@ -373,9 +377,10 @@ class job {
   // each device of the job (GRMA_DEVICES).
   template <class Program>
   int resolve(const Program& program) {
-    if (config_.ranks != 0)
+    per_device_ = 0;  // settings_ranks, and "as many as fit" on a GPU
+    if (config_.ranks > 0)
       per_device_ = config_.ranks;
-    else if (rt_.backend() == grma::backend_kind::cpu)
+    else if (config_.ranks == 0 && rt_.backend() == grma::backend_kind::cpu)
       per_device_ = cpu_max_ranks;
     const grma::rank_info info = rt_.info(
         program, {.threads_per_rank = config_.threads, .ranks_per_device = per_device_});

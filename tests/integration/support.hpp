@@ -1,5 +1,5 @@
-// Helpers shared by the integration tests: settings, rank counts, data
-// patterns and a per-rank record of failed checks.
+// Helpers of the integration tests' host-side runs (test_runtime.cpp):
+// settings, data patterns and a per-rank record of failed checks.
 //
 // Rank code runs on the CPU backend's threads. Checks inside rank code go
 // into a rank_findings object (each rank writes only its own entry); the test
@@ -17,14 +17,6 @@
 #include <vector>
 
 namespace grma_test {
-
-// The rank counts most tests run with.
-inline constexpr int rank_counts[] = {2, 3, 4, 8, 16};
-
-// Names parameterized tests "ranks4" instead of "2".
-inline std::string rank_count_name(const testing::TestParamInfo<int>& info) {
-  return "ranks" + std::to_string(info.param);
-}
 
 // Settings independent of GRMA_* variables, on the CPU backend (the rank
 // programs here take a cpu_rank), with a watchdog that turns a hang into a
