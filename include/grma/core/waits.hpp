@@ -35,13 +35,13 @@ class wait_calls {
   template <class T>
   GRMA_INLINE T wait_until(T* word, cmp c, T value) {
     T seen{};
-    wait(call::wait_until, word, 1, nullptr, c, value, -1, [&] { return ready(word, c, value, seen); });
+    wait(call::wait_until, word, 1, c, value, -1, [&] { return ready(word, c, value, seen); });
     return seen;
   }
   template <class T>
   GRMA_INLINE wait_result wait_until(T* word, cmp c, T value, within limit) {
     T seen{};
-    return wait(call::wait_until, word, 1, nullptr, c, value, limit.seconds,
+    return wait(call::wait_until, word, 1, c, value, limit.seconds,
                 [&] { return ready(word, c, value, seen); });
   }
   template <class T>
@@ -54,13 +54,13 @@ class wait_calls {
   // ---- all of an array ----
   template <class T>
   GRMA_INLINE void wait_until_all(T* words, std::size_t n, const int* status, cmp c, T value) {
-    wait(call::wait_until_all, words, n, status, c, value, -1,
+    wait(call::wait_until_all, words, n, c, value, -1,
          [&] { return all_ready(words, n, status, c, value); });
   }
   template <class T>
   GRMA_INLINE wait_result wait_until_all(T* words, std::size_t n, const int* status, cmp c,
                                          T value, within limit) {
-    return wait(call::wait_until_all, words, n, status, c, value, limit.seconds,
+    return wait(call::wait_until_all, words, n, c, value, limit.seconds,
                 [&] { return all_ready(words, n, status, c, value); });
   }
   template <class T>
@@ -74,7 +74,7 @@ class wait_calls {
   GRMA_INLINE std::size_t wait_until_any(T* words, std::size_t n, const int* status, cmp c, T value) {
     std::size_t found = no_word;
     if (included(n, status) == 0) return no_word;
-    wait(call::wait_until_any, words, n, status, c, value, -1,
+    wait(call::wait_until_any, words, n, c, value, -1,
          [&] { return (found = any_ready(words, n, status, c, value)) != no_word; });
     return found;
   }
@@ -83,7 +83,7 @@ class wait_calls {
                                          T value, std::size_t& index, within limit) {
     index = no_word;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_any, words, n, status, c, value, limit.seconds,
+    return wait(call::wait_until_any, words, n, c, value, limit.seconds,
                 [&] { return (index = any_ready(words, n, status, c, value)) != no_word; });
   }
   template <class T>
@@ -100,7 +100,7 @@ class wait_calls {
                                           const int* status, cmp c, T value) {
     std::size_t found = 0;
     if (included(n, status) == 0) return 0;
-    wait(call::wait_until_some, words, n, status, c, value, -1,
+    wait(call::wait_until_some, words, n, c, value, -1,
          [&] { return (found = some_ready(words, n, indices, status, c, value)) != 0; });
     return found;
   }
@@ -110,7 +110,7 @@ class wait_calls {
                                           within limit) {
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_some, words, n, status, c, value, limit.seconds,
+    return wait(call::wait_until_some, words, n, c, value, limit.seconds,
                 [&] { return (count = some_ready(words, n, indices, status, c, value)) != 0; });
   }
   template <class T>
@@ -176,9 +176,8 @@ class wait_calls {
   // limit), as a waiting rank: published to the watchdog, left when the job
   // is aborted. The calling thread alone.
   template <class T, class Done>
-  GRMA_INLINE wait_result wait(call where, T* words, std::size_t n, const int* status, cmp c,
-                               T value, double seconds, Done&& done) {
-    (void)status;
+  GRMA_INLINE wait_result wait(call where, T* words, std::size_t n, cmp c, T value, double seconds,
+                               Done&& done) {
     check<T>(where, words, n, c);
     Rank& r = self();
     if (done()) return wait_result::met;
