@@ -1162,10 +1162,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     completed();
   }
 
-  // A data collective's first barrier, with its call and arguments
-  // published for the others to check against member 0's: the signature
-  // carries the barrier's epoch, so a member that reads member 0's next
-  // signature (member 0 went on) checks nothing rather than something wrong.
+  // A data collective's first barrier, with its call and arguments handed
+  // to the next member (cyclically), which checks them against its own
+  // once the barrier is over: a load of its own workspace, not a round
+  // trip to member 0's, and where every member agrees with the one before
+  // it all agree. The store comes before the barrier's first release,
+  // which goes to that same member. The signature carries the barrier's
+  // epoch, so a signature from another barrier checks nothing rather than
+  // something wrong.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
                                          std::size_t size, int root) {
     detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
@@ -1175,17 +1179,19 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     };
     const std::uint64_t own = signature_of(mine.epoch + 1, where, root, size);
     P::sync();  // every thread has read mine.epoch before the barrier changes it
-    if (leader())
-      at_scope(wide(), [&](auto scope) { detail::store_relaxed<scope.value>(mine.signature, own); });
+    if (leader() && m.size > 1) {
+      detail::team_workspace& next = team_workspace_of(m.world_of(view(), (me + 1) % m.size), m.slot, where);
+      at_scope(wide(), [&](auto scope) { detail::store_relaxed<scope.value>(next.signature, own); });
+    }
     team_barrier(m, where);
-    if (me == 0 || m.size == 1) return;
-    const std::uint64_t first = P::broadcast(leader() ? at_scope(wide(), [&](auto scope) {
-      return detail::load_relaxed<scope.value>(team_workspace_of(m.world_of(view(), 0), m.slot, where).signature);
-    }) : std::uint64_t{0});
-    if ((first >> 56) == (own >> 56) && first != own)
-      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot), std::int64_t((first >> 48) & 0xffu),
-           std::int64_t(first & 0xffffffffu), std::int64_t((first >> 32) & 0xffffu),
-           std::int64_t(size & 0xffffffffu));
+    if (m.size == 1) return;
+    const std::uint64_t before = P::broadcast(
+        leader() ? at_scope(wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(mine.signature); })
+                 : std::uint64_t{0});
+    if ((before >> 56) == (own >> 56) && before != own)
+      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot), std::int64_t((before >> 48) & 0xffu),
+           std::int64_t(before & 0xffffffffu), std::int64_t((before >> 32) & 0xffffu),
+           (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(size & 0xffffffffu));
   }
 
   // Changes of the node's team table exclude each other (any device's ranks).

@@ -237,9 +237,9 @@ std::string describe_values(const error_record& r) {
       s << "all " << v[0] << " team slots of the node are in use (team_destroy frees one)";
       break;
     case errc::team_collective_mismatch:
-      s << "every member of team " << v[0] << " must make the same collective call: member 0 called "
-        << call_name(static_cast<call>(v[1])) << " with size " << u(v[2]) << " and root " << v[3]
-        << ", this rank with size " << u(v[4]);
+      s << "every member of team " << v[0] << " must make the same collective call: member "
+        << (u(v[4]) >> 32) << " called " << call_name(static_cast<call>(v[1])) << " with size " << u(v[2])
+        << " and root " << v[3] << ", this rank with size " << (u(v[4]) & 0xffffffffu);
       break;
     case errc::invalid_reduce_op:
       s << "invalid reduce_op " << v[0] << (v[1] != 0 ? " for a floating-point type (bitwise ops take integers)" : "");

@@ -3,9 +3,8 @@
 // prod, min, max (numbers) and bit_and, bit_or, bit_xor (integers) on
 // int32, uint32, int64, uint64, float and double. Every member calls with
 // the same arguments, all its threads together; a member that calls another
-// collective, or another size or root, is found where member 0's call is
-// still published (every member checks after the first barrier) and fails
-// the job.
+// collective, or another size or root, fails the job: every member hands
+// its call to the next member, which checks it after the first barrier.
 //
 // How they move data: every member of a team that stays on one node loads
 // and stores every other member's symmetric memory directly, so a member

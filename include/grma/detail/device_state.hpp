@@ -453,11 +453,17 @@ struct device_view {
 
   GRMA_INLINE bool on_node(int device) const { return (node_devices >> device) & 1u; }
 
-  GRMA_INLINE int device_of(int world_rank) const { return world_rank / ranks; }
+  // By comparisons, at most max_devices of them, not a division: it is on
+  // the path of every atomic, p and g (one compare on a single device).
+  GRMA_INLINE int device_of(int world_rank) const {
+    int d = 0;
+    for (int next = ranks; d + 1 < devices && world_rank >= next; next += ranks) ++d;
+    return d;
+  }
 
   // The ring of world rank `target` that producers on device `from` write.
   GRMA_INLINE notification_ring& queue(int target, int from) const {
-    const int d = devices == 1 ? 0 : device_of(target);  // one device: no division on the put path
+    const int d = device_of(target);
     const std::uint64_t index = std::uint64_t(target - d * ranks) * std::uint64_t(devices) + from;
     return *reinterpret_cast<notification_ring*>(peer_queues[d] + queue_stride * index);
   }
