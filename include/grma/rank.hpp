@@ -373,7 +373,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       if (op == signal_op::set)
         detail::store_release<scope.value>(word, value);
       else
-        detail::fetch_add_acq_rel<scope.value>(word, value);
+        detail::add_release<scope.value>(word, value);
     });
     completed();
   }
@@ -858,7 +858,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return f(std::integral_constant<detail::scope, S>{});
   }
 
-
   // Copies a put's or get's data with every thread of the rank and takes
   // its notification's ticket on the way: the leader's ticket, or no_ticket
   // (notify takes it then). The target takes its ring's entries in ticket
@@ -932,7 +931,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Whether the job spans nodes.
   GRMA_INLINE bool spans_nodes() const { return view().nodes > 1; }
-
 
   // A put, get or signal to another node: the engine's command.
   GRMA_COLD void remote_access(detail::remote_op op, window w, const access& a,
@@ -1164,8 +1162,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // A data collective's first barrier, with its call and arguments handed
   // to the next member (cyclically), which checks them against its own
-  // once the barrier is over: a load of its own workspace, not a round
-  // trip to member 0's, and where every member agrees with the one before
+  // once the barrier is over: a load of its own workspace, so the check
+  // adds no round trip, and where every member agrees with the one before
   // it all agree. The store comes before the barrier's first release,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
@@ -1194,9 +1192,19 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
            (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(size & 0xffffffffu));
   }
 
-  // Changes of the node's team table exclude each other (any device's ranks).
-  GRMA_INLINE void lock_team_table() {
-    waiter wait(*this, call::team_split_strided, {0, 0, 0, 0}, true);
+  // The symmetric table's owner of a team's blocks: its generation, slot
+  // and member 0's world rank, which tell apart the live teams that share a
+  // slot and generation (the rows of a 2D split, every device's
+  // team_device); world's is 0 (generation 0, slot 0, world rank 0).
+  GRMA_INLINE std::uint64_t symmetric_owner(const detail::team_members& m, std::uint32_t generation) const {
+    return (std::uint64_t(generation) << 32) | (std::uint64_t(m.slot) << 24) |
+           std::uint64_t(std::uint32_t(m.world_of(view(), 0)));
+  }
+
+  // Changes of the node's team table, and a team's symmetric blocks, exclude
+  // each other (any device's ranks).
+  GRMA_INLINE void lock_team_table(call where) {
+    waiter wait(*this, where, {0, 0, 0, 0}, true);
     at_scope(wide(), [&](auto scope) {
       while (!detail::compare_exchange_acquire<scope.value>(view().teams->lock, 0u, 1u)) wait();
     });

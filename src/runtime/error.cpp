@@ -236,11 +236,20 @@ std::string describe_values(const error_record& r) {
     case errc::team_table_full:
       s << "all " << v[0] << " team slots of the node are in use (team_destroy frees one)";
       break;
-    case errc::team_collective_mismatch:
+    case errc::team_collective_mismatch: {
+      // Sizes are the low 32 bits of the call's size (of a free's offset).
+      const auto other = static_cast<call>(v[1]);
+      const std::uint64_t mine = u(v[4]) & 0xffffffffu;
       s << "every member of team " << v[0] << " must make the same collective call: member "
-        << (u(v[4]) >> 32) << " called " << call_name(static_cast<call>(v[1])) << " with size " << u(v[2])
-        << " and root " << v[3] << ", this rank with size " << (u(v[4]) & 0xffffffffu);
+        << (u(v[4]) >> 32) << " called " << call_name(other);
+      if (other == call::alloc_symmetric)
+        s << " for " << u(v[2]) << " bytes at alignment " << v[3] << ", this rank for " << mine << " bytes";
+      else if (other == call::free_symmetric)
+        s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
+      else
+        s << " with size " << u(v[2]) << " and root " << v[3] << ", this rank with size " << mine;
       break;
+    }
     case errc::invalid_reduce_op:
       s << "invalid reduce_op " << v[0] << (v[1] != 0 ? " for a floating-point type (bitwise ops take integers)" : "");
       break;
@@ -248,6 +257,14 @@ std::string describe_values(const error_record& r) {
       s << "symmetric blocks of a team (slot " << v[0] << ") need a job on one node, and this one has "
         << v[1] << " nodes: over several nodes only world allocations (alloc_symmetric without a "
            "team, or over team_world) keep every node's blocks at the same offsets";
+      break;
+    case errc::symmetric_not_owner:
+      s << "the symmetric block at 0x" << std::hex << u(v[0]) << std::dec
+        << " was allocated over another team (or over world): free it over the team that allocated it";
+      break;
+    case errc::team_holds_blocks:
+      s << "team " << v[0] << " still holds " << v[1]
+        << " symmetric blocks: free_symmetric them over the team before team_destroy";
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -194,6 +194,58 @@ GRMA_HOST_DEVICE void check_team(Rank& r, rank_record& rec, grma::team t, unsign
   tally(r, rec, 0);
 }
 
+// Empty collectives take any pointers (null here); every member of an
+// allreduce gets the same bits, also where the op's result depends on the
+// order of its operands (a float min or max of -0 and +0, or of a NaN,
+// whose lanes on a GPU combine in different orders).
+struct edge_collectives {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    auto* block = static_cast<float*>(r.calloc_symmetric(4, sizeof(float)));
+    const grma::team t = node_size(r, block) == r.size(grma::world) ? grma::team_world : grma::team_node;
+    const int me = r.team_rank(t), size = r.team_size(t);
+    float* none = nullptr;
+    r.allreduce(t, none, none, 0, grma::reduce_op::sum);
+    r.reduce(t, none, none, 0, grma::reduce_op::max, 0);
+    r.reduce_scatter(t, none, none, 0, grma::reduce_op::min);
+    r.broadcast(t, nullptr, nullptr, 0, 0);
+    r.fcollect(t, nullptr, nullptr, 0);
+    r.alltoall(t, nullptr, nullptr, 0);
+    const std::uint32_t nan_bits = 0x7fc00000u;
+    float nan = 0;
+    __builtin_memcpy(&nan, &nan_bits, 4);
+    for (int o = 0; o < 2; ++o) {
+      const auto op = o == 0 ? grma::reduce_op::min : grma::reduce_op::max;
+      if (r.thread() == 0) {
+        block[0] = me % 2 == 0 ? 0.0f : -0.0f;
+        block[1] = me % 3 == 1 ? nan : float(me % 5);
+      }
+      r.sync_threads();
+      r.allreduce(t, block + 2, block, 2, op);
+      r.barrier(t);
+      const float* first = r.ptr(block, r.team_translate(t, 0, grma::team_world));
+      for (int e = 2; e < 4; ++e) {
+        std::uint32_t mine = 0, theirs = 0;
+        __builtin_memcpy(&mine, block + e, 4);
+        __builtin_memcpy(&theirs, first + e, 4);
+        CONF_EXPECT(r, rec, mine == theirs, o, e, (long long)mine * 4294967296LL + theirs);
+      }
+      r.barrier(t);  // member 0's results are read before the next op's
+    }
+    tally(r, rec, 0, unsigned(size));
+    r.free_symmetric(block);
+  }
+};
+
+TEST_P(DataCollectives, EmptyCollectivesAndOrderDependentResultsAgree) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(edge_collectives{});
+  j.prepare();
+  if (j.run(edge_collectives{})) j.expect_no_failures(__FILE__);
+}
+
 struct data_collectives {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {

@@ -502,8 +502,9 @@ TEST(Errors, TeamFreeOfAWorldBlock) {
     grma::team all = r.team_split_strided(grma::team_world, 0, 1, 2);
     r.free_symmetric(all, block);
   });
-  EXPECT_THAT(e.what(), HasSubstr(": free_symmetric: pointer 0x"));
-  EXPECT_THAT(e.what(), HasSubstr(" was not returned by alloc, or was freed already"));
+  EXPECT_THAT(e.what(), HasSubstr(": free_symmetric: the symmetric block at 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" was allocated over another team (or over world): free it over the "
+                                  "team that allocated it"));
 }
 
 TEST(Errors, TeamAllocationsWithDifferentSizes) {
@@ -512,11 +513,42 @@ TEST(Errors, TeamAllocationsWithDifferentSizes) {
     r.alloc_symmetric(all, r.rank(grma::world) == 0 ? 128 : 64);
   });
   EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 1: alloc_symmetric: every member of team 3 must make the "
-                                        "same collective call: member 0 called alloc_symmetric with size "
-                                        "128 and root 64, this rank with size 64"),
+                                        "same collective call: member 0 called alloc_symmetric for 128 "
+                                        "bytes at alignment 64, this rank for 64 bytes"),
                               HasSubstr("rank 0: alloc_symmetric: every member of team 3 must make the "
-                                        "same collective call: member 1 called alloc_symmetric with size "
-                                        "64 and root 64, this rank with size 128")));
+                                        "same collective call: member 1 called alloc_symmetric for 64 "
+                                        "bytes at alignment 64, this rank for 128 bytes")));
+}
+
+TEST(Errors, RowsOfA2DSplitFreeOnlyTheirOwnBlocks) {
+  // Rows share a slot and a generation: member 0's rank tells their blocks apart.
+  const grma::error e = expect_failure(
+      [](auto& r) {
+        grma::team row = grma::team_none, column = grma::team_none;
+        r.team_split_2d(grma::team_world, 2, row, column);  // rows {0, 1} and {2, 3}
+        const bool first_row = r.rank(grma::world) < 2;
+        unsigned char* block = nullptr;
+        if (first_row) block = static_cast<unsigned char*>(r.alloc_symmetric(row, 64));
+        r.barrier(grma::team_world);
+        if (!first_row) block = static_cast<unsigned char*>(r.alloc_symmetric(row, 64));
+        // The second row's block is the 64 bytes after the first's: it
+        // names the first row's block.
+        if (!first_row) r.free_symmetric(row, block - 64);
+        r.barrier(grma::team_world);
+      },
+      4);
+  EXPECT_THAT(e.what(), HasSubstr(": free_symmetric: the symmetric block at 0x"));
+  EXPECT_THAT(e.what(), HasSubstr(" was allocated over another team (or over world)"));
+}
+
+TEST(Errors, TeamDestroyedWithLiveBlocks) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team all = r.team_split_strided(grma::team_world, 0, 1, 2);
+    r.alloc_symmetric(all, 64);
+    r.team_destroy(all);
+  });
+  EXPECT_THAT(e.what(), HasSubstr("rank 0: team_destroy: team 3 still holds 1 symmetric blocks: "
+                                  "free_symmetric them over the team before team_destroy"));
 }
 
 TEST(Errors, TeamAllocationByANonMember) {

@@ -13,6 +13,9 @@ using grma::detail::symmetric_allocate;
 using grma::detail::symmetric_block;
 using grma::detail::symmetric_failure;
 using grma::detail::symmetric_release;
+constexpr auto released = grma::detail::symmetric_release_result::released;
+constexpr auto not_found = grma::detail::symmetric_release_result::not_found;
+constexpr auto not_owner = grma::detail::symmetric_release_result::not_owner;
 using grma::detail::symmetric_table;
 
 constexpr std::uint64_t none = ~std::uint64_t{0};
@@ -33,7 +36,7 @@ TEST(SymmetricTable, FirstFitInWholeLines) {
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1, 64, 0, why), 128u);  // 100 bytes take two lines
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 0, 64, 0, why), 192u);  // a zero-byte block is a line
   EXPECT_EQ(t.count, 3u);
-  EXPECT_TRUE(symmetric_release(t.table, 128, 0));
+  EXPECT_EQ(symmetric_release(t.table, 128, 0), released);
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 128u);  // the freed line again
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 65, 64, 0, why), 256u);  // too large for any gap before
 }
@@ -53,7 +56,7 @@ TEST(SymmetricTable, ReportsTheLargestGapWhenNothingFits) {
   symmetric_failure why{};
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, 0, why), 0u);
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 1024, 64, 0, why), 1024u);
-  EXPECT_TRUE(symmetric_release(t.table, 0, 0));
+  EXPECT_EQ(symmetric_release(t.table, 0, 0), released);
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 3000, 64, 0, why), none);
   EXPECT_EQ(why.largest_free, 2048u);  // after the second block; the first gap is 1024
 }
@@ -83,9 +86,9 @@ TEST(SymmetricTable, ReleaseOfAnUnknownOffsetFails) {
   table_with_room t(4);
   symmetric_failure why{};
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 256, 64, 0, why), 0u);
-  EXPECT_FALSE(symmetric_release(t.table, 64, 0));
-  EXPECT_TRUE(symmetric_release(t.table, 0, 0));
-  EXPECT_FALSE(symmetric_release(t.table, 0, 0));
+  EXPECT_EQ(symmetric_release(t.table, 64, 0), not_found);
+  EXPECT_EQ(symmetric_release(t.table, 0, 0), released);
+  EXPECT_EQ(symmetric_release(t.table, 0, 0), not_found);
   EXPECT_EQ(t.count, 0u);
 }
 
@@ -95,11 +98,13 @@ TEST(SymmetricTable, OnlyTheOwningTeamReleasesItsBlock) {
   const std::uint64_t team = (std::uint64_t{7} << 32) | 3;  // generation 7, slot 3
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, team, why), 0u);
   EXPECT_EQ(symmetric_allocate(t.table, 0, 4096, 64, 64, 0, why), 64u);
-  EXPECT_FALSE(symmetric_release(t.table, 0, 0));     // world does not own the team's block
-  EXPECT_FALSE(symmetric_release(t.table, 64, team));  // nor the team world's
+  EXPECT_EQ(symmetric_release(t.table, 0, 0), not_owner);     // world does not own the team's block
+  EXPECT_EQ(symmetric_release(t.table, 64, team), not_owner);  // nor the team world's
   EXPECT_EQ(t.count, 2u);
-  EXPECT_TRUE(symmetric_release(t.table, 0, team));
-  EXPECT_TRUE(symmetric_release(t.table, 64, 0));
+  EXPECT_EQ(grma::detail::symmetric_blocks_of(t.table, team), 1u);
+  EXPECT_EQ(grma::detail::symmetric_blocks_of(t.table, 0), 1u);
+  EXPECT_EQ(symmetric_release(t.table, 0, team), released);
+  EXPECT_EQ(symmetric_release(t.table, 64, 0), released);
   EXPECT_EQ(t.count, 0u);
 }
 

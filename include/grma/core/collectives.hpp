@@ -100,8 +100,9 @@ class collective_calls {
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
 
   // The frame of every data collective: checks, a barrier (every member's
-  // source is ready), the member's own part `body(members, me)`, a barrier
-  // (every member is done reading the others' sources and writing theirs).
+  // source is ready), the member's own part `body(members, me)` (none for
+  // an empty collective, whose pointers may be anything), a barrier (every
+  // member is done reading the others' sources and writing theirs).
   template <class Body>
   GRMA_INLINE void run(team t, call where, const void* source, std::size_t source_bytes,
                        std::size_t size, int root, Body&& body) {
@@ -112,7 +113,7 @@ class collective_calls {
     if (root < 0 || root >= m.size) r.fail(errc::rank_out_of_range, where, root, m.size, t.slot);
     if (source_bytes != 0) r.symmetric_offset_of(source, source_bytes, where);
     r.team_collective_begin(m, me, where, size, root);
-    body(m, me);
+    if (size != 0) body(m, me);
     r.team_barrier(m, where);
   }
 
@@ -136,6 +137,8 @@ class collective_calls {
       const std::size_t first = std::size_t(me) * share;
       const std::size_t last = first + share < total ? first + share : total;
       const std::size_t elements = last > first ? last - first : 0;
+      // Every thread of the rank leaves here alike (no lane waits in a shuffle).
+      if (elements == 0) return;
       const std::uint64_t from = r.symmetric_offset_of(source, total * sizeof(T), where);
       // A group of `lanes` threads per element splits the members among its
       // lanes (lane j reads members j, j + lanes, ...) and combines their

@@ -6,8 +6,8 @@
 //
 // Every rank has a slice of GRMA_SYMMETRIC_SIZE / (ranks per device) bytes
 // in its device's memory. alloc_symmetric and free_symmetric are collectives
-// over world (all ranks, all threads of each); ptr may be called by a single
-// thread.
+// over world (all ranks, all threads of each), or over a team for a block
+// its members share; ptr may be called by a single thread.
 #pragma once
 
 #include <cstddef>
@@ -51,8 +51,9 @@ class symmetric_heap_calls {
     Rank& r = self();
     if (is_world(t, call::alloc_symmetric)) return alloc_symmetric(bytes, alignment);
     check_alignment(alignment, call::alloc_symmetric);
+    const std::uint64_t owner = owner_of(t, call::alloc_symmetric);
     const std::uint64_t result = team_action(t, call::alloc_symmetric, bytes, alignment, [&] {
-      return allocate(bytes, alignment, owner_of(t));
+      return allocate(bytes, alignment, owner);
     });
     if ((result & exhausted) != 0) fail_exhausted(bytes, result);
     return r.symmetric_slice_base() + result;
@@ -77,14 +78,11 @@ class symmetric_heap_calls {
     if (is_world(t, call::free_symmetric)) return free_symmetric(block);
     const std::uint64_t offset =
         block == nullptr ? ~std::uint64_t{0} : r.symmetric_offset_of(block, 1, call::free_symmetric);
+    const std::uint64_t owner = owner_of(t, call::free_symmetric);
     const std::uint64_t result = team_action(t, call::free_symmetric, offset, 0, [&] {
-      return block == nullptr || detail::symmetric_release(r.view().symmetric, offset, owner_of(t))
-                 ? std::uint64_t{0}
-                 : failed;
+      return block == nullptr ? std::uint64_t{0} : release(offset, owner);
     });
-    if (result != 0)
-      r.fail(errc::invalid_free, call::free_symmetric,
-             std::int64_t(reinterpret_cast<std::uintptr_t>(block)));
+    if (result != 0) fail_release(block, result);
   }
 
   // alloc_symmetric of count * size bytes, zeroed in every rank's slice
@@ -108,13 +106,9 @@ class symmetric_heap_calls {
       return;
     }
     const std::uint64_t offset = r.symmetric_offset_of(block, 1, call::free_symmetric);
-    const std::uint64_t result =
-        agreed_action(call::free_symmetric, offset, 0, [&](const detail::collective_arrival*) {
-          return detail::symmetric_release(r.view().symmetric, offset, 0) ? std::uint64_t{0} : failed;
-        });
-    if (result != 0)
-      r.fail(errc::invalid_free, call::free_symmetric,
-             std::int64_t(reinterpret_cast<std::uintptr_t>(block)));
+    const std::uint64_t result = agreed_action(
+        call::free_symmetric, offset, 0, [&](const detail::collective_arrival*) { return release(offset, 0); });
+    if (result != 0) fail_release(block, result);
   }
 
   // The target's copy of the symmetric object at `symmetric`, as a pointer
@@ -134,6 +128,7 @@ class symmetric_heap_calls {
   static constexpr std::uint64_t failed = std::uint64_t{1} << 63;
   static constexpr std::uint64_t exhausted = std::uint64_t{1} << 62;  // value: largest free block
   static constexpr std::uint64_t disagreed = std::uint64_t{1} << 61;  // value: the differing rank
+  static constexpr std::uint64_t foreign = std::uint64_t{1} << 60;    // another owner's block
   static constexpr std::uint64_t value_mask = disagreed - 1;
 
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
@@ -155,6 +150,22 @@ class symmetric_heap_calls {
     return at == ~std::uint64_t{0} ? failed | exhausted | why.largest_free : at;
   }
 
+  // The table's answer to freeing `owner`'s block at `offset`: 0, or failed
+  // (| foreign where the block is another owner's).
+  GRMA_INLINE std::uint64_t release(std::uint64_t offset, std::uint64_t owner) {
+    switch (detail::symmetric_release(self().view().symmetric, offset, owner)) {
+      case detail::symmetric_release_result::released: return 0;
+      case detail::symmetric_release_result::not_owner: return failed | foreign;
+      default: return failed;
+    }
+  }
+
+  GRMA_COLD void fail_release(const void* block, std::uint64_t result) {
+    const auto address = std::int64_t(reinterpret_cast<std::uintptr_t>(block));
+    if ((result & foreign) != 0) self().fail(errc::symmetric_not_owner, call::free_symmetric, address);
+    self().fail(errc::invalid_free, call::free_symmetric, address);
+  }
+
   GRMA_COLD void fail_exhausted(std::uint64_t bytes, std::uint64_t result) {
     const Rank& r = self();
     r.fail(errc::symmetric_exhausted, call::alloc_symmetric, std::int64_t(bytes),
@@ -162,8 +173,10 @@ class symmetric_heap_calls {
            std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
   }
 
-  // The table's owner of t's blocks (world's: 0).
-  GRMA_INLINE static std::uint64_t owner_of(team t) { return (std::uint64_t(t.generation) << 32) | t.slot; }
+  GRMA_INLINE std::uint64_t owner_of(team t, call where) {
+    Rank& r = self();
+    return r.symmetric_owner(r.resolve_team(t, where), t.generation);
+  }
 
   // Whether t is team_world (after checking the handle).
   GRMA_INLINE bool is_world(team t, call where) {
@@ -173,7 +186,7 @@ class symmetric_heap_calls {
 
   // A collective over team t that runs `act` at member 0 holding the node's
   // table lock, once every member has made the same call (the signature
-  // check of the team's collectives: call, low 32 bits of p0, p1); every
+  // check of the team's collectives: call, low 32 bits of p0, low 16 of p1); every
   // member returns act's result, which member 0 leaves in its workspace.
   // World allocations need no lock: while one runs no rank is in another
   // allocation. A team's may run beside another team's.
@@ -186,15 +199,18 @@ class symmetric_heap_calls {
     if (r.spans_nodes()) r.fail(errc::team_alloc_across_nodes, where, t.slot, r.view().nodes);
     // The barrier in it also means every member has read member 0's last result.
     r.team_collective_begin(m, me, where, std::size_t(p0), int(p1));
-    detail::team_workspace& leader = r.team_workspace_of(m.world_of(r.view(), 0), m.slot, where);
+    detail::team_workspace& first = r.team_workspace_of(m.world_of(r.view(), 0), m.slot, where);
     if (me == 0 && r.thread() == 0) {
-      r.lock_team_table();
+      r.lock_team_table(where);
       const std::uint64_t result = act();
       r.unlock_team_table();
-      leader.result = result;
+      first.result = result;
     }
     r.team_barrier(m, where);
-    return Rank::at_scope(r.wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(leader.result); });
+    // One load (over NVLink where member 0 is on a peer), for all threads.
+    return Rank::P::broadcast(r.thread() == 0 ? Rank::at_scope(r.wide(), [&](auto scope) {
+      return detail::load_relaxed<scope.value>(first.result);
+    }) : std::uint64_t{0});
   }
 
   // A world collective that runs `act` at the leader once every rank has

@@ -43,13 +43,14 @@ struct team_members {
 
   // The member number of world rank w, or -1.
   GRMA_INLINE int member_of(const device_view& v, int w) const {
+    if (w < 0 || w >= v.world_size) return -1;
     int k = w;
     if (base == 1) {
       k = w - v.first_rank;
       if (k < 0 || k >= v.ranks) return -1;
     } else if (base == 2) {
       const int d = v.device_of(w);
-      if (d < 0 || d >= max_devices || !v.on_node(d)) return -1;
+      if (!v.on_node(d)) return -1;
       int before = 0;
       for (int e = 0; e < d; ++e) before += v.on_node(e) ? 1 : 0;
       k = before * v.ranks + (w - d * v.ranks);
@@ -128,7 +129,9 @@ class team_calls {
 
   // Collective over the team: it ends, and the handle becomes team_none.
   // The predefined teams are never destroyed, and team_none (a split's
-  // result on a non-member) is no team: both are no-ops.
+  // result on a non-member) is no team: both are no-ops. A team that still
+  // holds symmetric blocks (alloc_symmetric over it) is an error: nothing
+  // could free them after.
   GRMA_INLINE void team_destroy(team& t) {
     Rank& r = self();
     if (t == team_none) return;
@@ -139,9 +142,11 @@ class team_calls {
     r.team_barrier(m, call::team_destroy);
     if (m.member_of(r.view(), r.world_rank()) == 0 && r.thread() == 0) {
       detail::team_slots& table = *r.view().teams;
-      r.lock_team_table();
-      detail::team_slot_drop(table, t.slot);
+      r.lock_team_table(call::team_destroy);
+      const std::uint32_t blocks = detail::symmetric_blocks_of(r.view().symmetric, r.symmetric_owner(m, t.generation));
+      if (blocks == 0) detail::team_slot_drop(table, t.slot);
       r.unlock_team_table();
+      if (blocks != 0) r.fail(errc::team_holds_blocks, call::team_destroy, t.slot, blocks);
     }
     r.sync_threads();
     t = team_none;
@@ -180,7 +185,7 @@ class team_calls {
     r.team_barrier(p, where);  // member 0's result of an earlier split has been read
     if (me == 0 && r.thread() == 0) {
       detail::team_slots& table = *r.view().teams;
-      r.lock_team_table();
+      r.lock_team_table(where);
       const std::uint64_t first = detail::team_slot_take(table, std::uint32_t(teams));
       std::uint64_t second = 0;
       if (two && first != 0) {

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
@@ -111,27 +110,29 @@ struct cuda_platform {
 #endif
   }
 
-  // The widest lane group combine_lanes may take: a warp where the rank's
+  // The widest lane group combine_lanes may take: a warp where the block's
   // threads fill whole warps (every lane of a warp must take part).
-  GRMA_INLINE static int lane_group_limit() { return thread_count() % 32 == 0 ? 32 : 1; }
+  GRMA_INLINE static int lane_group_limit() {
+#if GRMA_DEVICE_CODE
+    return blockDim.x % 32 == 0 ? 32 : 1;
+#else
+    return 1;
+#endif
+  }
 
   // Combines the values of each aligned group of `lanes` lanes of a warp
-  // (a power of two up to lane_group_limit()) with f, in a butterfly: every
-  // lane of a group gets the group's result, and the same one, f being
-  // commutative. Every lane of the warp calls.
+  // (a power of two up to lane_group_limit()) with f, in a butterfly, then
+  // gives every lane of a group its first lane's result: f need not be
+  // commutative bit for bit (a float min of -0 and +0, or of a NaN), and
+  // every lane must hold the same value. Every lane of the warp calls.
   template <class T, class F>
   GRMA_INLINE static T combine_lanes(T value, int lanes, F&& f) {
 #if GRMA_DEVICE_CODE
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "lanes exchange 4- or 8-byte values");
-    using bits = std::conditional_t<sizeof(T) == 4, unsigned, unsigned long long>;
-    for (int o = lanes / 2; o > 0; o /= 2) {
-      bits word;
-      std::memcpy(&word, &value, sizeof(T));
-      word = __shfl_xor_sync(0xffffffffu, word, o);
-      T other;
-      std::memcpy(&other, &word, sizeof(T));
-      value = f(value, other);
-    }
+    for (int o = lanes / 2; o > 0; o /= 2)
+      value = f(value, word_cast<T>(__shfl_xor_sync(0xffffffffu, word_cast<word_bits<T>>(value), o)));
+    const int first = int(threadIdx.x & 31u) & ~(lanes - 1);
+    value = word_cast<T>(__shfl_sync(0xffffffffu, word_cast<word_bits<T>>(value), first));
 #else
     (void)lanes;
     (void)f;
@@ -338,6 +339,8 @@ struct cuda_warp_platform : cuda_platform {
     copy_by<cuda_warp_platform>(destination, source, bytes);
   }
   GRMA_INLINE static std::size_t copy_step_bytes() { return copy_step_of<cuda_warp_platform>(); }
+  // The calls need the whole warp.
+  GRMA_INLINE static int lane_group_limit() { return 32; }
   // The lanes' writes happen before lane 0's release (cumulative).
   GRMA_INLINE static void publish_fence() { sync(); }
 };

@@ -20,7 +20,7 @@ namespace grma::detail {
 struct symmetric_block {
   std::uint64_t offset;
   std::uint64_t size;
-  std::uint64_t owner;  // the allocating team: (generation << 32) | slot; world's is 0
+  std::uint64_t owner;  // the allocating team (symmetric_heap_calls::owner_of); world's is 0
 };
 
 // Live blocks, sorted by offset: *count of the capacity entries at `blocks`
@@ -74,17 +74,27 @@ GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint
   return ~std::uint64_t{0};
 }
 
-// Removes `owner`'s block at `offset`; false when no live block of its
-// starts there.
-GRMA_INLINE bool symmetric_release(const symmetric_table& t, std::uint64_t offset, std::uint64_t owner) {
+enum class symmetric_release_result { released, not_found, not_owner };
+
+// Removes `owner`'s block at `offset`: not_found where no live block starts
+// there, not_owner where another owner's does (it stays).
+GRMA_INLINE symmetric_release_result symmetric_release(const symmetric_table& t, std::uint64_t offset,
+                                                       std::uint64_t owner) {
   for (std::uint32_t i = 0; i < *t.count; ++i) {
     if (t.blocks[i].offset != offset) continue;
-    if (t.blocks[i].owner != owner) return false;
+    if (t.blocks[i].owner != owner) return symmetric_release_result::not_owner;
     for (std::uint32_t k = i; k + 1 < *t.count; ++k) t.blocks[k] = t.blocks[k + 1];
     --*t.count;
-    return true;
+    return symmetric_release_result::released;
   }
-  return false;
+  return symmetric_release_result::not_found;
+}
+
+// How many live blocks `owner` holds.
+GRMA_INLINE std::uint32_t symmetric_blocks_of(const symmetric_table& t, std::uint64_t owner) {
+  std::uint32_t n = 0;
+  for (std::uint32_t i = 0; i < *t.count; ++i) n += t.blocks[i].owner == owner ? 1 : 0;
+  return n;
 }
 
 }  // namespace grma::detail

@@ -27,8 +27,8 @@ struct team_workspace {
   // this one (in the team) has signalled here; only grows.
   std::uint64_t rounds[team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
-  std::uint64_t signature;  // its current collective's call and arguments, for the others to check
-  std::uint64_t result;     // member 0's: a split's slots, for the others to read
+  std::uint64_t signature;  // the member before's current collective: call and arguments, to check
+  std::uint64_t result;     // member 0's: a split's slots or a team block's offset, for the others
 };
 static_assert(sizeof(team_workspace) * max_teams == symmetric_reserved_bytes,
               "the teams' workspaces fill the reserved start of a slice");
