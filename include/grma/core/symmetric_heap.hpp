@@ -16,6 +16,7 @@
 #include "grma/config.hpp"
 #include "grma/error.hpp"
 #include "grma/types.hpp"
+#include "grma/core/teams.hpp"
 #include "grma/detail/device_state.hpp"
 #include "grma/detail/symmetric_table.hpp"
 
