@@ -105,7 +105,7 @@ struct remote_engine::state {
   remote_command inbound{};                      // the header being received
   std::vector<bool> done_from, refused_from;     // by process
   std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
-  std::vector<std::deque<in_order>> completing;     // by process: see complete_in_order()
+  std::vector<std::deque<in_order>> completing;     // by origin world rank: see complete_in_order()
   std::vector<clock::time_point> waiting_since;     // by process
   std::vector<clock::time_point> heard;          // by process
   std::vector<std::uint64_t> signatures;         // by process: the progress it last reported
@@ -424,12 +424,13 @@ struct remote_engine::state {
     const verdict v = check(from, c, range);
     if (v != verdict::ok) return v == verdict::refused;
     unsigned char* at = range + c.offset;
-    std::deque<in_order>& queue = completing[std::size_t(from)];
+    const int origin = c.origin;  // checked: a rank of process `from`
+    std::deque<in_order>& queue = completing[std::size_t(origin)];
     queue.push_back({c, range, false});
     bool* ready = &queue.back().ready;  // deque elements stay put while others come and go
-    auto done = [this, from, ready] {
+    auto done = [this, origin, ready] {
       *ready = true;
-      complete_in_order(from);
+      complete_in_order(origin);
     };
     if (c.op == remote_op::get_notify) {
       remote_command reply = c;
@@ -456,11 +457,13 @@ struct remote_engine::state {
     return true;
   }
 
-  // A process's requests end in the order it sent them, whichever of their
+  // A rank's requests end in the order it issued them, whichever of their
   // data arrived first: its notifications keep their order, and a signal
-  // never overtakes an earlier put's notification.
-  void complete_in_order(int from) {
-    std::deque<in_order>& queue = completing[std::size_t(from)];
+  // never overtakes an earlier put's notification. Other ranks' requests,
+  // of the same process too, never wait behind them (a small put behind
+  // another rank's large one).
+  void complete_in_order(int origin) {
+    std::deque<in_order>& queue = completing[std::size_t(origin)];
     while (!queue.empty() && queue.front().ready) {
       complete(queue.front().c, queue.front().range);
       queue.pop_front();
@@ -658,17 +661,17 @@ struct remote_engine::state {
       for (const auto& entry : gets) s << " " << entry.first;
       s << ";";
     }
-    for (int p = 0; p < nodes.processes; ++p) {
+    for (int p = 0; p < nodes.processes; ++p)
       if (!waiting[std::size_t(p)].empty())
         s << " " << waiting[std::size_t(p)].size() << " requests of process " << p
           << " wait for a window;";
-      const std::deque<in_order>& queue = completing[std::size_t(p)];
+    for (int origin = 0; origin < world_size; ++origin) {
+      const std::deque<in_order>& queue = completing[std::size_t(origin)];
       if (queue.empty()) continue;
       const remote_command& first_one = queue.front().c;
-      s << " " << queue.size() << " requests of process " << p << " in progress, the first ("
-        << call_name(call_of(first_one.op)) << " of rank " << first_one.origin << " to rank "
-        << first_one.target << ", " << first_one.bytes << " bytes) "
-        << (queue.front().ready ? "done;" : "still moving its data;");
+      s << " " << queue.size() << " requests of rank " << origin << " in progress, the first ("
+        << call_name(call_of(first_one.op)) << " to rank " << first_one.target << ", "
+        << first_one.bytes << " bytes) " << (queue.front().ready ? "done;" : "still moving its data;");
     }
     std::size_t held = 0;
     for (const auto& entry : outboxes) held += entry.second.held.size();
@@ -866,7 +869,7 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   for (int d = 0; d < nodes.devices_per_process; ++d)
     s.own.push_back(s.views[std::size_t(nodes.process * nodes.devices_per_process + d)]);
   s.waiting.resize(std::size_t(nodes.processes));
-  s.completing.resize(std::size_t(nodes.processes));
+  s.completing.resize(std::size_t(s.world_size));
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
 }
 
