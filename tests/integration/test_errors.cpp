@@ -431,16 +431,20 @@ TEST(Errors, WaitWithAnInvalidComparison) {
   EXPECT_STREQ(e.what(), "grma: rank 1: wait_until: invalid signal_op or cmp value 9");
 }
 
+// The team of team_split_strided(team_world, 0, 1, 1), as rank 0 holds it:
+// a handle for a rank outside it to misuse.
+grma::team rank0s_team() {
+  grma::team theirs = grma::team_world;
+  theirs.slot = 3;
+  theirs.generation = 1;
+  theirs.size = 1;
+  return theirs;
+}
+
 TEST(Errors, CollectiveOfATeamThisRankIsNotIn) {
   const grma::error e = expect_failure([](auto& r) {
     grma::team first = r.team_split_strided(grma::team_world, 0, 1, 1);
-    if (r.rank(grma::world) == 1) {
-      grma::team theirs = grma::team_world;
-      theirs.slot = 3;
-      theirs.generation = 1;  // the split's team, as rank 0 holds it
-      theirs.size = 1;
-      r.barrier(theirs);
-    }
+    if (r.rank(grma::world) == 1) r.barrier(rank0s_team());
     r.barrier(grma::team_world);
     r.team_destroy(first);
   });
@@ -554,13 +558,7 @@ TEST(Errors, TeamDestroyedWithLiveBlocks) {
 TEST(Errors, TeamAllocationByANonMember) {
   const grma::error e = expect_failure([](auto& r) {
     grma::team first = r.team_split_strided(grma::team_world, 0, 1, 1);
-    if (r.rank(grma::world) == 1) {
-      grma::team theirs = grma::team_world;
-      theirs.slot = 3;
-      theirs.generation = 1;  // the split's team, as rank 0 holds it
-      theirs.size = 1;
-      r.alloc_symmetric(theirs, 64);
-    }
+    if (r.rank(grma::world) == 1) r.alloc_symmetric(rank0s_team(), 64);
     r.barrier(grma::team_world);
     r.team_destroy(first);
   });

@@ -50,12 +50,10 @@ class symmetric_heap_calls {
   // allocations in the same order.
   GRMA_INLINE void* alloc_symmetric(team t, std::size_t bytes, std::size_t alignment = 64) {
     Rank& r = self();
-    if (is_world(t, call::alloc_symmetric)) return alloc_symmetric(bytes, alignment);
+    if (t == team_world) return alloc_symmetric(bytes, alignment);
     check_alignment(alignment, call::alloc_symmetric);
-    const std::uint64_t owner = owner_of(t, call::alloc_symmetric);
-    const std::uint64_t result = team_action(t, call::alloc_symmetric, bytes, alignment, [&] {
-      return allocate(bytes, alignment, owner);
-    });
+    const std::uint64_t result = team_action(t, call::alloc_symmetric, bytes, alignment,
+                                             [&](std::uint64_t owner) { return allocate(bytes, alignment, owner); });
     if ((result & exhausted) != 0) fail_exhausted(bytes, result);
     return r.symmetric_slice_base() + result;
   }
@@ -64,7 +62,7 @@ class symmetric_heap_calls {
   // any member returns.
   GRMA_INLINE void* calloc_symmetric(team t, std::size_t count, std::size_t size) {
     Rank& r = self();
-    if (is_world(t, call::alloc_symmetric)) return calloc_symmetric(count, size);
+    if (t == team_world) return calloc_symmetric(count, size);
     auto* block = static_cast<unsigned char*>(alloc_symmetric(t, count * size));
     for (std::size_t i = std::size_t(r.thread()); i < count * size; i += std::size_t(r.threads()))
       block[i] = 0;
@@ -76,11 +74,10 @@ class symmetric_heap_calls {
   // allocated (or null, which frees nothing), and none uses it any more.
   GRMA_INLINE void free_symmetric(team t, void* block) {
     Rank& r = self();
-    if (is_world(t, call::free_symmetric)) return free_symmetric(block);
+    if (t == team_world) return free_symmetric(block);
     const std::uint64_t offset =
         block == nullptr ? ~std::uint64_t{0} : r.symmetric_offset_of(block, 1, call::free_symmetric);
-    const std::uint64_t owner = owner_of(t, call::free_symmetric);
-    const std::uint64_t result = team_action(t, call::free_symmetric, offset, 0, [&] {
+    const std::uint64_t result = team_action(t, call::free_symmetric, offset, 0, [&](std::uint64_t owner) {
       return block == nullptr ? std::uint64_t{0} : release(offset, owner);
     });
     if (result != 0) fail_release(block, result);
@@ -174,21 +171,11 @@ class symmetric_heap_calls {
            std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
   }
 
-  GRMA_INLINE std::uint64_t owner_of(team t, call where) {
-    Rank& r = self();
-    return r.symmetric_owner(r.resolve_team(t, where), t.generation);
-  }
-
-  // Whether t is team_world (after checking the handle).
-  GRMA_INLINE bool is_world(team t, call where) {
-    self().resolve_team(t, where);
-    return t.slot == team_world.slot;
-  }
-
   // A collective over team t that runs `act` at member 0 holding the node's
   // table lock, once every member has made the same call (the signature
-  // check of the team's collectives: call, low 32 bits of p0, low 16 of p1); every
-  // member returns act's result, which member 0 leaves in its workspace.
+  // check of the team's collectives: call, low 32 bits of p0, low 16 of p1);
+  // act gets the team's owner in the symmetric table. Every member returns
+  // act's result, which member 0 leaves in its workspace.
   // World allocations need no lock: while one runs no rank is in another
   // allocation. A team's may run beside another team's.
   template <class Act>
@@ -203,7 +190,7 @@ class symmetric_heap_calls {
     detail::team_workspace& first = r.team_workspace_of(m.world_of(r.view(), 0), m.slot, where);
     if (me == 0 && r.thread() == 0) {
       r.lock_team_table(where);
-      const std::uint64_t result = act();
+      const std::uint64_t result = act(r.symmetric_owner(m, t.generation));
       r.unlock_team_table();
       first.result = result;
     }
