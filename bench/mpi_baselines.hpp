@@ -80,4 +80,35 @@ inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
   return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
 }
 
+// MPI's own message rate, as osu_mbw_mr measures it: process 0 sends
+// `messages` messages of `bytes` to `peer`, `window` of them in flight at a
+// time (the peer posts as many receives), and the peer answers the last
+// window with an empty message: messages per second.
+inline double mpi_message_rate(std::size_t bytes, int messages, int window, int peer) {
+  std::vector<unsigned char> buffer(bytes * std::size_t(window), 1);
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(window));
+  const int me = process(), other = me == 0 ? peer : 0;
+  auto empty = [&](bool send, int tag) {
+    if (send)
+      MPI_Send(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD);
+    else
+      MPI_Recv(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  };
+  empty(me != 0, 11);
+  const double start = MPI_Wtime();
+  for (int done = 0; done < messages; done += window) {
+    const int n = messages - done < window ? messages - done : window;
+    for (int i = 0; i < n; ++i) {
+      unsigned char* slot = buffer.data() + bytes * std::size_t(i);
+      if (me == 0)
+        MPI_Isend(slot, int(bytes), MPI_BYTE, other, 12, MPI_COMM_WORLD, &requests[std::size_t(i)]);
+      else
+        MPI_Irecv(slot, int(bytes), MPI_BYTE, other, 12, MPI_COMM_WORLD, &requests[std::size_t(i)]);
+    }
+    MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE);
+  }
+  empty(me != 0, 13);
+  return double(messages) / (MPI_Wtime() - start);
+}
+
 }  // namespace bench

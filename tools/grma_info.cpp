@@ -67,6 +67,16 @@ int main(int argc, char** argv) try {
   std::printf("  live windows              %u per job (GRMA_MAX_WINDOWS)\n", s.max_windows);
   std::printf("  watchdog                  %g s without progress (GRMA_TIMEOUT; 0 = off)\n",
               s.timeout_seconds);
+
+  std::printf("\nnetwork between nodes\n  transports built          ");
+  const char* separator = "";
+  for (grma::transport_kind k : grma::transports_built()) {
+    std::printf("%s%s", separator, grma::to_string(k));
+    separator = ", ";
+  }
+  std::printf("\n  chosen                    %s (GRMA_TRANSPORT; auto: loopback for the nodes one "
+              "process plays, GRMA_NODES=%d; else mpi)\n",
+              grma::to_string(s.transport), s.nodes);
   return 0;
 } catch (const grma::error& e) {
   std::fprintf(stderr, "%s\n", e.what());

@@ -11,6 +11,13 @@
 
 namespace grma {
 
+// What joins the network engines of a job's nodes (docs/configuration.md).
+// automatic: loopback for the nodes of one process (GRMA_NODES), else mpi.
+enum class transport_kind { automatic, mpi, ucx, loopback };
+const char* to_string(transport_kind t);
+// The transports this grma was built with (loopback always), as grma-info lists them.
+std::vector<transport_kind> transports_built();
+
 struct settings {
   backend_kind backend = backend_kind::automatic;  // GRMA_BACKEND=auto|cpu|cuda
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
@@ -22,6 +29,8 @@ struct settings {
   std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device
   double timeout_seconds = 60;               // GRMA_TIMEOUT, watchdog; 0 disables it
   std::string node_id;                       // GRMA_NODE_ID; empty = the host name
+  int nodes = 1;                             // GRMA_NODES: nodes one process plays (CPU backend, loopback)
+  transport_kind transport = transport_kind::automatic;  // GRMA_TRANSPORT=auto|mpi|ucx|loopback
   bool engine_proxy = true;                  // GRMA_ENGINE_PROXY=1|0, GPUs across nodes: see docs/configuration.md
 
   // Settings from name/value pairs named like the environment variables

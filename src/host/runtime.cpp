@@ -12,6 +12,7 @@
 #include "../backend/cpu/cpu_backend.hpp"
 #include "../runtime/launch.hpp"
 #include "../runtime/process_group.hpp"
+#include "../runtime/transport.hpp"
 #include "../runtime/progress.hpp"
 
 #if GRMA_HAVE_CUDA
@@ -111,9 +112,11 @@ grma::topology runtime::topology() const {
   const std::vector<int> node_of =
       group.count() > 1 ? group.nodes(impl_->settings.node_id) : std::vector<int>{0};
   const int devices = per_process * group.count();
+  const int played = detail::nodes_in_process(impl_->settings, group.count(), per_process);
   for (int d = 0; d < devices; ++d) {
     const int process = d / per_process;
-    t.devices.push_back({d, process, node_of[std::size_t(process)], 0,
+    const int node = played > 1 ? d / (per_process / played) : node_of[std::size_t(process)];
+    t.devices.push_back({d, process, node, 0,
                          "CPU arena " + std::to_string(d), "", impl_->settings.heap_size,
                          int(std::thread::hardware_concurrency()), 0});
   }
@@ -122,9 +125,9 @@ grma::topology runtime::topology() const {
     for (const device_description& b : t.devices)
       t.paths[std::size_t(a.index)][std::size_t(b.index)] =
           a.index == b.index       ? path_kind::same_device
+          : a.node != b.node       ? path_kind::other_node
           : a.process == b.process ? path_kind::process_memory
-          : a.node == b.node       ? path_kind::shared_memory
-                                   : path_kind::other_node;
+                                   : path_kind::shared_memory;
   return t;
 }
 
@@ -160,7 +163,15 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   const detail::process_group& group = detail::process_group::get();
   rank_info info = detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(),
                                       group.count(), /*first_device=*/group.index() * devices);
-  place_on_nodes(info, job_nodes_of(impl_->settings), devices);
+  const int played = detail::nodes_in_process(impl_->settings, group.count(), devices);
+  if (played == 1) {
+    place_on_nodes(info, job_nodes_of(impl_->settings), devices);
+  } else {  // the process is on every node; it describes itself as on its first
+    info.node_index = 0;
+    info.node_count = played;
+    info.device_index = 0;
+    info.device_count = devices / played;
+  }
   return info;
 }
 

@@ -1,6 +1,8 @@
 #include "mpi_transport.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,33 +46,69 @@ MPI_Comm network_comm() {
   return comm;
 }
 
-}  // namespace
+class mpi_transport final : public transport {
+ public:
+  explicit mpi_transport(unsigned job) {
+    // MPI guarantees tags up to 32767; channels take 1 to 3.
+    first_tag = int(job % 8000u) * 4;
+  }
+  ~mpi_transport() override { abandon(); }
+  mpi_transport(const mpi_transport&) = delete;
+  mpi_transport& operator=(const mpi_transport&) = delete;
 
-struct mpi_transport::state {
+  const char* name() const override { return "mpi"; }
+  bool reaches_cuda_memory() const override { return mpi_reaches_cuda_memory(); }
+
+  void send(int to, channel c, const void* buffer, std::size_t bytes,
+            std::function<void()> done) override {
+    start(to, c, const_cast<void*>(buffer), bytes, false,
+          [done = std::move(done)](int, std::size_t) { done(); });
+  }
+  void receive(int from, channel c, void* buffer, std::size_t bytes,
+               std::function<void(int, std::size_t)> done) override {
+    start(from, c, buffer, bytes, true, std::move(done));
+  }
+  bool poll() override;
+  bool idle() const override {
+    return std::all_of(open.begin(), open.end(), [](const auto& t) { return t.second.any_source; });
+  }
+  void abandon() override;
+
+ private:
   // One message (a send, or a receive), in pieces; done when all pieces are.
   struct transfer {
-    std::vector<MPI_Request> pieces;
-    std::size_t next = 0;  // pieces before it are complete
-    int source = -1;
-    bool receiving = false;
-    bool any_source = false;
-    std::function<void(int)> done;
+    int peer;  // a receive from any process: its sender, once known
+    bool receiving;
+    bool any_source;
+    std::size_t pieces_left = 0;
+    std::size_t received = 0;  // bytes
+    std::function<void(int, std::size_t)> done;
   };
   MPI_Comm comm = network_comm();
-  int first_tag = 0;  // of this run's channels
-  std::vector<transfer> open;
+  int first_tag = 0;  // of this job's channels
+  std::uint64_t started = 0;
+  std::map<std::uint64_t, transfer> open;  // by start: the order `done`s run in
+  // Every piece in flight beside the transfer it belongs to, tested by one
+  // MPI_Testsome a poll (an MPI_Test each made MPI progress once per
+  // request: with thousands in flight, most of the engine's time).
+  std::vector<MPI_Request> requests;
+  std::vector<std::uint64_t> owners;
+  std::vector<int> indices;
+  std::vector<MPI_Status> statuses;
 
   int tag(channel c) const { return first_tag + int(c); }
+  void start(int peer, channel c, void* buffer, std::size_t bytes, bool receiving,
+             std::function<void(int, std::size_t)> done);
 };
 
-mpi_transport::mpi_transport(unsigned run) : s_(std::make_unique<state>()) {
-  // MPI guarantees tags up to 32767; channels take 1 to 3.
-  s_->first_tag = int(run % 8000u) * 4;
+}  // namespace
+
+std::unique_ptr<transport> make_mpi_transport() {
+  static unsigned jobs = 0;  // collective, so every process counts them alike
+  return std::make_unique<mpi_transport>(++jobs);
 }
 
-mpi_transport::~mpi_transport() { abandon(); }
-
-bool mpi_transport::reaches_cuda_memory() {
+bool mpi_reaches_cuda_memory() {
 #if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
   return MPIX_Query_cuda_support() == 1;  // built with CUDA and running with it
 #else
@@ -78,107 +116,104 @@ bool mpi_transport::reaches_cuda_memory() {
 #endif
 }
 
-void mpi_transport::send(int to, channel c, const void* buffer, std::size_t bytes,
-                         std::function<void()> done) {
-  state::transfer t;
-  t.source = to;
-  t.done = [done = std::move(done)](int) { done(); };
-  const auto* p = static_cast<const unsigned char*>(buffer);
-  std::size_t at = 0;
-  do {
-    const std::size_t n = std::min(piece_bytes, bytes - at);
-    MPI_Request r = MPI_REQUEST_NULL;
-    const int status = MPI_Isend(p + at, int(n), MPI_BYTE, to, s_->tag(c), s_->comm, &r);
-    if (status != MPI_SUCCESS) mpi_failed(status, "sending to process " + std::to_string(to));
-    t.pieces.push_back(r);
-    at += n;
-  } while (at < bytes);
-  s_->open.push_back(std::move(t));
-}
-
-void mpi_transport::receive(int from, channel c, void* buffer, std::size_t bytes,
-                            std::function<void(int)> done) {
-  state::transfer t;
-  t.source = from;
-  t.receiving = true;
-  t.any_source = from < 0;
+void mpi_transport::start(int peer, channel c, void* buffer, std::size_t bytes, bool receiving,
+                          std::function<void(int, std::size_t)> done) {
+  const std::uint64_t id = started++;
+  transfer& t = open[id];
+  t.peer = peer;
+  t.receiving = receiving;
+  t.any_source = peer < 0;
   t.done = std::move(done);
   auto* p = static_cast<unsigned char*>(buffer);
   std::size_t at = 0;
-  do {
+  do {  // a message of 0 bytes is one piece too
     const std::size_t n = std::min(piece_bytes, bytes - at);
     MPI_Request r = MPI_REQUEST_NULL;
-    const int status = MPI_Irecv(p + at, int(n), MPI_BYTE, from < 0 ? MPI_ANY_SOURCE : from,
-                                 s_->tag(c), s_->comm, &r);
-    if (status != MPI_SUCCESS) mpi_failed(status, "receiving from process " + std::to_string(from));
-    t.pieces.push_back(r);
+    const int status =
+        receiving ? MPI_Irecv(p + at, int(n), MPI_BYTE, peer < 0 ? MPI_ANY_SOURCE : peer, tag(c), comm, &r)
+                  : MPI_Isend(p + at, int(n), MPI_BYTE, peer, tag(c), comm, &r);
+    if (status != MPI_SUCCESS)
+      mpi_failed(status, (receiving ? "receiving from process " : "sending to process ") +
+                             std::to_string(peer));
+    requests.push_back(r);
+    owners.push_back(id);
+    ++t.pieces_left;
     at += n;
   } while (at < bytes);
-  s_->open.push_back(std::move(t));
 }
 
 bool mpi_transport::poll() {
-  std::vector<state::transfer> finished;
-  for (std::size_t i = 0; i < s_->open.size();) {
-    state::transfer& t = s_->open[i];
-    while (t.next < t.pieces.size()) {
-      int flag = 0;
-      MPI_Status st;
-      const int status = MPI_Test(&t.pieces[t.next], &flag, &st);
-      if (status != MPI_SUCCESS)
-        mpi_failed(status, "a transfer with process " + std::to_string(t.source));
-      if (!flag) break;
-      if (t.any_source) t.source = st.MPI_SOURCE;
-      ++t.next;
-    }
-    if (t.next == t.pieces.size()) {
-      finished.push_back(std::move(t));
-      s_->open.erase(s_->open.begin() + std::ptrdiff_t(i));
-    } else {
-      ++i;
-    }
+  if (requests.empty()) return false;
+  indices.resize(requests.size());
+  statuses.resize(requests.size());
+  int count = 0;
+  const int status =
+      MPI_Testsome(int(requests.size()), requests.data(), &count, indices.data(), statuses.data());
+  if (count == MPI_UNDEFINED || count == 0) {
+    if (status != MPI_SUCCESS) mpi_failed(status, "a transfer");
+    return false;
   }
+  std::vector<std::uint64_t> finished;
+  for (int i = 0; i < count; ++i) {
+    const auto k = std::size_t(indices[std::size_t(i)]);
+    transfer& t = open.at(owners[k]);
+    const MPI_Status& st = statuses[std::size_t(i)];
+    if (status == MPI_ERR_IN_STATUS && st.MPI_ERROR != MPI_SUCCESS)
+      mpi_failed(st.MPI_ERROR, "a transfer with process " + std::to_string(t.peer));
+    if (t.receiving) {
+      if (t.any_source) t.peer = st.MPI_SOURCE;
+      int n = 0;
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      t.received += std::size_t(n);
+    }
+    if (--t.pieces_left == 0) finished.push_back(owners[k]);
+  }
+  if (status != MPI_SUCCESS && status != MPI_ERR_IN_STATUS) mpi_failed(status, "a transfer");
+  // Completed requests are MPI_REQUEST_NULL now: keep the others, in order.
+  std::size_t kept = 0;
+  for (std::size_t k = 0; k < requests.size(); ++k)
+    if (requests[k] != MPI_REQUEST_NULL) {
+      requests[kept] = requests[k];
+      owners[kept++] = owners[k];
+    }
+  requests.resize(kept);
+  owners.resize(kept);
   // In the order they were started, so a pair's messages are handled in order.
-  for (state::transfer& t : finished) t.done(t.source);
-  return !finished.empty();
-}
-
-bool mpi_transport::idle() const {
-  return std::all_of(s_->open.begin(), s_->open.end(),
-                     [](const state::transfer& t) { return t.any_source; });
+  std::sort(finished.begin(), finished.end());
+  std::vector<transfer> done;
+  done.reserve(finished.size());
+  for (std::uint64_t id : finished) {
+    auto it = open.find(id);
+    done.push_back(std::move(it->second));
+    open.erase(it);
+  }
+  for (transfer& t : done) t.done(t.peer, t.received);
+  return true;
 }
 
 void mpi_transport::abandon() {
   // A send left to MPI may still read its buffer, and a cancelled receive
   // that had already matched may still write it: what keeps the buffer
   // alive (the completion's captures) is kept for the process's lifetime.
-  // Only a failed run leaves anything here.
-  static auto* kept = new std::vector<std::function<void(int)>>;
-  for (state::transfer& t : s_->open) {
-    for (std::size_t i = t.next; i < t.pieces.size(); ++i) {
-      if (t.receiving) MPI_Cancel(&t.pieces[i]);
-      MPI_Request_free(&t.pieces[i]);
-    }
-    kept->push_back(std::move(t.done));
+  // Only a failed job leaves anything here.
+  static auto* kept = new std::vector<std::function<void(int, std::size_t)>>;
+  for (std::size_t k = 0; k < requests.size(); ++k) {
+    if (open.at(owners[k]).receiving) MPI_Cancel(&requests[k]);
+    MPI_Request_free(&requests[k]);
   }
-  s_->open.clear();
+  for (auto& [id, t] : open) kept->push_back(std::move(t.done));
+  requests.clear();
+  owners.clear();
+  open.clear();
 }
 
 #else
 
-struct mpi_transport::state {};
-
-mpi_transport::mpi_transport(unsigned) {
+std::unique_ptr<transport> make_mpi_transport() {
   throw error(errc::invalid_config, -1, call::runtime,
-              "grma: a job across nodes needs MPI, and this grma was built without it");
+              "grma: GRMA_TRANSPORT=mpi: this grma was built without MPI");
 }
-mpi_transport::~mpi_transport() = default;
-bool mpi_transport::reaches_cuda_memory() { return false; }
-void mpi_transport::send(int, channel, const void*, std::size_t, std::function<void()>) {}
-void mpi_transport::receive(int, channel, void*, std::size_t, std::function<void(int)>) {}
-bool mpi_transport::poll() { return false; }
-bool mpi_transport::idle() const { return true; }
-void mpi_transport::abandon() {}
+bool mpi_reaches_cuda_memory() { return false; }
 
 #endif
 

@@ -15,7 +15,7 @@
 #include "grma/types.hpp"
 #include "data_lanes.hpp"
 #include "engine_memory.hpp"
-#include "mpi_transport.hpp"
+#include "transport.hpp"
 #include "watchdog.hpp"
 
 namespace grma::detail {
@@ -42,6 +42,21 @@ constexpr int drain_polls = 64;
 // Staging memory each lane (process and direction) may hold: 16 chunks in
 // flight keep the network and the copies busy (data_lanes).
 constexpr std::uint64_t staging_per_lane = std::uint64_t{16} << 20;
+
+// Headers for one process travel together, up to this many in a message
+// (3840 bytes: under Open MPI's shared-memory eager limit of 4 KiB, so a
+// batch costs the receiver one copy and no handshake).
+constexpr std::size_t batch_headers = 32;
+// Header receives posted at once: a poll can take as many batches.
+constexpr int header_receives = 4;
+
+// A posted receive of a batch of headers; taken in the order posted.
+struct header_receive {
+  std::vector<remote_command> batch = std::vector<remote_command>(batch_headers);
+  int from = -1;
+  std::size_t bytes = 0;
+  bool arrived = false;
+};
 
 // A notification for a ring that was full, with whom to acknowledge after.
 struct held_notification {
@@ -91,7 +106,7 @@ struct remote_engine::state {
   // flight hold return their room to it, and their memory to `memory`.
   data_lanes lanes;
   std::unique_ptr<engine_memory> memory;
-  mpi_transport net;
+  std::unique_ptr<transport> net;
 
   std::vector<ring_reader> readers;  // of this process's command rings
   std::map<std::pair<int, int>, outbox> outboxes;
@@ -102,7 +117,8 @@ struct remote_engine::state {
   std::vector<arrivals_of_node> early;           // arrivals of a later collective
   std::uint64_t unacknowledged = 0;              // operations sent, not yet acknowledged
   std::uint64_t forwarded = 0;                   // the last world collective forwarded
-  remote_command inbound{};                      // the header being received
+  std::vector<std::vector<remote_command>> outgoing;  // by process: headers not sent yet
+  std::deque<std::unique_ptr<header_receive>> inbound;  // posted, oldest first
   std::vector<bool> done_from, refused_from;     // by process
   std::vector<std::deque<remote_command>> waiting;  // by process: see handle()
   std::vector<std::deque<in_order>> completing;     // by origin world rank: see complete_in_order()
@@ -118,13 +134,13 @@ struct remote_engine::state {
   std::string failure;
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence,
-        std::unique_ptr<engine_memory> m, unsigned run)
+        std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t)
       : nodes(n),
         views(std::move(v)),
         silence_seconds(silence),
         lanes(n.processes, staging_per_lane, [this](std::size_t bytes) { return memory->staging(bytes); }),
         memory(std::move(m)),
-        net(run) {}
+        net(std::move(t)) {}
 
   int device_of(int rank) const { return rank / ranks_per_device; }
   int process_of_rank(int rank) const { return device_of(rank) / nodes.devices_per_process; }
@@ -163,9 +179,29 @@ struct remote_engine::state {
 
   // ---- sending -------------------------------------------------------------
 
+  // Headers wait in `outgoing` until the engine flushes them (after taking
+  // its ranks' commands, and at the end of each turn), so all those ready
+  // for one process in a turn go in one message; a lone one goes in the
+  // same turn. Their data and records follow on channels of their own,
+  // which the receiver takes in header order.
   void send_header(int to, const remote_command& c) {
-    auto copy = std::make_shared<remote_command>(c);
-    net.send(to, channel::header, copy.get(), sizeof(remote_command), [copy] {});
+    std::vector<remote_command>& batch = outgoing[std::size_t(to)];
+    batch.push_back(c);
+    if (batch.size() == batch_headers) flush_headers(to);
+  }
+
+  void flush_headers(int to) {
+    std::vector<remote_command>& batch = outgoing[std::size_t(to)];
+    if (batch.empty()) return;
+    auto message = std::make_shared<std::vector<remote_command>>(std::move(batch));
+    batch.clear();
+    batch.reserve(batch_headers);
+    net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
+              [message] {});
+  }
+
+  void flush_headers() {
+    for (int p = 0; p < nodes.processes; ++p) flush_headers(p);
   }
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n) {
@@ -255,10 +291,10 @@ struct remote_engine::state {
       lanes.enqueue(to, lane_direction::out, n, [this, to, from = at + offset, n, chunk_done](auto stage) {
         if (!stage) {
           memory->flush();  // the network reads the device itself: earlier writes first
-          return net.send(to, channel::data, from, n, chunk_done);
+          return net->send(to, channel::data, from, n, chunk_done);
         }
         memory->read(stage.get(), from, n);  // sees every earlier write
-        net.send(to, channel::data, stage.get(), n, [stage] {});
+        net->send(to, channel::data, stage.get(), n, [stage] {});
         chunk_done();
       });
     });
@@ -270,9 +306,9 @@ struct remote_engine::state {
       lanes.enqueue(from, lane_direction::in, n, [this, from, to = at + offset, n, chunk_done](auto stage) {
         if (!stage) {
           memory->flush();  // the network writes the device itself: no earlier write lands over it
-          return net.receive(from, channel::data, to, n, [chunk_done](int) { chunk_done(); });
+          return net->receive(from, channel::data, to, n, [chunk_done](int, std::size_t) { chunk_done(); });
         }
-        net.receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int) {
+        net->receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int, std::size_t) {
           // Lands before anything written after it (engine_memory); the
           // stage returns to its lane when the copy is done.
           memory->write_staged(to, stage, n);
@@ -298,23 +334,52 @@ struct remote_engine::state {
     for (int p = 0; p < nodes.processes; ++p) {
       if (!remote_process(p) || leader_process(nodes.node_of[std::size_t(p)]) != p) continue;
       send_header(p, c);
-      net.send(p, channel::record, data->data(), c.bytes, [data] {});
+      net->send(p, channel::record, data->data(), c.bytes, [data] {});
     }
   }
 
   // ---- requests from other nodes ---------------------------------------------
 
   void listen() {
-    net.receive(-1, channel::header, &inbound, sizeof inbound, [this](int from) {
-      const remote_command c = inbound;
-      listen();
+    for (int i = 0; i < header_receives; ++i) post_header_receive(std::make_unique<header_receive>());
+  }
+
+  void post_header_receive(std::unique_ptr<header_receive> r) {
+    header_receive* at = r.get();
+    at->arrived = false;
+    inbound.push_back(std::move(r));
+    net->receive(-1, channel::header, at->batch.data(), batch_headers * sizeof(remote_command),
+                 [this, at](int from, std::size_t bytes) {
+                   at->from = from;
+                   at->bytes = bytes;
+                   at->arrived = true;
+                   take_headers();
+                 });
+  }
+
+  // Handles the batches that arrived, in the order their receives were
+  // posted (which is the order of one sender's messages, however the
+  // transport completes them), each header in order.
+  void take_headers() {
+    while (!inbound.empty() && inbound.front()->arrived) {
+      std::unique_ptr<header_receive> r = std::move(inbound.front());
+      inbound.pop_front();
+      const int from = r->from;
       heard[std::size_t(from)] = clock::now();
-      std::deque<remote_command>& queue = waiting[std::size_t(from)];
-      if (!queue.empty() || !handle(from, c)) {
-        if (queue.empty()) waiting_since[std::size_t(from)] = clock::now();
-        queue.push_back(c);
+      if (r->bytes == 0 || r->bytes % sizeof(remote_command) != 0) {
+        malformed(from, -1, call::runtime, "sent a malformed batch of headers");
+      } else {
+        for (std::size_t i = 0; i < r->bytes / sizeof(remote_command); ++i) {
+          const remote_command& c = r->batch[i];
+          std::deque<remote_command>& queue = waiting[std::size_t(from)];
+          if (!queue.empty() || !handle(from, c)) {
+            if (queue.empty()) waiting_since[std::size_t(from)] = clock::now();
+            queue.push_back(c);
+          }
+        }
       }
-    });
+      post_header_receive(std::move(r));
+    }
   }
 
   // Handles what waits for a window its node has not created yet, in order.
@@ -557,8 +622,8 @@ struct remote_engine::state {
       return malformed(from, -1, call::runtime, "sent a malformed arrival");
     }
     batch->arrivals.resize(batch->ranks.size());
-    net.receive(from, channel::record, batch->arrivals.data(), c.bytes,
-                [this, batch](int) { early.push_back(std::move(*batch)); });
+    net->receive(from, channel::record, batch->arrivals.data(), c.bytes,
+                [this, batch](int, std::size_t) { early.push_back(std::move(*batch)); });
   }
 
   // Writes other nodes' arrivals at a collective once this node's are
@@ -621,7 +686,7 @@ struct remote_engine::state {
       return;
     }
     auto message = std::make_shared<std::vector<unsigned char>>(sizeof(error_record) + report_bytes);
-    net.receive(from, channel::record, message->data(), message->size(), [this, message, from](int) {
+    net->receive(from, channel::record, message->data(), message->size(), [this, message, from](int, std::size_t) {
       error_record record;
       std::memcpy(&record, message->data(), sizeof record);
       // Left for every process of this node (one of them may see the abort
@@ -711,7 +776,7 @@ struct remote_engine::state {
     for (int p = 0; p < nodes.processes; ++p)
       if (remote_process(p)) {  // done ones too: they wait for the others
         send_header(p, c);
-        net.send(p, channel::record, message->data(), message->size(), [message] {});
+        net->send(p, channel::record, message->data(), message->size(), [message] {});
       }
   }
 
@@ -792,8 +857,9 @@ struct remote_engine::state {
       listen();
       while (true) {
         bool busy = take_commands();
+        flush_headers();  // what the ranks asked for goes at once
         int polls = 0;
-        while (polls < drain_polls && net.poll()) ++polls;
+        while (polls < drain_polls && net->poll()) ++polls;
         busy |= polls > 0;
         if (polls < drain_polls) listened = clock::now();  // it took all there was
         busy |= memory->progress();  // returns the staging of copies done
@@ -811,15 +877,16 @@ struct remote_engine::state {
         if (local) drop_held();
         busy |= send_acks();
         watch(listened);
-        if (local && aborted) break;
-        if (local && !said_done && unacknowledged == 0 && gets.empty()) {
+        if (local && !aborted && !said_done && unacknowledged == 0 && gets.empty()) {
           said_done = true;
           remote_command c{};
           c.op = wire_done;
           for (int p = 0; p < nodes.processes; ++p)
             if (remote_process(p)) send_header(p, c);
         }
-        if (said_done && everyone_done() && net.idle() && lanes.idle() && !held_any() && early.empty() &&
+        flush_headers();  // replies, acknowledgements, beats, an abort
+        if (local && aborted) break;
+        if (said_done && everyone_done() && net->idle() && lanes.idle() && !held_any() && early.empty() &&
             !waits_any() && acks_waiting.empty())
           break;
         if (busy) {
@@ -835,16 +902,15 @@ struct remote_engine::state {
     }
     memory->unbind();
     // Ending in failure: nothing more will complete.
-    if (load_acquire<scope::system>(first->control->abort) != 0) net.abandon();
+    if (load_acquire<scope::system>(first->control->abort) != 0) net->abandon();
   }
 };
 
-// Runs are collective, so every process counts them alike.
-static unsigned runs = 0;
-
 remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
-                             std::unique_ptr<engine_memory> memory, double silence_seconds)
-    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, std::move(memory), ++runs)) {
+                             std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
+                             double silence_seconds)
+    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, std::move(memory),
+                                 std::move(net))) {
   state& s = *s_;
   const device_view& own = *s.views[std::size_t(nodes.process * nodes.devices_per_process)];
   s.ranks_per_device = own.ranks;
@@ -869,6 +935,7 @@ remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_vi
   for (int d = 0; d < nodes.devices_per_process; ++d)
     s.own.push_back(s.views[std::size_t(nodes.process * nodes.devices_per_process + d)]);
   s.waiting.resize(std::size_t(nodes.processes));
+  s.outgoing.resize(std::size_t(nodes.processes));
   s.completing.resize(std::size_t(s.world_size));
   s.waiting_since.assign(std::size_t(nodes.processes), clock::now());
 }
@@ -880,9 +947,11 @@ void remote_engine::start() {
 
 remote_engine::~remote_engine() { finish(); }
 
+void remote_engine::ranks_done() { s_->local_done.store(true, std::memory_order_release); }
+
 void remote_engine::finish() {
   if (!thread_.joinable()) return;
-  s_->local_done.store(true, std::memory_order_release);
+  ranks_done();
   thread_.join();
 }
 

@@ -20,6 +20,7 @@
 
 #include "grma/detail/device_state.hpp"
 #include "engine_memory.hpp"
+#include "transport.hpp"
 
 namespace grma::detail {
 
@@ -34,20 +35,27 @@ class remote_engine {
  public:
   // `views`: every device of the job as this process addresses it, null for
   // devices on other nodes; `memory`: how the engine reaches its process's
-  // devices. Collective: every process of the job makes its engine at the
-  // same step. A process that stays silent for `silence_seconds` is taken
-  // for lost.
+  // devices; `net`: its endpoint of the transport that joins the nodes. A
+  // process that stays silent for `silence_seconds` is taken for lost.
+  // (`nodes.process` is the process the engine serves: where one process
+  // plays several nodes, each has its engine, and each engine a process
+  // number of its own.)
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
-                std::unique_ptr<engine_memory> memory, double silence_seconds);
-  // Starts the engine's thread, which makes MPI calls from then on: only
-  // once the thread in run() makes none (MPI_THREAD_SERIALIZED).
+                std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
+                double silence_seconds);
+  // Starts the engine's thread, which uses the transport from then on (an
+  // MPI one: only once the thread in run() makes no MPI calls,
+  // MPI_THREAD_SERIALIZED).
   void start();
   ~remote_engine();
   remote_engine(const remote_engine&) = delete;
   remote_engine& operator=(const remote_engine&) = delete;
 
   // The process's ranks have all returned: serve the other processes until
-  // they are done too (or the job failed), then stop.
+  // they are done too (or the job failed), then stop. ranks_done() says so
+  // without waiting: every engine of a process that plays several nodes
+  // must hear it before any can stop.
+  void ranks_done();
   void finish();
 
   // Why the engine ended the job (a lost process, a network error), else

@@ -65,6 +65,14 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
     } else if (name == "GRMA_NODE_ID") {
       if (value.empty() || value.size() > 63) bad(name, value, "1 to 63 characters");
       s.node_id = value;
+    } else if (name == "GRMA_NODES") {
+      s.nodes = int(parse_count(name, value, 1, detail::max_devices));
+    } else if (name == "GRMA_TRANSPORT") {
+      if (value == "auto") s.transport = transport_kind::automatic;
+      else if (value == "mpi") s.transport = transport_kind::mpi;
+      else if (value == "ucx") s.transport = transport_kind::ucx;
+      else if (value == "loopback") s.transport = transport_kind::loopback;
+      else bad(name, value, "auto, mpi, ucx or loopback");
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
       if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");

@@ -31,9 +31,10 @@ constexpr int barrier_checked = 64;  // ranks whose cells a rank reads after eac
 struct barriers {
   int rounds;
   bool thread_zero_writes;
-  // Ranks whose cells this process's userdata holds (all, unless under mpirun).
-  int readable_first;
-  int readable_count;
+  // This process's ranks (all, unless under mpirun): the cells of those on
+  // this rank's node are in its userdata.
+  int process_first;
+  int process_count;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -43,8 +44,9 @@ struct barriers {
     const std::size_t row_cells = std::size_t(n) * barrier_cells;
     grma::window w = r.window_create(grma::world, cells + std::size_t(me) * barrier_cells,
                                      barrier_cells * sizeof(int));
-    const int checked = min_of(readable_count, barrier_checked);
-    const int stride = max_of(1, readable_count / barrier_checked);
+    const rank_span readable = userdata_sharers(r, process_first, process_count);
+    const int checked = min_of(readable.count, barrier_checked);
+    const int stride = max_of(1, readable.count / barrier_checked);
     for (int round = 0; round < rounds; ++round) {
       int* row = cells + std::size_t(round % 2) * row_cells;
       for (int c = 0; c < barrier_cells; ++c) {
@@ -55,8 +57,8 @@ struct barriers {
       r.barrier(world_or_whole_device(r, round % 3 == 2));
       for (int i = r.thread(); i < checked * barrier_cells; i += r.threads()) {
         const int other =
-            readable_first +
-            (me - readable_first + 1 + round + (i / barrier_cells) * stride) % readable_count;
+            readable.first +
+            (me - readable.first + 1 + round + (i / barrier_cells) * stride) % readable.count;
         const int seen = row[std::size_t(other) * barrier_cells + std::size_t(i % barrier_cells)];
         if (seen != round) {
           record_failure(rec, __LINE__, round, other, seen);

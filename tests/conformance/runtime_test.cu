@@ -165,12 +165,16 @@ int environment_int(const char* name, int otherwise) {
 // OMPI_COMM_WORLD_RANK and _SIZE, or PMI_RANK and PMI_SIZE; 0 of 1 without
 // it), on node p mod CONFORMANCE_NODES (the jobs across nodes give process p
 // the node id node<p mod nodes>; 1 node without), GRMA_DEVICES devices per
-// process. per_device: the ranks per device asked for; 0: whatever fits.
+// process (or, where one process plays every node, GRMA_NODES nodes).
+// per_device: the ranks per device asked for; 0: whatever fits.
 void expect_layout(const grma::runtime& rt, const grma::rank_info& info, int per_device,
                    int threads) {
   const int processes = environment_int("OMPI_COMM_WORLD_SIZE", environment_int("PMI_SIZE", 1));
   const int process = environment_int("OMPI_COMM_WORLD_RANK", environment_int("PMI_RANK", 0));
   const int nodes = environment_int("CONFORMANCE_NODES", 1);
+  // A process that plays several nodes (GRMA_NODES) splits its devices
+  // evenly among them and describes itself as on the first.
+  const int played = rt.settings().nodes;
   EXPECT_EQ(info.process_count, processes);
   EXPECT_EQ(info.process_index, process);
   EXPECT_EQ(info.node_count, nodes);
@@ -188,7 +192,7 @@ void expect_layout(const grma::runtime& rt, const grma::rank_info& info, int per
     EXPECT_EQ(info.device_count % on_my_node, 0) << "device_count " << info.device_count;
     devices = info.device_count / on_my_node;
   }
-  EXPECT_EQ(info.device_count, devices * on_my_node);
+  EXPECT_EQ(info.device_count, devices * on_my_node / played);
   EXPECT_EQ(info.device_index, devices * before_me);
   if (per_device != 0)
     EXPECT_EQ(info.ranks_per_device, per_device);
@@ -499,12 +503,14 @@ constexpr std::size_t overlap_bytes = 4096, overlap_half = overlap_bytes / 2;
 struct overlapping_windows {
   buffers mem;
   // Ranks of this process (all, unless under mpirun): pointers into their
-  // memory mean the same to each other.
+  // memory mean the same to each other, and those on its node share its
+  // userdata (a process that plays several nodes gives each its copy).
   int local_first;
   int local_count;
 
-  GRMA_HOST_DEVICE bool local(int rank) const {
-    return rank >= local_first && rank < local_first + local_count;
+  template <class Rank>
+  GRMA_HOST_DEVICE bool local(const Rank& r, int rank) const {
+    return userdata_sharers(r, local_first, local_count).holds(rank);
   }
 
   template <class Rank>
@@ -565,8 +571,8 @@ struct overlapping_windows {
     // target filled itself (between ranks of one process: its address).
     r.barrier(grma::world);
     auto* theirs = reinterpret_cast<std::uint8_t*>(std::uintptr_t(buffers[right]));
-    if (local(right)) r.put_notify(whole, right, 1000, 1000, theirs + 1000, 7);
-    if (local(left)) r.wait_notifications(whole, left, 7, 1);
+    if (local(r, right)) r.put_notify(whole, right, 1000, 1000, theirs + 1000, 7);
+    if (local(r, left)) r.wait_notifications(whole, left, 7, 1);
     CONF_CHECK_PATTERN(r, rec, buffer, overlap_bytes, mix(std::uint64_t(me), 4), 0, 7);
     r.barrier(grma::world);
     no_notification_left(r, rec, windows, 11);

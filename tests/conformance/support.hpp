@@ -247,6 +247,24 @@ GRMA_HOST_DEVICE int node_size(Rank& r, void* symmetric) {
   return k;
 }
 
+// The world ranks whose userdata is rank r's copy: those of its process
+// ([first, first + count): job::first and responsible) on its node, one run
+// of ranks (a process that plays several nodes, GRMA_NODES, gives each node
+// its own copy).
+struct rank_span {
+  int first;
+  int count;
+  GRMA_HOST_DEVICE bool holds(int rank) const { return rank >= first && rank < first + count; }
+};
+template <class Rank>
+GRMA_HOST_DEVICE rank_span userdata_sharers(const Rank& r, int first, int count) {
+  const int node = r.team_size(grma::team_node);
+  const int low = max_of(first, r.team_translate(grma::team_node, 0, grma::team_world));
+  const int high =
+      min_of(first + count, r.team_translate(grma::team_node, node - 1, grma::team_world) + 1);
+  return {low, high - low};
+}
+
 // ---- groups ----------------------------------------------------------------------
 
 // Ranks split into ceil(n / limit) groups of at most `limit` members, strided

@@ -696,6 +696,30 @@ TEST(Watchdog, ReportsStuckRanksAndTheirUnmatchedNotifications) {
   }
 }
 
+// Nodes that one process plays (GRMA_NODES) split its devices evenly, and
+// only the loopback transport joins them; a transport not built is named.
+TEST(Errors, NodesInAProcessSplitItsDevicesEvenly) {
+  grma::settings s = small_job(2);
+  s.nodes = 2;
+  s.devices = 3;
+  EXPECT_STREQ(expect_failure([](grma::cpu_rank&) {}, s).what(),
+               "grma: GRMA_NODES=2 splits the process's devices evenly among its nodes, and it has "
+               "3 (GRMA_DEVICES)");
+}
+
+TEST(Errors, NodesInAProcessTakeOnlyTheLoopbackTransport) {
+  for (grma::transport_kind t : {grma::transport_kind::mpi, grma::transport_kind::ucx}) {
+    grma::settings s = small_job(2);
+    s.nodes = 2;
+    s.devices = 2;
+    s.transport = t;
+    EXPECT_EQ(std::string(expect_failure([](grma::cpu_rank&) {}, s).what()),
+              std::string("grma: GRMA_TRANSPORT=") + grma::to_string(t) +
+                  " joins processes, and the 2 nodes of GRMA_NODES are all in this one: only the "
+                  "loopback transport joins them");
+  }
+}
+
 TEST(Watchdog, QuietWhileRanksMakeProgress) {
   // Ranks that keep exchanging for several timeouts, each step shorter than
   // the timeout, are not stopped.

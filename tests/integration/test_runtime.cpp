@@ -103,6 +103,44 @@ TEST(Runtime, AFailedRunLeavesUserdataAsItWas) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(data[i], i < ranks ? 1001 + i : 1000 + i) << "entry " << i;
 }
 
+// A process that plays two nodes of two devices each (GRMA_NODES): its
+// devices of one node reach each other in its memory, the others are
+// another node's; it describes itself as on the first node, and a put
+// between the nodes goes through the engines.
+TEST(Runtime, NodesInAProcessAreOtherNodesToEachOther) {
+  grma::settings s = test_settings(2);
+  s.nodes = 2;
+  s.devices = 4;
+  grma::runtime rt(s);
+  const grma::topology t = rt.topology();
+  ASSERT_EQ(t.devices.size(), 4u);
+  for (const grma::device_description& d : t.devices) EXPECT_EQ(d.node, d.index / 2) << d.index;
+  EXPECT_EQ(t.paths[0][1], grma::path_kind::process_memory);
+  EXPECT_EQ(t.paths[1][2], grma::path_kind::other_node);
+  EXPECT_EQ(t.paths[3][0], grma::path_kind::other_node);
+  const grma::rank_info info = rt.info([](grma::cpu_rank&) {});
+  EXPECT_EQ(info.node_count, 2);
+  EXPECT_EQ(info.node_index, 0);
+  EXPECT_EQ(info.device_count, 2);
+  EXPECT_EQ(info.rank_responsible, 8);
+  std::uint64_t seen[8] = {};
+  rt.run(
+      [](grma::cpu_rank& r) {
+        const int me = r.rank(grma::world), n = r.size(grma::world);
+        auto* inbox = static_cast<std::uint64_t*>(r.alloc(sizeof(std::uint64_t)));
+        auto* outbox = static_cast<std::uint64_t*>(r.alloc(sizeof(std::uint64_t)));
+        grma::window w = r.window_create(grma::world, inbox, sizeof(std::uint64_t));
+        *outbox = 1000 + std::uint64_t(me);
+        const int across = (me + n / 2) % n;  // on the other node
+        r.put_notify(w, across, 0, sizeof(std::uint64_t), outbox, 5);
+        r.wait_notifications(w, across, 5, 1);
+        r.userdata<std::uint64_t>()[me] = *inbox;
+        r.window_free(w);
+      },
+      {.userdata = seen, .userdata_size = sizeof seen});
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(seen[i], 1000u + std::uint64_t((i + 4) % 8)) << "rank " << i;
+}
+
 // launch returns while the ranks run; wait() returns when they are done
 // (with userdata back) or throws the run's error; one job at a time.
 TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {

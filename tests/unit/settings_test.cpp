@@ -150,6 +150,20 @@ TEST(Settings, EngineProxy) {
     EXPECT_EQ(parse_error("GRMA_ENGINE_PROXY", bad), invalid("GRMA_ENGINE_PROXY", bad, "a number from 0 to 1"));
 }
 
+TEST(Settings, TransportAndNodesInAProcess) {
+  EXPECT_EQ(grma::settings{}.transport, grma::transport_kind::automatic);
+  EXPECT_EQ(grma::settings{}.nodes, 1);
+  EXPECT_EQ(parse_one("GRMA_TRANSPORT", "auto").transport, grma::transport_kind::automatic);
+  EXPECT_EQ(parse_one("GRMA_TRANSPORT", "mpi").transport, grma::transport_kind::mpi);
+  EXPECT_EQ(parse_one("GRMA_TRANSPORT", "ucx").transport, grma::transport_kind::ucx);
+  EXPECT_EQ(parse_one("GRMA_TRANSPORT", "loopback").transport, grma::transport_kind::loopback);
+  EXPECT_EQ(parse_error("GRMA_TRANSPORT", "tcp"),
+            invalid("GRMA_TRANSPORT", "tcp", "auto, mpi, ucx or loopback"));
+  EXPECT_EQ(parse_one("GRMA_NODES", "3").nodes, 3);
+  for (const char* bad : {"0", "9", "two"})
+    EXPECT_EQ(parse_error("GRMA_NODES", bad), invalid("GRMA_NODES", bad, "a number from 1 to 8"));
+}
+
 TEST(Settings, Timeout) {
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "2.5").timeout_seconds, 2.5);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "0").timeout_seconds, 0.0);

@@ -15,6 +15,7 @@
 #include "../../runtime/process_watch.hpp"
 #include "../../runtime/progress.hpp"
 #include "../../runtime/watchdog.hpp"
+#include "../../runtime/loopback_transport.hpp"
 #include "../../runtime/remote_engine.hpp"
 #include "cpu_arena.hpp"
 #include "../../runtime/shared_segment.hpp"
@@ -101,20 +102,49 @@ void throw_failure(std::exception_ptr failure, const std::string& watchdog,
               "grma: another process of the job failed during the run");
 }
 
+// Where a process plays several nodes (GRMA_NODES), each node's ranks get
+// their own copy of the userdata; afterwards a byte comes back from the
+// last node that changed it, so that ranks writing their own parts (as a
+// process's ranks do) all have them back.
+void merge_userdata(const launch_options& o, const std::vector<const unsigned char*>& copies) {
+  if (copies.size() == 1) return void(std::memcpy(o.userdata, copies[0], o.userdata_size));
+  auto* out = static_cast<unsigned char*>(o.userdata);
+  const std::vector<unsigned char> before(out, out + o.userdata_size);
+  for (const unsigned char* copy : copies)
+    for (std::size_t i = 0; i < o.userdata_size; ++i)
+      if (copy[i] != before[i]) out[i] = copy[i];
+}
+
 }  // namespace
 
 void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
                  const std::function<void(cpu_rank&)>& body) {
   const process_group& group = process_group::get();
   const int processes = group.count(), me = group.index();
-  // Processes on this node map each other's arenas; the others are reached
-  // through the network engine.
-  const std::vector<int> node_of = processes > 1 ? group.nodes(s.node_id) : std::vector<int>{0};
-  auto here = [&](int p) { return node_of[std::size_t(p)] == node_of[std::size_t(me)]; };
-  int nodes = 0;
-  for (int n : node_of) nodes = std::max(nodes, n + 1);
   const int per_process = info.rank_responsible / info.ranks_per_device;
   const int devices = per_process * processes;
+  // The job's parts that each have their node and network engine: its
+  // processes, or the nodes that this one process plays (GRMA_NODES),
+  // which are joined by the loopback transport.
+  const int played = nodes_in_process(s, processes, per_process);
+  const int parts = played > 1 ? played : processes;
+  const int per_part = per_process / played;
+  std::vector<int> node_of(static_cast<std::size_t>(parts));  // by part
+  if (played > 1)
+    for (int n = 0; n < played; ++n) node_of[std::size_t(n)] = n;
+  else
+    node_of = processes > 1 ? group.nodes(s.node_id) : std::vector<int>{0};
+  std::vector<int> mine_parts;  // the parts this process runs
+  for (int n = 0; n < parts; ++n)
+    if (played > 1 || n == me) mine_parts.push_back(n);
+  const auto node_of_device = [&](int j) { return node_of[std::size_t(j / per_part)]; };
+  // Processes on a node of this one map each other's arenas; the other
+  // nodes are reached through the network engines.
+  const auto here = [&](int j) {
+    return played > 1 || node_of_device(j) == node_of[std::size_t(me)];
+  };
+  int nodes = 0;
+  for (int n : node_of) nodes = std::max(nodes, n + 1);
   const std::uint64_t userdata_bytes =
       agree_on_shape(group, s, info.ranks_per_device, per_process, o.userdata_size);
   if (devices > max_devices)
@@ -151,7 +181,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     });
     on_all_processes(group, "while mapping the others' shared memory", [&] {
       for (int j = 0; j < devices; ++j)
-        if (j / per_process != me && here(j / per_process)) {
+        if (j / per_process != me && here(j)) {
           segments.push_back(shared_segment::open(shared_segment::name(tag, "device", j), bytes));
           base[std::size_t(j)] = segments.back().data();
         }
@@ -160,7 +190,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     for (shared_segment& segment : segments) segment.unlink();
     on_all_processes(group, "while initializing its devices", [&] {
       for (int j = 0; j < devices; ++j) {
-        if (!here(j / per_process)) continue;
+        if (!here(j)) continue;
         unsigned char* heap = base[std::size_t(j)];
         unsigned char* control = heap + layout.heap_bytes;
         unsigned char* host = control + layout.control_bytes;
@@ -172,59 +202,99 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   }
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)
-    beats.push_back(here(p) ? views[std::size_t(p * per_process)].control : nullptr);
-  std::uint32_t node_devices = 0;
+    beats.push_back(here(p * per_process) ? views[std::size_t(p * per_process)].control : nullptr);
   std::vector<device_view*> all;
-  for (int j = 0; j < devices; ++j) {
-    if (here(j / per_process)) node_devices |= 1u << j;
-    all.push_back(&views[std::size_t(j)]);
+  for (int j = 0; j < devices; ++j) all.push_back(&views[std::size_t(j)]);
+  // Per node this process is on: its devices (what its watchdogs watch),
+  // and every device as its engine reaches them (null off the node).
+  struct node_here {
+    int part;  // the part its engine serves
+    std::vector<const device_view*> job, reachable;
+    std::unique_ptr<remote_engine> network;
+  };
+  std::vector<node_here> on;
+  for (int part : mine_parts) {
+    const int node = node_of[std::size_t(part)];
+    node_here n{part, {}, {}, nullptr};
+    std::uint32_t node_devices = 0;
+    for (int j = 0; j < devices; ++j) {
+      const bool there = here(j) && node_of_device(j) == node;
+      if (there) node_devices |= 1u << j;
+      n.reachable.push_back(there ? all[std::size_t(j)] : nullptr);
+      if (there) n.job.push_back(all[std::size_t(j)]);
+    }
+    link_views(all.data(), devices, per_part, node_devices, nodes);
+    on.push_back(std::move(n));
   }
-  link_views(all.data(), devices, per_process, node_devices, nodes);
-  std::vector<const device_view*> job;  // what the watchdog watches: this node
-  std::vector<const device_view*> reachable;  // by device, null off this node
-  for (int j = 0; j < devices; ++j) {
-    reachable.push_back(here(j / per_process) ? all[std::size_t(j)] : nullptr);
-    if (here(j / per_process)) job.push_back(all[std::size_t(j)]);
-  }
+  const auto node_here_of = [&](int j) -> node_here& {
+    for (node_here& n : on)
+      if (node_of[std::size_t(n.part)] == node_of_device(j)) return n;
+    return on[0];
+  };
 
   std::vector<const device_view*> mine;
   for (int d = 0; d < per_process; ++d) mine.push_back(&views[std::size_t(me * per_process + d)]);
-  unsigned char* userdata = mine[0]->heap + mine[0]->userdata_offset;
-  if (o.userdata_size != 0) std::memcpy(userdata, o.userdata, o.userdata_size);
+  std::vector<const unsigned char*> userdata;  // each part's copy
+  for (const node_here& n : on) {
+    const device_view& first = views[std::size_t(n.part * per_part)];
+    unsigned char* u = first.heap + first.userdata_offset;
+    if (o.userdata_size != 0) std::memcpy(u, o.userdata, o.userdata_size);
+    userdata.push_back(u);
+  }
 
-  std::unique_ptr<remote_engine> network;
-  if (nodes > 1)
+  if (nodes > 1) {
+    const transport_kind kind = choose_transport(s, played);
+    std::shared_ptr<loopback_hub> hub = played > 1 ? make_loopback_hub(parts) : nullptr;
+    // Collective where the transport joins processes (MPI).
     on_all_processes(group, "while starting its network engine", [&] {
-      network = std::make_unique<remote_engine>(job_nodes{processes, me, per_process, node_of},
-                                                reachable, make_host_engine_memory(),
-                                                /*silence_seconds=*/5.0);
+      for (node_here& n : on)
+        n.network = std::make_unique<remote_engine>(
+            job_nodes{parts, n.part, per_part, node_of}, n.reachable, make_host_engine_memory(),
+            make_transport(kind, hub, n.part), /*silence_seconds=*/5.0);
     });
-  if (network) network->start();
+    for (node_here& n : on) n.network->start();
+  }
   std::vector<std::unique_ptr<progress_engine>> progress;
-  for (const device_view* v : mine)
+  for (int d = 0; d < per_process; ++d) {
+    const int j = me * per_process + d;
+    node_here& n = node_here_of(j);
     progress.push_back(std::make_unique<progress_engine>(
-        *v, job, s.timeout_seconds, stdout, network ? &network->others_progress() : nullptr));
+        views[std::size_t(j)], n.job, s.timeout_seconds, stdout,
+        n.network ? &n.network->others_progress() : nullptr));
+  }
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
                                             /*silence_seconds=*/5.0);
 
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
-  // The other nodes may still need this process's memory: the engine serves
-  // them until every process is done.
-  if (network) network->finish();
+  // The other nodes may still need this process's memory: the engines
+  // serve them until every part is done.
+  for (node_here& n : on)
+    if (n.network) n.network->ranks_done();
+  for (node_here& n : on)
+    if (n.network) n.network->finish();
   std::string report;
   for (auto& p : progress) {
     p->stop();
     if (report.empty()) report = p->watchdog_report();
   }
-  const job_control& control = *mine[0]->control;
+  // The control block of the node whose error the job ends with (each
+  // node records the first error it sees), else of this process's first.
+  const job_control* control = mine[0]->control;
+  for (const node_here& n : on)
+    if (load_acquire<scope::system>(n.job[0]->control->error_claimed) != 0) {
+      control = n.job[0]->control;
+      break;
+    }
   // Another process's watchdog ended the job (of this node, or of another
   // node, whose report an engine left here): report what it saw.
-  if (report.empty()) report = left_report(control);
+  for (const node_here& n : on)
+    if (report.empty()) report = left_report(*n.job[0]->control);
   const auto watch_failure = [&] { return watch ? watch->failure() : std::string(); };
   std::string lost = watch_failure();
-  if (lost.empty() && network) lost = network->failure();
+  for (const node_here& n : on)
+    if (lost.empty() && n.network) lost = n.network->failure();
   // Every process, failed or not, votes before any unmaps its memory
   // (others' ranks may still use it). A process that seems lost (to this
   // node's watch, or to the network engine before the vote) cannot stall
@@ -232,8 +302,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   // where no watchdog reaches, when it was only slow.
   const std::optional<bool> failed_somewhere =
       group.end_of_run_vote(failure || !report.empty(), lost, watch_failure);
-  if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, control);
-  if (o.userdata_size != 0) std::memcpy(o.userdata, userdata, o.userdata_size);
+  if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, *control);
+  if (o.userdata_size != 0) merge_userdata(o, userdata);
 }
 
 }  // namespace grma::detail

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "../../runtime/launch.hpp"
-#include "../../runtime/mpi_transport.hpp"
+#include "../../runtime/transport.hpp"
 #include "../../runtime/remote_engine.hpp"
 #include "../../runtime/watchdog.hpp"
 #include "../../runtime/process_group.hpp"
@@ -117,6 +117,10 @@ void cuda_select_device() {
 }
 
 int cuda_job_devices(const settings& s) {
+  if (s.nodes != 1)
+    config_error("GRMA_NODES=" + std::to_string(s.nodes) +
+                 ": nodes played by one process are the CPU backend's; give each GPU's process "
+                 "its node with GRMA_NODE_ID");
   if (process_group::get().count() > 1) {
     if (s.devices != 1)
       config_error("GRMA_DEVICES=" + std::to_string(s.devices) +
@@ -471,12 +475,16 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   if (nodes > 1) {
     // Its own step: the engine's constructor makes MPI calls every process must make.
     std::unique_ptr<engine_memory> memory;
+    transport_kind kind{};
     on_all_processes(group, "while preparing its network engine", [&] {
-      memory = make_cuda_engine_memory(gpu, mpi_transport::reaches_cuda_memory(), s.engine_proxy);
+      kind = choose_transport(s, /*nodes_in_process=*/1);
     });
+    std::unique_ptr<transport> net = make_transport(kind, nullptr, me);
     on_all_processes(group, "while starting its network engine", [&] {
+      memory = make_cuda_engine_memory(gpu, net->reaches_cuda_memory(), s.engine_proxy);
       network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of}, reachable,
-                                                std::move(memory), /*silence_seconds=*/5.0);
+                                                std::move(memory), std::move(net),
+                                                /*silence_seconds=*/5.0);
     });
   }
   if (network) network->start();
