@@ -137,6 +137,8 @@ enum class refusal : std::int32_t {
   no_window,          // the window is not alive on the target's node, or not a world window
   wrong_process,      // the origin or the target is not where the request claims
   signal_misaligned,  // the signal word is not 8-byte aligned
+  outside_slice,      // offset + size exceed the target's symmetric heap slice (v5 unused)
+  bad_atomic,         // an atomic's word is not 4 or 8 bytes at an aligned offset, or its operation unknown
 };
 
 // Bytes of an error record's text, its terminating zero included: room for

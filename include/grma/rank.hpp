@@ -969,40 +969,91 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
   }
 
-  // A put, get or signal to another node. A put of at most
-  // remote_inline_bytes travels inside the command and returns at once; a
-  // larger put returns when the engine has sent its source, a get when its
-  // destination holds the data (both calls are blocking, as locally).
+  // A put, get or signal to another node, by all threads of the rank: the
+  // leader hands it to the engine. A put of at most remote_inline_bytes
+  // travels inside the command and returns at once; a larger put returns
+  // when the engine has sent its source, a get when its destination holds
+  // the data (both calls are blocking, as locally).
   GRMA_INLINE void issue_remote(detail::remote_command& c, call where) {
     P::publish_fence();  // every thread's writes to the source come before the command
     if (leader()) {
-      // The ticket first: its atomic's round trip (about 1 us) overlaps the copy.
-      const std::uint64_t ticket = take_command_ticket();
-      const bool get = c.op == detail::remote_op::get_notify;
-      if (!get && c.bytes <= detail::remote_inline_bytes) {
-        const auto* from = reinterpret_cast<const unsigned char*>(std::uintptr_t(c.address));
-        std::uint64_t i = 0;
-        if (c.address % 8 == 0)  // whole words: their loads in flight together
-          for (; i + 8 <= c.bytes; i += 8) std::memcpy(c.data + i, __builtin_assume_aligned(from + i, 8), 8);
-        for (; i < c.bytes; ++i) c.data[i] = from[i];
-        c.inline_bytes = std::uint16_t(c.bytes);
-      }
-      // A get always waits, for its data or (0 bytes) its reply.
-      const bool waits = get || (c.inline_bytes == 0 && c.bytes != 0);
-      push_command(c, where, ticket);
-      detail::rank_local& l = local();
-      ++l.remote_issued;
-      if (waits) {
-        const std::uint64_t n = ++l.remote_waited;
-        block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
-          // Acquire: a get's data, written by the engine, is visible.
-          return detail::load_acquire<detail::scope::system>(
-                     view().completion[device_rank()].landed) >= n;
-        });
-      }
+      lock_remote(where);
+      hand_to_engine(c, where);
+      unlock_remote();
     }
     P::sync();  // a get's destination is the rank's to read
     completed();
+  }
+
+  // The same by the calling thread alone (p, g, atomics): returns the
+  // answer of a g or fetching atomic, which the engine leaves in the rank's
+  // reply word.
+  GRMA_INLINE std::uint64_t issue_remote_alone(detail::remote_command& c, call where) {
+    lock_remote(where);
+    if (detail::remote_answered(c))
+      c.address = reinterpret_cast<std::uintptr_t>(&view().completion[device_rank()].reply);
+    hand_to_engine(c, where);
+    std::uint64_t answer = 0;
+    // After hand_to_engine's acquire of `landed`, which the engine released
+    // after writing the word.
+    if (detail::remote_answered(c))
+      answer = detail::load_relaxed<detail::scope::system>(view().completion[device_rank()].reply);
+    unlock_remote();
+    return answer;
+  }
+
+  // One thread of the rank at a time hands the engine commands: the rank's
+  // counts of them (rank_local) and its reply word have one user.
+  GRMA_INLINE void lock_remote(call where) {
+    if (detail::compare_exchange_acquire<detail::scope::device>(local().remote_lock, 0u, 1u)) return;
+    waiter wait(*this, where, {0, 0, 0, 0}, true);
+    do wait();
+    while (!detail::compare_exchange_acquire<detail::scope::device>(local().remote_lock, 0u, 1u));
+  }
+  GRMA_INLINE void unlock_remote() {
+    detail::store_release<detail::scope::device>(local().remote_lock, 0u);
+  }
+
+  // Under the remote lock: queues `c` for the engine and, where the call
+  // waits (an answer comes, or the engine reads the source), waits until
+  // the engine says the origin's buffer is done (`landed`, acquire: a get's
+  // data, an answer, are visible after it).
+  GRMA_INLINE void hand_to_engine(detail::remote_command& c, call where) {
+    // The ticket first: its atomic's round trip (about 1 us) overlaps the copy.
+    const std::uint64_t ticket = take_command_ticket();
+    const bool put = c.op == detail::remote_op::put_notify || c.op == detail::remote_op::put_signal ||
+                     c.op == detail::remote_op::put;
+    if (put && c.bytes <= detail::remote_inline_bytes) {
+      const auto* from = reinterpret_cast<const unsigned char*>(std::uintptr_t(c.address));
+      std::uint64_t i = 0;
+      if (c.address % 8 == 0)  // whole words: their loads in flight together
+        for (; i + 8 <= c.bytes; i += 8) std::memcpy(c.data + i, __builtin_assume_aligned(from + i, 8), 8);
+      for (; i < c.bytes; ++i) c.data[i] = from[i];
+      c.inline_bytes = std::uint16_t(c.bytes);
+    }
+    // A get always waits, for its data or (0 bytes) its reply.
+    const bool waits = detail::remote_answered(c) || detail::remote_sends_source(c);
+    push_command(c, where, ticket);
+    detail::rank_local& l = local();
+    // Relaxed stores: a thread's quiet reads the count without the lock.
+    detail::store_relaxed<detail::scope::device>(l.remote_issued, l.remote_issued + 1);
+    if (waits) {
+      const std::uint64_t n = ++l.remote_waited;
+      block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
+        return detail::load_acquire<detail::scope::system>(view().completion[device_rank()].landed) >= n;
+      });
+    }
+  }
+
+  // A thread's quiet: waits until everything the rank handed the engine
+  // so far is in place at its target (acknowledged; acquire).
+  GRMA_INLINE void await_remote_delivered(call where) {
+    const std::uint64_t issued = detail::load_relaxed<detail::scope::device>(local().remote_issued);
+    const std::uint64_t& delivered = view().completion[device_rank()].delivered;
+    if (detail::load_acquire<detail::scope::system>(delivered) >= issued) return;
+    waiter wait(*this, where, {std::int64_t(issued), 0, 0, 0}, true);
+    do wait();
+    while (detail::load_acquire<detail::scope::system>(delivered) < issued);
   }
 
   // The node's ranks have arrived at world collective `epoch`: the engine
@@ -1021,11 +1072,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE void flush_remote(call where) {
     if (!leader()) return;
     detail::rank_local& l = local();
-    if (l.remote_delivered == l.remote_issued) return;
+    if (l.remote_delivered >= l.remote_issued) return;
     block_until(where, {std::int64_t(l.remote_issued), 0, 0, 0}, [&] {
       l.remote_delivered =
           detail::load_acquire<detail::scope::system>(view().completion[device_rank()].delivered);
-      return l.remote_delivered == l.remote_issued;
+      return l.remote_delivered >= l.remote_issued;
     });
   }
 
@@ -1062,14 +1113,42 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   // The target's copy of the symmetric range [p, p + bytes), where this
-  // rank can load and store it; a target on another node fails until the
-  // network engine carries the core's operations.
+  // rank can load and store it; a target on another node fails (for calls
+  // the network engine does not carry).
   GRMA_INLINE unsigned char* resolve_symmetric(const void* p, std::size_t bytes, int target,
                                                call where) const {
+    const symmetric_place at = place_symmetric(p, bytes, target, where);
+    if (at.address == nullptr) fail(errc::not_across_nodes, where, target);
+    return at.address;
+  }
+
+  // Where the target's copy of [p, p + bytes) is: an address this rank
+  // loads and stores, or (null) on another node, at `offset` of the
+  // target's slice, where the network engine carries the call.
+  struct symmetric_place {
+    unsigned char* address;
+    std::uint64_t offset;
+  };
+  GRMA_INLINE symmetric_place place_symmetric(const void* p, std::size_t bytes, int target,
+                                              call where) const {
     const std::uint64_t offset = symmetric_offset_of(p, bytes, where);
     const int d = device_of_target(target, where);
-    if (!view().on_node(d)) fail(errc::not_across_nodes, where, target);
-    return symmetric_address(d, target, offset);
+    if (!view().on_node(d)) return {nullptr, offset};
+    return {symmetric_address(d, target, offset), offset};
+  }
+
+  // A core operation on the target's symmetric slice on another node.
+  GRMA_INLINE detail::remote_command symmetric_command(detail::remote_op op, int target,
+                                                       std::uint64_t offset, std::uint64_t bytes,
+                                                       const void* local_buffer) const {
+    detail::remote_command c{};
+    c.op = op;
+    c.origin = world_rank();
+    c.target = target;
+    c.offset = offset;
+    c.bytes = bytes;
+    c.address = reinterpret_cast<std::uintptr_t>(local_buffer);
+    return c;
   }
 
   GRMA_INLINE void check_context(context ctx, call where) const {

@@ -91,6 +91,12 @@ class engine_memory {
   virtual void store_arrivals(collective_arrival* to, const collective_arrival* from,
                               std::size_t count) = 0;
 
+  // A remote atomic (apply_remote_atomic) on a word of `width` bytes (4 or
+  // 8) of a device's memory, after the writes before it, at system scope
+  // (the node's ranks' atomics on the word are); returns the old value.
+  virtual std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op,
+                               std::uint64_t operand, std::uint64_t compare) = 0;
+
   // Takes the job's error claim (0 -> 1); false when a rank has it.
   virtual bool claim_error(std::uint32_t& claim) = 0;
 };

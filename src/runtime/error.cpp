@@ -172,6 +172,14 @@ std::string describe_values(const error_record& r) {
         case refusal::signal_misaligned:
           s << "signal offset " << u(v[2]) << " is not 8-byte aligned (window " << v[5] << ")";
           break;
+        case refusal::outside_slice:
+          s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the target's " << u(v[4])
+            << "-byte slice of the symmetric heap";
+          break;
+        case refusal::bad_atomic:
+          s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])
+            << " of the symmetric heap (a word of 4 or 8 bytes, aligned, and a known operation)";
+          break;
       }
       s << "; nothing was written";
       break;
@@ -218,8 +226,8 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::not_across_nodes:
       s << "target rank " << v[0]
-        << " is on another node, and this call does not reach other nodes yet (put_notify, "
-           "get_notify, put_signal and the collectives do)";
+        << " is on another node, and this call does not reach other nodes yet (RMA, atomics, "
+           "notified access and world collectives do; teams and their collectives are one node's)";
       break;
     case errc::team_not_member:
       s << "this rank is not a member of the team (slot " << v[0] << ", " << v[1] << " members)";

@@ -80,11 +80,36 @@ struct in_order {
   bool ready;
 };
 
-// The rank's call that a request from another node carries out.
-call call_of(remote_op op) {
-  return op == remote_op::get_notify   ? call::get_notify
-         : op == remote_op::put_signal ? call::put_signal
-                                       : call::put_notify;
+// The rank's call that a request from another node carries out (for a
+// strided or non-blocking form, its blocking one).
+call call_of(const remote_command& c) {
+  switch (c.op) {
+    case remote_op::get_notify: return call::get_notify;
+    case remote_op::put_signal: return call::put_signal;
+    case remote_op::put: return c.inline_bytes != 0 && c.bytes <= 8 ? call::p : call::put;
+    case remote_op::get: return call::get;
+    case remote_op::atomic: {
+      const bool fetch = c.tag != 0;
+      switch (remote_atomic(c.signal_op)) {
+        case remote_atomic::fetch: return call::atomic_fetch;
+        case remote_atomic::set: return call::atomic_set;
+        case remote_atomic::swap: return call::atomic_swap;
+        case remote_atomic::compare_swap: return call::atomic_compare_swap;
+        case remote_atomic::add: return fetch ? call::atomic_fetch_add : call::atomic_add;
+        case remote_atomic::bit_and: return fetch ? call::atomic_fetch_and : call::atomic_and;
+        case remote_atomic::bit_or: return fetch ? call::atomic_fetch_or : call::atomic_or;
+        case remote_atomic::bit_xor: return fetch ? call::atomic_fetch_xor : call::atomic_xor;
+        case remote_atomic::count_: break;
+      }
+      return call::atomic_fetch;
+    }
+    default: return call::put_notify;
+  }
+}
+
+// The core's operations on the symmetric heap (no window).
+bool on_symmetric_heap(remote_op op) {
+  return op == remote_op::put || op == remote_op::get || op == remote_op::atomic;
 }
 
 struct arrivals_of_node {
@@ -247,11 +272,9 @@ struct remote_engine::state {
     const int to = process_of_rank(c.target);
     ++unacknowledged;
     send_header(to, c);
-    if (c.op == remote_op::get_notify) {
-      gets[c.origin] = {reinterpret_cast<unsigned char*>(c.address), c.bytes};
-      return;
-    }
-    if (c.inline_bytes == 0 && c.bytes != 0) send_source(to, c);
+    // A rank waits for its answer before it issues anything more.
+    if (remote_answered(c)) gets[c.origin] = {reinterpret_cast<unsigned char*>(c.address), c.bytes};
+    if (remote_sends_source(c)) send_source(to, c);
   }
 
   // A put's bytes. Where the network reaches the device, sent from the
@@ -404,7 +427,10 @@ struct remote_engine::state {
     switch (c.op) {
       case remote_op::put_notify:
       case remote_op::put_signal:
-      case remote_op::get_notify: return serve(from, c);
+      case remote_op::get_notify:
+      case remote_op::put:
+      case remote_op::get:
+      case remote_op::atomic: return serve(from, c);
       case remote_op::arrive: receive_arrivals(from, c); return true;
       default: break;
     }
@@ -440,7 +466,7 @@ struct remote_engine::state {
   verdict check(int from, const remote_command& c, unsigned char*& range) {
     const window_table& t = first->windows;
     const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
-    const call where = call_of(c.op);
+    const call where = call_of(c);
     auto refuse = [&](refusal why, std::uint64_t registered) {
       error_record r{};
       r.code = std::int32_t(errc::request_refused);
@@ -457,6 +483,19 @@ struct remote_engine::state {
     };
     if (!(c.origin >= 0 && c.origin < world_size && process_of_rank(c.origin) == from) || !mine(c.target))
       return refuse(refusal::wrong_process, 0);
+    if (on_symmetric_heap(c.op)) {  // the target's slice: every node's has the same size
+      const device_view& v = view_of(c.target);
+      const std::uint64_t slice = v.symmetric_slice;
+      if (c.offset > slice || c.bytes > slice - c.offset ||
+          (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+        return refuse(refusal::outside_slice, slice);
+      if (c.op == remote_op::atomic &&
+          ((c.bytes != 4 && c.bytes != 8) || c.offset % c.bytes != 0 ||
+           c.signal_op >= std::uint8_t(remote_atomic::count_)))
+        return refuse(refusal::bad_atomic, slice);
+      range = v.heap + v.symmetric_offset + std::uint64_t(c.target - v.first_rank) * slice;
+      return verdict::ok;
+    }
     // A consistent copy of the slot and the target's entry (engine_memory).
     window_slot s{};
     window_entry e{};
@@ -497,20 +536,18 @@ struct remote_engine::state {
       *ready = true;
       complete_in_order(origin);
     };
+    // The core's operations change or read the target's memory itself, so
+    // they do it in order (complete): after the origin's requests before
+    // them, a small put's bytes after an earlier large put's (fence), an
+    // atomic or get after both. Only a large put's data lands on arrival:
+    // its receives are posted, and complete, in order.
+    if (c.op == remote_op::atomic || c.op == remote_op::get ||
+        (c.op == remote_op::put && (c.inline_bytes != 0 || c.bytes == 0))) {
+      done();
+      return true;
+    }
     if (c.op == remote_op::get_notify) {
-      remote_command reply = c;
-      reply.op = wire_get_reply;
-      if (c.bytes <= remote_inline_bytes) {
-        memory->read(reply.data, at, c.bytes);
-        reply.inline_bytes = std::uint16_t(c.bytes);
-        send_header(from, reply);
-        done();
-        return true;
-      }
-      reply.inline_bytes = 0;
-      send_header(from, reply);
-      // Only once our reads have ended, the notification.
-      send_data(from, at, c.bytes, done);
+      reply_to_get(from, c, at, done);
       return true;
     }
     if (c.inline_bytes != 0 || c.bytes == 0) {
@@ -520,6 +557,22 @@ struct remote_engine::state {
     }
     receive_data(from, at, c.bytes, done);
     return true;
+  }
+
+  // Sends a get's data back (inline, or after a reply header), then runs
+  // `read`, once the engine no longer reads the target's memory.
+  void reply_to_get(int to, const remote_command& c, const unsigned char* at, std::function<void()> read) {
+    remote_command reply = c;
+    reply.op = wire_get_reply;
+    if (c.bytes <= remote_inline_bytes) {
+      memory->read(reply.data, at, c.bytes);
+      reply.inline_bytes = std::uint16_t(c.bytes);
+      send_header(to, reply);
+      return read();
+    }
+    reply.inline_bytes = 0;
+    send_header(to, reply);
+    send_data(to, at, c.bytes, std::move(read));
   }
 
   // A rank's requests end in the order it issued them, whichever of their
@@ -538,6 +591,31 @@ struct remote_engine::state {
   // The data is in place (or read): publish the notification or signal, then
   // acknowledge.
   void complete(const remote_command& c, unsigned char* range) {
+    if (c.op == remote_op::atomic) {
+      const std::uint64_t old = memory->atomic(range + c.offset, std::uint32_t(c.bytes),
+                                               remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
+      if (c.tag != 0) {  // the old value, as a get's inline data
+        remote_command reply = c;
+        reply.op = wire_get_reply;
+        reply.inline_bytes = std::uint16_t(c.bytes);
+        std::memcpy(reply.data, &old, c.bytes);
+        send_header(process_of_rank(c.origin), reply);
+      }
+      ++acks[c.origin];
+      return;
+    }
+    if (c.op == remote_op::put) {
+      if (c.inline_bytes != 0) memory->write(range + c.offset, c.data, c.inline_bytes);
+      ++acks[c.origin];
+      return;
+    }
+    if (c.op == remote_op::get) {
+      // The origin waits for the data before it issues more: nothing of
+      // its own overwrites the range while a large get's data is read.
+      const int origin = c.origin;
+      reply_to_get(process_of_rank(origin), c, range + c.offset, [this, origin] { ++acks[origin]; });
+      return;
+    }
     if (c.op == remote_op::put_signal) {
       memory->signal(*reinterpret_cast<std::uint64_t*>(range + c.signal_offset),
                      signal_op(c.signal_op), c.signal_value);
@@ -735,7 +813,7 @@ struct remote_engine::state {
       if (queue.empty()) continue;
       const remote_command& first_one = queue.front().c;
       s << " " << queue.size() << " requests of rank " << origin << " in progress, the first ("
-        << call_name(call_of(first_one.op)) << " to rank " << first_one.target << ", "
+        << call_name(call_of(first_one)) << " to rank " << first_one.target << ", "
         << first_one.bytes << " bytes) " << (queue.front().ready ? "done;" : "still moving its data;");
     }
     std::size_t held = 0;

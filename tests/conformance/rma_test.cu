@@ -31,7 +31,7 @@ struct put_get_sizes {
     const int me = r.rank(grma::world);
     auto* inbox = static_cast<std::uint8_t*>(r.alloc_symmetric(most + 64));
     auto* local = static_cast<std::uint8_t*>(r.alloc_symmetric(most + 64));
-    const int next = node_rank_after(r, inbox, me, 1), previous = node_rank_after(r, inbox, me, -1);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (int i = 0; i < size_count; ++i) {
       const std::size_t bytes = size_of(i, most), at = (bytes * 13) % 64;
       for (int variant = 0; variant < 4; ++variant) {
@@ -105,7 +105,7 @@ struct strided_copy {
     constexpr std::size_t spread = strided_count * 3;
     auto* inbox = static_cast<T*>(r.calloc_symmetric(spread, sizeof(T)));
     auto* local = static_cast<T*>(r.alloc_symmetric(spread * sizeof(T)));
-    const int next = node_rank_after(r, inbox, me, 1), previous = node_rank_after(r, inbox, me, -1);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (std::size_t i = std::size_t(r.thread()); i < strided_count; i += std::size_t(r.threads()))
       local[2 * i] = element<T>(me, i);
     r.sync_threads();
@@ -118,7 +118,7 @@ struct strided_copy {
         CONF_EXPECT(r, rec, inbox[i] == want, 1, i, 0);
       }
     // The previous rank's inbox holds what its own previous rank sent.
-    const int second = node_rank_after(r, inbox, me, -2);
+    const int second = rank_after(r, me, -2);
     r.iget(local, inbox, 1, 3, strided_count, previous);
     r.sync_threads();
     if (r.thread() == 0)
@@ -164,7 +164,7 @@ struct fence_then_flag {
     std::uint64_t* ack = words + 1;
     auto* inbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
     auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
-    const int next = node_rank_after(r, inbox, me, 1), previous = node_rank_after(r, inbox, me, -1);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (int round = 1; round <= rounds; ++round) {
       const std::uint64_t value = std::uint64_t(round);
       if (next != me) {
@@ -221,7 +221,7 @@ struct context_blocks {
     const int me = r.rank(grma::world);
     auto* inbox = static_cast<std::uint8_t*>(r.alloc_symmetric(context_count * context_block));
     auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(context_count * context_block));
-    const int next = node_rank_after(r, inbox, me, 1), previous = node_rank_after(r, inbox, me, -1);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (int pass = 0; pass < 2; ++pass) {
       grma::context ctx[context_count];
       for (int c = 0; c < context_count; ++c) {

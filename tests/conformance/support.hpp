@@ -219,27 +219,19 @@ GRMA_HOST_DEVICE constexpr std::size_t round64(std::size_t bytes) {
   return (bytes + 63) / 64 * 64;
 }
 
-// ---- the ranks of this rank's node ------------------------------------------------
+// ---- neighbours --------------------------------------------------------------------
 
 // The rank `steps` places after `from` (before it for negative steps),
-// cyclically in world order, among the ranks whose symmetric memory this
-// rank reaches (ptr is not null): every rank on one node; in a job across
-// nodes, the ranks of this rank's node, which the core's RMA and atomics
-// reach until the network engine carries them. `symmetric`: any symmetric
-// address.
+// cyclically in world order: the core's RMA, waits and atomics reach every
+// rank, on this node or (through the network engines) another.
 template <class Rank>
-GRMA_HOST_DEVICE int node_rank_after(Rank& r, void* symmetric, int from, int steps) {
+GRMA_HOST_DEVICE int rank_after(Rank& r, int from, int steps) {
   const int n = r.size(grma::world);
-  const int direction = steps < 0 ? -1 : 1;
-  int at = from;
-  for (int left = steps * direction; left > 0;) {
-    at = (at + direction + n) % n;
-    if (r.ptr(symmetric, at) != nullptr) --left;
-  }
-  return at;
+  return ((from + steps) % n + n) % n;
 }
 
-// How many ranks the rank reaches (node_rank_after's cycle).
+// How many ranks' symmetric memory the rank loads and stores (ptr is not
+// null): its node's.
 template <class Rank>
 GRMA_HOST_DEVICE int node_size(Rank& r, void* symmetric) {
   int k = 0;

@@ -26,7 +26,7 @@ struct word_waits {
     std::uint64_t* lanes = words + word_count;
     auto* cells = static_cast<int*>(r.alloc_symmetric(64 + sizeof(int) * (word_count + 2)));
     int* status = cells + 16;  // excludes word 7
-    const int next = node_rank_after(r, words, me, 1), previous = node_rank_after(r, words, me, -1);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     if (r.thread() == 0)
       for (int i = 0; i < word_count; ++i) status[i] = i == word_count - 1 ? 1 : 0;
     r.sync_threads();

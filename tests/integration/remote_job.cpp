@@ -8,7 +8,9 @@
 //           different nodes, checked byte for byte
 //   forged  a request whose range the origin did not check: the target's
 //           engine refuses it and the job fails with a message naming the
-//           origin (nothing is written)
+//           origin (nothing is written); forged_symmetric and forged_atomic
+//           the same for a put past the target's symmetric slice and an
+//           atomic on a misaligned word
 //   order   one origin's notifications arrive in the order it sent them,
 //           though a large put's data comes after a small put's header; a
 //           get of 0 bytes and then a large get each return with their data
@@ -155,6 +157,39 @@ struct forged {
   }
 };
 
+// The same for the core's operations on the symmetric heap: rank 0 sends
+// rank n-1 a put past the end of its slice (`atomic`: a 4-byte atomic at an
+// offset that is not a multiple of 4). Rank n-1 waits on a word nobody
+// writes.
+struct forged_symmetric {
+  bool atomic;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* word = static_cast<std::uint64_t*>(r.calloc_symmetric(1, sizeof(std::uint64_t)));
+    if (me == 0 && r.thread() == 0) {
+      grma::detail::remote_command c{};
+      c.origin = 0;
+      c.target = n - 1;
+      if (atomic) {
+        c.op = grma::detail::remote_op::atomic;
+        c.signal_op = std::uint8_t(grma::detail::remote_atomic::add);
+        c.offset = 6;
+        c.bytes = 4;
+      } else {
+        c.op = grma::detail::remote_op::put;
+        c.offset = std::uint64_t(1) << 40;
+        c.bytes = 8;
+        c.inline_bytes = 8;
+      }
+      grma::detail::rank_test_access<Rank>::push(r, c);
+    }
+    if (me == n - 1) r.wait_until(word, grma::cmp::ne, std::uint64_t{0});
+    r.barrier(grma::world);
+  }
+};
+
 // Rank 0 and rank n-1 are on different nodes.
 struct order {
   template <class Rank>
@@ -266,6 +301,8 @@ int main(int argc, char** argv) try {
     rt.run(large{});
   } else if (which == "forged") {
     rt.run(forged{});
+  } else if (which == "forged_symmetric" || which == "forged_atomic") {
+    rt.run(forged_symmetric{which == "forged_atomic"});
   } else if (which == "order") {
     rt.run(order{});
   } else if (which == "windows") {
@@ -277,7 +314,8 @@ int main(int argc, char** argv) try {
   } else {
     std::fprintf(
         stderr,
-        "usage: %s flood|large|forged|order|windows|late|late_assert|stuck|stuck_node|stuck_both "
+        "usage: %s flood|large|forged|forged_symmetric|forged_atomic|order|windows|late|late_assert|"
+        "stuck|stuck_node|stuck_both "
         "[--grma-...]\n",
         argv[0]);
     return 2;

@@ -19,18 +19,22 @@
 // and fence by any thread alone. On the two device paths (same device,
 // peer) every operation is done when its call returns, so quiet and fence
 // are memory fences (a thread's fence covers what the threads it met at the
-// end of a rank-level call wrote); a target on another node is an error
-// until the network engine carries these operations.
+// end of a rank-level call wrote). To another node the network engine
+// carries them: a put of at most 56 bytes (and p) returns at once, a larger
+// one once the engine has read its source, a get (and g) with its data; an
+// _nbi form is its blocking one; quiet waits for the targets' engines.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "grma/config.hpp"
 #include "grma/error.hpp"
 #include "grma/types.hpp"
 #include "grma/detail/atomic.hpp"
+#include "grma/detail/device_state.hpp"
 
 namespace grma::core {
 
@@ -75,24 +79,46 @@ class rma_calls {
   // on it need nothing else.
   template <class T>
   GRMA_INLINE void p(T* dest, T value, int target, context ctx = default_context) {
+    static_assert(sizeof(T) <= sizeof(std::uint64_t), "p moves one element of at most 8 bytes");
     Rank& r = self();
     r.check_context(ctx, call::p);
-    T* to = reinterpret_cast<T*>(r.resolve_symmetric(dest, sizeof(T), target, call::p));
+    const auto at = r.place_symmetric(dest, sizeof(T), target, call::p);
+    if (at.address == nullptr) {  // another node: the value travels inside the command
+      detail::remote_command c = r.symmetric_command(detail::remote_op::put, target, at.offset, sizeof(T), &value);
+      r.issue_remote_alone(c, call::p);
+      return;
+    }
+    T* to = reinterpret_cast<T*>(at.address);
     Rank::at_scope(r.wide(), [&](auto scope) { detail::store_word<scope.value>(*to, value); });
   }
   template <class T>
   GRMA_INLINE T g(const T* source, int target, context ctx = default_context) {
+    static_assert(sizeof(T) <= sizeof(std::uint64_t), "g moves one element of at most 8 bytes");
     Rank& r = self();
     r.check_context(ctx, call::g);
-    const T* from = reinterpret_cast<const T*>(r.resolve_symmetric(source, sizeof(T), target, call::g));
+    const auto at = r.place_symmetric(source, sizeof(T), target, call::g);
+    if (at.address == nullptr) {  // another node: the element comes back in the reply word
+      detail::remote_command c = r.symmetric_command(detail::remote_op::get, target, at.offset, sizeof(T), nullptr);
+      const std::uint64_t answer = r.issue_remote_alone(c, call::g);
+      T value;
+      std::memcpy(&value, &answer, sizeof(T));
+      return value;
+    }
+    const T* from = reinterpret_cast<const T*>(at.address);
     return Rank::at_scope(r.wide(), [&](auto scope) { return detail::load_word<scope.value>(*from); });
   }
 
+  // Across nodes quiet also waits until the targets' engines have
+  // acknowledged everything the rank handed its engine (on every context:
+  // a rank's remote operations complete in order).
   GRMA_INLINE void quiet(context ctx = default_context) {
     Rank& r = self();
     r.check_context(ctx, call::quiet);
     Rank::at_scope(r.wide(), [](auto scope) { detail::fence_full<scope.value>(); });
+    if (r.view().nodes > 1) r.await_remote_delivered(call::quiet);
   }
+  // A target on another node applies one rank's operations in the order it
+  // issued them: fence needs only the memory fence for the others.
   GRMA_INLINE void fence(context ctx = default_context) {
     Rank& r = self();
     r.check_context(ctx, call::fence);
@@ -108,10 +134,16 @@ class rma_calls {
     r.check_context(ctx, where);
     if (bytes != 0 && (is_put ? source : dest) == nullptr)
       r.fail(errc::null_buffer, where, std::int64_t(bytes));
+    const auto at = r.place_symmetric(is_put ? dest : source, bytes, target, where);
+    if (at.address == nullptr) {  // another node: the engine moves it (and the call ends there)
+      detail::remote_command c = r.symmetric_command(is_put ? detail::remote_op::put : detail::remote_op::get,
+                                                     target, at.offset, bytes, is_put ? source : dest);
+      return r.issue_remote(c, where);
+    }
     if (is_put)
-      r.copy(r.resolve_symmetric(dest, bytes, target, where), source, bytes);
+      r.copy(at.address, source, bytes);
     else
-      r.copy(dest, r.resolve_symmetric(source, bytes, target, where), bytes);
+      r.copy(dest, at.address, bytes);
     r.rank_level_done();
   }
 
@@ -129,10 +161,21 @@ class rma_calls {
       const std::size_t stride = is_put ? dest_stride : source_stride;
       const std::size_t extent = ((count - 1) * stride + 1) * sizeof(T);
       if ((is_put ? source : dest) == nullptr) r.fail(errc::null_buffer, where, std::int64_t(extent));
+      const auto at = r.place_symmetric(is_put ? static_cast<const void*>(dest) : source, extent, target, where);
+      if (at.address == nullptr) {  // another node: an element per command, in order
+        for (std::size_t i = 0; i < count; ++i) {
+          const std::uint64_t offset = at.offset + i * stride * sizeof(T);
+          detail::remote_command c = r.symmetric_command(
+              is_put ? detail::remote_op::put : detail::remote_op::get, target, offset, sizeof(T),
+              is_put ? static_cast<const void*>(source + i * source_stride) : dest + i * dest_stride);
+          r.issue_remote(c, where);
+        }
+        return;
+      }
       if (is_put)
-        dest = reinterpret_cast<T*>(r.resolve_symmetric(dest, extent, target, where));
+        dest = reinterpret_cast<T*>(at.address);
       else
-        source = reinterpret_cast<const T*>(r.resolve_symmetric(source, extent, target, where));
+        source = reinterpret_cast<const T*>(at.address);
       // Volatile loads: the other side's memory may have changed since this
       // thread last read it (on a GPU, a load past L1).
       for (std::size_t i = std::size_t(r.thread()); i < count; i += std::size_t(r.threads()))

@@ -252,6 +252,7 @@ struct rank_local {
   std::uint64_t remote_issued;      // remote operations handed to the engine
   std::uint64_t remote_waited;      // of them, ones that waited for `landed`
   std::uint64_t remote_delivered;   // delivered count last seen (remote_completion)
+  std::uint32_t remote_lock;        // held by the thread handing the engine a command
   // Direct-mapped cache of producer credits for the rings of recent targets.
   std::int32_t credit_target[credit_cache_size];
   std::uint64_t credit_known[credit_cache_size];
@@ -337,7 +338,50 @@ enum class remote_op : std::uint8_t {
   get_notify,
   put_signal,
   arrive,  // the node's ranks arrived at a world collective (epoch in `offset`)
+  // The core's operations on the target's slice of the symmetric heap
+  // (`offset` in the slice; `window` unused):
+  put,     // `bytes` from the origin's `address` (or inline)
+  get,     // `bytes` to the origin's `address`
+  atomic,  // remote_atomic `signal_op` on the word of `bytes` (4 or 8): operand
+           // `signal_value`, compare `signal_offset`; `tag` 1: the old value
+           // comes back to the origin's `address`
 };
+
+// A remote atomic's operation (remote_command::signal_op).
+enum class remote_atomic : std::uint8_t {
+  fetch = 0,
+  set,
+  swap,
+  compare_swap,
+  add,
+  bit_and,
+  bit_or,
+  bit_xor,
+  count_  // not an operation: how many there are
+};
+
+// Applies remote atomic `op` to `word` at scope S and returns the old value
+// (a set's and a compare_swap's too), in the orders of the ranks' own
+// atomics: what a target's engine (on a GPU, its proxy) does for a request
+// from another node.
+template <scope S, class T>
+GRMA_INLINE T apply_remote_atomic(T& word, remote_atomic op, T operand, T compare) {
+  atomic_ref_t<T, S> a(word);
+  switch (op) {
+    case remote_atomic::fetch: return a.load(word_load_order);
+    case remote_atomic::set:
+    case remote_atomic::swap: return a.exchange(operand, word_update_order);
+    case remote_atomic::compare_swap:
+      a.compare_exchange_strong(compare, operand, word_update_order, word_load_order);
+      return compare;
+    case remote_atomic::add: return a.fetch_add(operand, word_update_order);
+    case remote_atomic::bit_and: return a.fetch_and(operand, word_update_order);
+    case remote_atomic::bit_or: return a.fetch_or(operand, word_update_order);
+    case remote_atomic::bit_xor: return a.fetch_xor(operand, word_update_order);
+    case remote_atomic::count_: break;
+  }
+  return T{};
+}
 
 inline constexpr std::uint32_t remote_inline_bytes = 56;
 
@@ -359,6 +403,19 @@ struct remote_command {
 };
 static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (sequenced_slot)");
 
+// Whether the origin's engine sends the bytes at `address` after the
+// header: a put too large to travel inside it.
+GRMA_INLINE bool remote_sends_source(const remote_command& c) {
+  const bool put = c.op == remote_op::put_notify || c.op == remote_op::put_signal || c.op == remote_op::put;
+  return put && c.inline_bytes == 0 && c.bytes != 0;
+}
+// Whether an answer comes back to the origin's `address`: a get's data, a
+// fetching atomic's old value.
+GRMA_INLINE bool remote_answered(const remote_command& c) {
+  return c.op == remote_op::get_notify || c.op == remote_op::get ||
+         (c.op == remote_op::atomic && c.tag != 0);
+}
+
 // A command slot: self-validating (sequenced_slot), 256 bytes. A GPU rank
 // stores it into host memory with no system-scope fence; the engine reads the
 // put's source on the device, after seeing the command.
@@ -379,6 +436,9 @@ struct alignas(64) remote_completion {
   // Operations the target's engine acknowledged: data in place and the
   // notification or signal published.
   std::uint64_t delivered;
+  // Where a rank's g and fetching atomics to another node get their answer
+  // (the rank's remote lock makes one such call at a time).
+  std::uint64_t reply;
 };
 
 // ---- log ----------------------------------------------------------------------

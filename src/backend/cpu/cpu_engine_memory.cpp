@@ -65,6 +65,14 @@ class host_engine_memory final : public engine_memory {
     }
   }
 
+  std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                       std::uint64_t compare) override {
+    if (width == 4)
+      return apply_remote_atomic<scope::system>(*static_cast<std::uint32_t*>(word), op,
+                                                std::uint32_t(operand), std::uint32_t(compare));
+    return apply_remote_atomic<scope::system>(*static_cast<std::uint64_t*>(word), op, operand, compare);
+  }
+
   bool claim_error(std::uint32_t& claim) override {
     return compare_exchange_acquire<scope::system>(claim, 0u, 1u);
   }

@@ -26,8 +26,23 @@ __global__ void add_signal(std::uint64_t* word, std::uint64_t value) {
   fetch_add_acq_rel<scope::system>(*word, value);
 }
 
-__global__ void claim_word(std::uint32_t* word, std::uint32_t* won) {
+__global__ void claim_word(std::uint32_t* word, std::uint64_t* won) {
   *won = compare_exchange_acquire<scope::system>(*word, 0u, 1u) ? 1u : 0u;
+}
+
+// A remote atomic on a word of `width` bytes (the proxy's, and atomic_word's
+// for the engine without a proxy); returns the old value.
+__device__ std::uint64_t apply_atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                                      std::uint64_t compare) {
+  if (width == 4)
+    return apply_remote_atomic<scope::system>(*static_cast<std::uint32_t*>(word), op, std::uint32_t(operand),
+                                              std::uint32_t(compare));
+  return apply_remote_atomic<scope::system>(*static_cast<std::uint64_t*>(word), op, operand, compare);
+}
+
+__global__ void atomic_word(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                            std::uint64_t compare, std::uint64_t* old) {
+  *old = apply_atomic(word, width, op, operand, compare);
 }
 
 // ---- the proxy ------------------------------------------------------------------
@@ -51,6 +66,8 @@ enum class device_op_kind : std::uint8_t {
   copy_in,    // `length` bytes from mapped host memory at `host` to `first`
   copy_out,   // `length` bytes from `first` to mapped host memory at `host`
   claim,      // compare-and-swap 0 -> 1 at `first`; the answer (1 won, 2 lost) to `host`
+  atomic,     // remote atomic `second_bytes` on the word of `first_bytes` at `first`: operand
+              // `value`, compare `second`; the old value (8 bytes) to `host`
   stop,
 };
 enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
@@ -194,6 +211,11 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
         store_relaxed<scope::system>(*reinterpret_cast<std::uint32_t*>(host), won ? 1u : 2u);
       }
       break;
+    case device_op_kind::atomic:
+      if (lane == 0)
+        store_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(host),
+                                     apply_atomic(first, first_bytes, remote_atomic(second_bytes), value, second));
+      break;
     case device_op_kind::stop: break;
   }
   if (then == device_op_then::none) return;
@@ -313,10 +335,11 @@ class cuda_engine_memory final : public engine_memory {
       cudaFuncAttributes attributes{};
       cuda_check(cudaFuncGetAttributes(&attributes, add_signal), "loading the network engine's kernels");
       cuda_check(cudaFuncGetAttributes(&attributes, claim_word), "loading the network engine's kernels");
+      cuda_check(cudaFuncGetAttributes(&attributes, atomic_word), "loading the network engine's kernels");
       // Non-blocking: the legacy default stream would wait for the rank kernel.
       cuda_check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
                  "cudaStreamCreateWithFlags (network engine)");
-      cuda_check(cudaMalloc(reinterpret_cast<void**>(&won_), sizeof *won_), "cudaMalloc (network engine)");
+      cuda_check(cudaMalloc(reinterpret_cast<void**>(&answer_), sizeof *answer_), "cudaMalloc (network engine)");
       cuda_check(cudaHostAlloc(reinterpret_cast<void**>(&scratch_), scratch_bytes + small_bytes,
                                cudaHostAllocMapped | cudaHostAllocPortable),
                  "cudaHostAlloc (network engine)");
@@ -554,11 +577,32 @@ class cuda_engine_memory final : public engine_memory {
       apply_now(op);  // the answer is there
       return *reinterpret_cast<volatile std::uint32_t*>(scratch_ + scratch_bytes) == 1u;
     }
-    claim_word<<<1, 1, 0, stream_>>>(&claim, won_);
+    claim_word<<<1, 1, 0, stream_>>>(&claim, answer_);
     cuda_check(cudaGetLastError(), "claiming the job's error record");
-    std::uint32_t won = 0;
-    read(&won, won_, sizeof won);
+    std::uint64_t won = 0;
+    read(&won, answer_, sizeof won);
     return won != 0;
+  }
+
+  std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                       std::uint64_t compare) override {
+    if (inbox_ != nullptr) {
+      device_op op_{};
+      op_.kind = device_op_kind::atomic;
+      op_.first_bytes = std::uint8_t(width);
+      op_.second_bytes = std::uint8_t(op);
+      op_.first = reinterpret_cast<std::uint64_t>(word);
+      op_.second = compare;
+      op_.value = operand;
+      op_.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
+      apply_now(op_);  // the answer is there
+      return *reinterpret_cast<volatile std::uint64_t*>(scratch_ + scratch_bytes);
+    }
+    atomic_word<<<1, 1, 0, stream_>>>(word, width, op, operand, compare, answer_);
+    cuda_check(cudaGetLastError(), "applying a remote atomic");
+    std::uint64_t old = 0;
+    read(&old, answer_, sizeof old);
+    return old;
   }
 
  private:
@@ -725,17 +769,17 @@ class cuda_engine_memory final : public engine_memory {
     for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
     free_events_.clear();
     if (scratch_ != nullptr) cudaFreeHost(scratch_);
-    if (won_ != nullptr) cudaFree(won_);
+    if (answer_ != nullptr) cudaFree(answer_);
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
     scratch_ = nullptr;
-    won_ = nullptr;
+    answer_ = nullptr;
     stream_ = nullptr;
   }
 
   int device_;
   bool network_reaches_devices_;
   cudaStream_t stream_ = nullptr;
-  std::uint32_t* won_ = nullptr;  // device memory: claim_word's answer
+  std::uint64_t* answer_ = nullptr;  // device memory: claim_word's and atomic_word's answer
   // Pinned and mapped: small writes' sources (scratch_bytes), then small
   // reads' landing (small_bytes), which is also a claim's answer.
   unsigned char* scratch_ = nullptr;
