@@ -375,10 +375,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             format(staged_here, "%.4f", "null").c_str());
       first = false;
     }
-    // The core's one-word operations, 8 bytes, on the paths they take so far
-    // (not between nodes yet), after the notified ping-pongs.
+    // The core's one-word operations, 8 bytes, after the notified ping-pongs.
     double core_us[3] = {NAN, NAN, NAN};
-    if (!p.remote) {
+    {
       const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
                                             bench::core_mode::fetch_add};
       for (int k = 0; k < 3; ++k) {
@@ -407,12 +406,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    latency_iterations * 1e6;
     }
     const bench::nvshmem_figures nv = nvshmem.value_or(bench::nvshmem_figures{});  // NaNs where none ran
+    std::snprintf(line, sizeof line,
+                  "%s: core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
+                  "fetch_add %.3f\n",
+                  p.name, core_us[0], core_us[1], core_us[2]);
+    report += line;
     if (!p.remote) {
-      std::snprintf(line, sizeof line,
-                    "core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
-                    "fetch_add %.3f\n",
-                    core_us[0], core_us[1], core_us[2]);
-      report += line;
       std::snprintf(line, sizeof line, "%s: rank 0 and rank %d %s, beside NVSHMEM's two PEs\n%-32s %12s %12s %13s\n",
                     p.name, partner,
                     pair_job ? "alone in the job" : "(barrier and allreduce need them alone in the job)", "operation",
