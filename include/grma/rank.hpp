@@ -1005,14 +1005,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // One thread of the rank at a time hands the engine commands: the rank's
   // counts of them (rank_local) and its reply word have one user.
   GRMA_INLINE void lock_remote(call where) {
-    if (detail::compare_exchange_acquire<detail::scope::device>(local().remote_lock, 0u, 1u)) return;
+    if (detail::rank_try_lock(local().remote_lock)) return;
     waiter wait(*this, where, {0, 0, 0, 0}, true);
     do wait();
-    while (!detail::compare_exchange_acquire<detail::scope::device>(local().remote_lock, 0u, 1u));
+    while (!detail::rank_try_lock(local().remote_lock));
   }
-  GRMA_INLINE void unlock_remote() {
-    detail::store_release<detail::scope::device>(local().remote_lock, 0u);
-  }
+  GRMA_INLINE void unlock_remote() { detail::rank_unlock(local().remote_lock); }
 
   // Under the remote lock: queues `c` for the engine and, where the call
   // waits (an answer comes, or the engine reads the source), waits until

@@ -32,6 +32,26 @@ template <class T, scope S>
 using atomic_ref_t = std::atomic_ref<T>;
 #endif
 
+// A lock among the threads of one rank, on a word of the rank's own state:
+// shared memory on a GPU, where the global atomics below would fault, so
+// generic atomics at block scope (all the rank's threads need).
+GRMA_INLINE bool rank_try_lock(std::uint32_t& word) {
+#if defined(__CUDACC__)
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> a(word);
+#else
+  std::atomic_ref<std::uint32_t> a(word);
+#endif
+  std::uint32_t expected = 0;
+  return a.compare_exchange_strong(expected, 1u, order::memory_order_acquire, order::memory_order_relaxed);
+}
+GRMA_INLINE void rank_unlock(std::uint32_t& word) {
+#if defined(__CUDACC__)
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(word).store(0u, order::memory_order_release);
+#else
+  std::atomic_ref<std::uint32_t>(word).store(0u, order::memory_order_release);
+#endif
+}
+
 template <scope S = scope::device, class T>
 GRMA_INLINE T load_acquire(T& word) {
   return atomic_ref_t<T, S>(word).load(order::memory_order_acquire);
