@@ -146,9 +146,12 @@ bool mpi_transport::poll() {
   if (requests.empty()) return false;
   indices.resize(requests.size());
   statuses.resize(requests.size());
-  int count = 0;
-  const int status =
-      MPI_Testsome(int(requests.size()), requests.data(), &count, indices.data(), statuses.data());
+  int count = 0, status = MPI_SUCCESS;
+  // Twice where the first finds nothing: Open MPI's MPI_Testsome makes
+  // progress only after it found nothing complete, so what that progress
+  // completed is seen by the next call (MPI_Test looks again itself).
+  for (int attempt = 0; attempt < 2 && status == MPI_SUCCESS && (count == 0 || count == MPI_UNDEFINED); ++attempt)
+    status = MPI_Testsome(int(requests.size()), requests.data(), &count, indices.data(), statuses.data());
   if (count == MPI_UNDEFINED || count == 0) {
     if (status != MPI_SUCCESS) mpi_failed(status, "a transfer");
     return false;
