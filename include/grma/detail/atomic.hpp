@@ -170,18 +170,6 @@ GRMA_INLINE void fence_release() {
 #endif
 }
 
-// Acquire for the relaxed loads before it: what was released before the
-// values they saw is visible to the loads after it.
-template <scope S = scope::device>
-GRMA_INLINE void fence_acquire() {
-#if defined(__CUDACC__)
-  cuda::atomic_thread_fence(order::memory_order_acquire,
-                            S == scope::system ? cuda::thread_scope_system : cuda::thread_scope_device);
-#else
-  std::atomic_thread_fence(std::memory_order_acquire);
-#endif
-}
-
 // The order of the core's one-word operations on symmetric memory (p, g,
 // atomics): relaxed in device code, as OpenSHMEM's, where fence and quiet
 // order them; acquire/release on the CPU backend, because ThreadSanitizer

@@ -251,50 +251,28 @@ __device__ void proxy_release(device_op_ring* inbox, std::uint64_t head, unsigne
   if (lane == 0) store_release<scope::system>(inbox->consumed, head);
 }
 
-// Slots the proxy reads at once after the first: their loads are in flight
-// together, so a run of operations the engine queued costs one trip over
-// PCIe and one release, not one of each per operation (a trip and a release
-// measured about 1.5 us, the whole of a proxy's operation).
-inline constexpr std::uint32_t proxy_ahead = 7;
-
 __global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
   const unsigned lane = threadIdx.x;
-  ring_slot<device_op>* slots = inbox->slots();
-  auto carries = [](std::uint64_t word, std::uint64_t ticket) {
-    return __all_sync(full_warp, std::uint32_t(word >> 32) == std::uint32_t(ticket + 1));
-  };
-  for (std::uint64_t head = 0;;) {
-    std::uint64_t word[1 + proxy_ahead];
+  for (std::uint64_t head = 0;; ++head) {
+    ring_slot<device_op>& slot = inbox->slots()[head & mask];
+    std::uint64_t word = 0;
     do {
       // Acquire: pairs with the engine's release of word 0 (x86 stores stay
       // in order, so any word seen means what the engine wrote before is
       // there); a copy in reads its source after.
-      word[0] = load_acquire<scope::system>(slots[head & mask].word[lane]);
-    } while (!carries(word[0], head));
-#pragma unroll
-    for (std::uint32_t k = 1; k <= proxy_ahead; ++k)
-      word[k] = load_relaxed<scope::system>(slots[(head + k) & mask].word[lane]);
-    std::uint32_t ready = 1;
-    while (ready <= proxy_ahead && carries(word[ready], head + ready)) ++ready;
-    // Acquire for the slots after the first, as the first's load.
-    if (ready > 1) fence_acquire<scope::system>();
+      word = load_acquire<scope::system>(slot.word[lane]);
+    } while (!__all_sync(full_warp, std::uint32_t(word >> 32) == std::uint32_t(head + 1)));
     // Lane 0's acquire (of the word the engine released) orders the other
     // lanes' reads of the scratch after it too.
     __syncwarp();
-    for (std::uint32_t k = 0; k < ready; ++k) {
-      const auto mine = std::uint32_t(word[k]);
-      const auto kind = device_op_kind(proxy_field(mine, 0) & 0xffu);
-      if (kind == device_op_kind::stop) {
-        proxy_release(inbox, head + k + 1, lane);
-        return;
-      }
-      proxy_apply(kind, mine, lane);
-    }
-    // After every run of operations: the engine waits for reads and claims,
-    // and acknowledges writes once they are in place; the release costs the
-    // proxy about 0.5 us, after the operations' own writes.
-    head += ready;
-    proxy_release(inbox, head, lane);
+    const auto mine = std::uint32_t(word);
+    const auto kind = device_op_kind(proxy_field(mine, 0) & 0xffu);
+    if (kind != device_op_kind::stop) proxy_apply(kind, mine, lane);
+    // After every operation: the engine waits for reads and claims, and
+    // acknowledges writes once they are in place; the release costs the
+    // proxy about 0.5 us, after the operation's own writes.
+    proxy_release(inbox, head + 1, lane);
+    if (kind == device_op_kind::stop) return;
   }
 }
 
