@@ -193,9 +193,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const int full = job.ranks_per_device;  // as many as fit (GPU) or GRMA_RANKS_PER_DEVICE (CPU)
 
   // The paths pair ranks by position: a node's processes must come one
-  // after another, and every node must have as many (mpirun's default).
-  const int processes_per_node = job.process_count / job.node_count;
-  if (job.process_count % job.node_count != 0 || job.process_index / processes_per_node != job.node_index)
+  // after another, and every node must have as many (mpirun's default); a
+  // process that plays every node (GRMA_NODES) has them in order.
+  const bool plays_nodes = job.process_count == 1;
+  const int processes_per_node = plays_nodes ? 1 : job.process_count / job.node_count;
+  if (!plays_nodes &&
+      (job.process_count % job.node_count != 0 || job.process_index / processes_per_node != job.node_index))
     throw std::runtime_error("process " + std::to_string(job.process_index) + " is on node " +
                              std::to_string(job.node_index) + " of " + std::to_string(job.node_count) +
                              ": grma-bench needs each node's processes consecutive and equal in number");
@@ -287,11 +290,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     std::function<double(std::size_t, int)> staged_us = [](std::size_t, int) { return NAN; };
     std::function<double(std::size_t, int)> staged_gbs = [](std::size_t, int) { return NAN; };
 #if GRMA_BENCH_MPI
-    if (p.remote && mpi_ready) {
+    if (p.remote && mpi_ready && !plays_nodes) {
       floor_name = "MPI ping-pong, host buffers";
       copy_name = "MPI stream, host buffers";
     }
-    const bool measures_mpi = p.remote && mpi_ready && (job.process_index == 0 || job.process_index == far_process);
+    // MPI between the path's two processes, where it has two (not where one
+    // process plays the nodes).
+    const bool measures_mpi = p.remote && mpi_ready && !plays_nodes &&
+                              (job.process_index == 0 || job.process_index == far_process);
 #if defined(__CUDACC__)
     std::shared_ptr<bench::device_buffer> device;
     std::shared_ptr<bench::staging> staged;
