@@ -75,7 +75,7 @@ int main(int argc, char** argv) try {
     separator = ", ";
   }
   std::printf("\n  chosen                    %s (GRMA_TRANSPORT; auto: loopback for the nodes one "
-              "process plays, GRMA_NODES=%d; else mpi)\n",
+              "process plays, GRMA_NODES=%d; else ucx where built, else mpi)\n",
               grma::to_string(s.transport), s.nodes);
   return 0;
 } catch (const grma::error& e) {

@@ -12,7 +12,8 @@
 namespace grma {
 
 // What joins the network engines of a job's nodes (docs/configuration.md).
-// automatic: loopback for the nodes of one process (GRMA_NODES), else mpi.
+// automatic: loopback for the nodes of one process (GRMA_NODES), else ucx
+// where grma was built with UCX, else mpi.
 enum class transport_kind { automatic, mpi, ucx, loopback };
 const char* to_string(transport_kind t);
 // The transports this grma was built with (loopback always), as grma-info lists them.

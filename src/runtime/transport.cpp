@@ -6,6 +6,7 @@
 #include "grma/error.hpp"
 #include "loopback_transport.hpp"
 #include "mpi_transport.hpp"
+#include "ucx_transport.hpp"
 
 namespace grma {
 
@@ -23,6 +24,9 @@ std::vector<transport_kind> transports_built() {
   std::vector<transport_kind> built;
 #if GRMA_HAVE_MPI
   built.push_back(transport_kind::mpi);
+#endif
+#if GRMA_HAVE_UCX
+  built.push_back(transport_kind::ucx);
 #endif
   built.push_back(transport_kind::loopback);
   return built;
@@ -65,7 +69,11 @@ transport_kind choose_transport(const settings& s, int nodes) {
       unusable(asked + " joins the nodes that one process plays (GRMA_NODES), and this job's "
                        "nodes are processes: use mpi (or auto)");
     case transport_kind::ucx:
-      unusable(asked + ": this grma was built without UCX");
+#if GRMA_HAVE_UCX
+      return transport_kind::ucx;
+#else
+      unusable(asked + ": this grma was built without UCX (see the README)");
+#endif
     case transport_kind::mpi:
     case transport_kind::automatic:
       break;
@@ -74,12 +82,16 @@ transport_kind choose_transport(const settings& s, int nodes) {
   unusable(asked + ": a job whose processes are on several nodes needs MPI, and this grma was "
                    "built without it");
 #endif
+#if GRMA_HAVE_UCX
+  if (s.transport == transport_kind::automatic) return transport_kind::ucx;
+#endif
   return transport_kind::mpi;
 }
 
 std::unique_ptr<transport> make_transport(transport_kind kind, std::shared_ptr<loopback_hub> hub,
                                           int index) {
   if (kind == transport_kind::loopback) return make_loopback_transport(std::move(hub), index);
+  if (kind == transport_kind::ucx) return make_ucx_transport();
   return make_mpi_transport();
 }
 
