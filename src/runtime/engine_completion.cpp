@@ -1,0 +1,172 @@
+#include "engine_completion.hpp"
+
+#include <cstring>
+
+#include "engine_intake.hpp"
+#include "engine_liveness.hpp"
+#include "engine_operations.hpp"
+
+namespace grma::detail {
+
+engine_completion::engine_completion(engine_context& cx, engine_intake& intake,
+                                     engine_operations& operations, engine_liveness& liveness)
+    : cx_(cx),
+      intake_(intake),
+      operations_(operations),
+      liveness_(liveness),
+      completing_(std::size_t(cx.world_size)),
+      landed_(cx.own.size() * std::size_t(cx.ranks_per_device), 0),
+      delivered_(cx.own.size() * std::size_t(cx.ranks_per_device), 0) {}
+
+void engine_completion::sent(const remote_command& c) {
+  ++unacknowledged_;
+  // A rank waits for its answer before it issues anything more.
+  if (remote_answered(c)) gets_[c.origin] = {reinterpret_cast<unsigned char*>(c.address), c.bytes};
+}
+
+void engine_completion::acknowledged(const remote_command& c) {
+  if (!cx_.mine(c.origin)) return;
+  unacknowledged_ -= c.bytes;
+  store_count(delivered_, c.origin, false, c.bytes);
+}
+
+void engine_completion::land_get(int from, const remote_command& c) {
+  auto it = gets_.find(c.origin);
+  if (it == gets_.end() || !cx_.mine(c.origin)) return;
+  unsigned char* destination = it->second.first;
+  const std::uint64_t asked = it->second.second;
+  const int origin = c.origin;
+  gets_.erase(it);
+  if (c.bytes != asked || (c.inline_bytes != 0 && c.inline_bytes != c.bytes)) {
+    return liveness_.malformed(from, origin, call::get_notify, "answered a get with a bad size");
+  }
+  if (c.inline_bytes != 0 || c.bytes == 0) {
+    cx_.memory->write(destination, c.data, c.inline_bytes);
+    return count_landed(origin);
+  }
+  cx_.receive_data(from, destination, c.bytes, [this, origin] { count_landed(origin); });
+}
+
+void engine_completion::store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed,
+                                    std::uint64_t n) {
+  std::uint64_t& mine_count = counts[std::size_t(rank - cx_.first_rank())];
+  mine_count += n;
+  const device_view& v = cx_.view_of(rank);
+  remote_completion& c = v.completion[rank - v.first_rank];
+  // Release, after the writes before it: a get's data (landed) is visible
+  // to the rank that sees the count (the target's acknowledgement, and
+  // thereby its data, for delivered).
+  cx_.memory->signal(is_landed ? c.landed : c.delivered, signal_op::set, mine_count);
+}
+
+// A rank's requests end in the order it issued them, whichever of their
+// data arrived first: its notifications keep their order, and a signal
+// never overtakes an earlier put's notification. Other ranks' requests,
+// of the same process too, never wait behind them (a small put behind
+// another rank's large one).
+void engine_completion::complete_in_order(int origin) {
+  std::deque<in_order>& queue = completing_[std::size_t(origin)];
+  while (!queue.empty() && queue.front().ready) {
+    complete(queue.front().c, queue.front().range);
+    queue.pop_front();
+  }
+}
+
+// The data is in place (or read): publish the notification or signal, then
+// acknowledge.
+void engine_completion::complete(const remote_command& c, unsigned char* range) {
+  if (c.op == remote_op::atomic) {
+    const std::uint64_t old = cx_.memory->atomic(range + c.offset, std::uint32_t(c.bytes),
+                                                 remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
+    if (c.tag != 0) {  // the old value, as a get's inline data
+      remote_command reply = c;
+      reply.op = wire_get_reply;
+      reply.inline_bytes = std::uint16_t(c.bytes);
+      std::memcpy(reply.data, &old, c.bytes);
+      intake_.send_header(cx_.process_of_rank(c.origin), reply);
+    }
+    ++acks_[c.origin];
+    return;
+  }
+  if (c.op == remote_op::put) {
+    if (c.inline_bytes != 0) cx_.memory->write(range + c.offset, c.data, c.inline_bytes);
+    ++acks_[c.origin];
+    return;
+  }
+  if (c.op == remote_op::get) {
+    // The origin waits for the data before it issues more: nothing of
+    // its own overwrites the range while a large get's data is read.
+    const int origin = c.origin;
+    operations_.reply_to_get(cx_.process_of_rank(origin), c, range + c.offset,
+                             [this, origin] { ++acks_[origin]; });
+    return;
+  }
+  if (c.op == remote_op::put_signal) {
+    cx_.memory->signal(*reinterpret_cast<std::uint64_t*>(range + c.signal_offset),
+                       signal_op(c.signal_op), c.signal_value);
+    ++acks_[c.origin];
+    return;
+  }
+  outbox& o = outboxes_[{c.target, cx_.device_of(c.origin)}];
+  // A put_notify's or get_notify's immediate travels as its signal_value.
+  o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin});
+  publish(c.target, cx_.device_of(c.origin), o);
+}
+
+// Publishes what the ring has room for, in order.
+bool engine_completion::publish(int target, int origin_device, outbox& o) {
+  bool any = false;
+  const device_view& v = cx_.view_of(target);
+  notification_ring& q = v.queue(target, origin_device);
+  while (!o.held.empty() && ring_has_credit(v.queue_capacity, o.next, o.known_consumed,
+                                            [&] { return cx_.memory->consumed(q); })) {
+    // The data is visible before the notification (engine_memory).
+    cx_.memory->publish(q, v.queue_capacity, o.next++, o.held.front().n);
+    ++acks_[o.held.front().origin];
+    o.held.pop_front();
+    any = true;
+  }
+  return any;
+}
+
+bool engine_completion::publish_held() {
+  bool any = false;
+  for (auto& [key, o] : outboxes_)
+    if (!o.held.empty()) any |= publish(key.first, key.second, o);
+  return any;
+}
+
+void engine_completion::drop_held() {
+  for (auto& entry : outboxes_) {
+    for (const held_notification& h : entry.second.held) ++acks_[h.origin];
+    entry.second.held.clear();
+  }
+}
+
+std::size_t engine_completion::held() const {
+  std::size_t n = 0;
+  for (const auto& entry : outboxes_) n += entry.second.held.size();
+  return n;
+}
+
+bool engine_completion::send_acks() {
+  if (!acks_.empty()) {
+    acks_waiting_.emplace_back(cx_.memory->mark(), std::move(acks_));
+    acks_.clear();
+  }
+  bool any = false;
+  while (!acks_waiting_.empty() && cx_.memory->landed(acks_waiting_.front().first)) {
+    for (auto& [origin, count] : acks_waiting_.front().second) {
+      remote_command a{};
+      a.op = wire_ack;
+      a.origin = origin;
+      a.bytes = count;
+      intake_.send_header(cx_.process_of_rank(origin), a);
+    }
+    acks_waiting_.pop_front();
+    any = true;
+  }
+  return any;
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,118 @@
+// How operations between nodes end. At the target: a rank's requests
+// complete in the order it issued them, publish their notifications into
+// the target's rings (held in order behind a full one) or set their signals,
+// and are acknowledged once in place. At the origin: what a rank waits on
+// (remote_completion: landed, delivered) counts its sent sources, its gets'
+// data and the acknowledgements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+#include "engine_context.hpp"
+
+namespace grma::detail {
+
+class engine_intake;
+class engine_liveness;
+class engine_operations;
+
+class engine_completion {
+ public:
+  // A request from another node whose data is in place (or read) once `ready`.
+  struct in_order {
+    remote_command c;
+    unsigned char* range;
+    bool ready;
+  };
+
+  engine_completion(engine_context& cx, engine_intake& intake, engine_operations& operations,
+                    engine_liveness& liveness);
+
+  // ---- at the origin ----
+
+  // A command of this process's ranks is sent: it waits for its
+  // acknowledgement, and for its answer if one comes back.
+  void sent(const remote_command& c);
+  // A put's source was sent (or staged), or a get's data is in place.
+  void count_landed(int origin) { store_count(landed_, origin, true, 1); }
+  // wire_ack: the target has `c.bytes` operations of `c.origin` in place.
+  void acknowledged(const remote_command& c);
+  // wire_get_reply: a get's data (or a fetching atomic's old value).
+  void land_get(int from, const remote_command& c);
+
+  // ---- at the target ----
+
+  // Queues request `c` (its origin checked) behind its origin's earlier
+  // ones; `range`: where its target's range starts. The callable returned
+  // marks its data in place (or read) and completes what may complete then.
+  auto queue_request(const remote_command& c, unsigned char* range) {
+    std::deque<in_order>& q = completing_[std::size_t(c.origin)];
+    q.push_back({c, range, false});
+    bool* ready = &q.back().ready;  // deque elements stay put while others come and go
+    return [this, origin = c.origin, ready] {
+      *ready = true;
+      complete_in_order(origin);
+    };
+  }
+  bool publish_held();
+  // This process's ranks have returned: notifications held for their full
+  // rings will never be taken (as locally, the run's end drops them);
+  // acknowledge them, so that their origins may finish.
+  void drop_held();
+  // Acknowledges once the data, notifications and signals acknowledged are
+  // in place; meanwhile the engine goes on (a GPU's proxy takes a few us).
+  bool send_acks();
+
+  // Every operation sent is acknowledged, every get answered.
+  bool answered() const { return unacknowledged_ == 0 && gets_.empty(); }
+  // Nothing held for a full ring, no acknowledgement waiting to be sent.
+  bool settled() const { return held() == 0 && acks_waiting_.empty(); }
+
+  // For the watchdog's report (engine_liveness::in_flight).
+  std::uint64_t unacknowledged() const { return unacknowledged_; }
+  const std::map<int, std::pair<unsigned char*, std::uint64_t>>& gets() const { return gets_; }
+  const std::vector<std::deque<in_order>>& completing() const { return completing_; }
+  // Notifications behind full rings.
+  std::size_t held() const;
+
+ private:
+  // A notification for a ring that was full, with whom to acknowledge after.
+  struct held_notification {
+    notification n;
+    int origin;
+  };
+
+  // This engine's side of one ring it produces into: ring (target, origin
+  // device) for an origin device on another node has no other producer, so
+  // the engine keeps its tickets privately.
+  struct outbox {
+    std::uint64_t next = 0;
+    std::uint64_t known_consumed = 0;
+    std::deque<held_notification> held;  // in order, behind a full ring
+  };
+
+  void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n);
+  void complete_in_order(int origin);
+  void complete(const remote_command& c, unsigned char* range);
+  bool publish(int target, int origin_device, outbox& o);
+
+  engine_context& cx_;
+  engine_intake& intake_;
+  engine_operations& operations_;
+  engine_liveness& liveness_;
+  std::vector<std::deque<in_order>> completing_;  // by origin world rank: see complete_in_order()
+  std::map<std::pair<int, int>, outbox> outboxes_;
+  std::map<int, std::uint64_t> acks_;  // to send: origin -> count
+  std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting_;  // acks, after a mark
+  std::map<int, std::pair<unsigned char*, std::uint64_t>> gets_;  // origin -> destination
+  std::vector<std::uint64_t> landed_, delivered_;  // by world rank of this process
+  std::uint64_t unacknowledged_ = 0;               // operations sent, not yet acknowledged
+};
+
+}  // namespace grma::detail

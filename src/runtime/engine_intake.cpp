@@ -1,0 +1,82 @@
+#include "engine_intake.hpp"
+
+#include <memory>
+#include <utility>
+
+#include "engine_arrivals.hpp"
+#include "engine_completion.hpp"
+
+namespace grma::detail {
+
+engine_intake::engine_intake(engine_context& cx, engine_completion& completion, engine_arrivals& arrivals)
+    : cx_(cx), completion_(completion), arrivals_(arrivals) {
+  for (const device_view* v : cx_.own) readers_.push_back(ring_reader{0, 0, v->commands->mask});
+  outgoing_.resize(std::size_t(cx_.nodes.processes));
+}
+
+bool engine_intake::take_commands() {
+  bool any = false;
+  for (std::size_t d = 0; d < cx_.own.size(); ++d) {
+    const device_view& v = *cx_.own[d];
+    ring_reader& reader = readers_[d];
+    // The ring's consumed count is in the device's memory
+    // (device_words::commands_consumed), released through `memory`: after
+    // the batch, so a rank that waits for room sees every slot taken, and
+    // every quarter ring, so a long batch (large puts' reads) hands room
+    // back as it goes.
+    auto release = [&] {
+      cx_.memory->signal(v.words->commands_consumed, signal_op::set, reader.head);
+      reader.released = reader.head;
+    };
+    remote_command c;
+    while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
+      start(c);
+      any = true;
+      if (reader.head - reader.released > reader.mask / 4) release();
+    }
+    if (reader.released != reader.head) release();
+  }
+  return any;
+}
+
+void engine_intake::start(const remote_command& c) {
+  if (c.op == remote_op::arrive) return arrivals_.forward(c.offset);
+  const int to = cx_.process_of_rank(c.target);
+  completion_.sent(c);
+  send_header(to, c);
+  if (remote_sends_source(c)) send_source(to, c);
+}
+
+// A put's bytes. Where the network reaches the device, sent from the
+// rank's own buffer, which the rank gets back when the send completes.
+// (Staging copies that let the rank go on at once measured slower on the
+// CPU backend: the many sends in flight cost the transport's polling more
+// than the waits they saved.) Else from a staging copy: the rank's buffer
+// is free once the copy is made.
+void engine_intake::send_source(int to, const remote_command& c) {
+  const int origin = c.origin;
+  cx_.send_data(to, reinterpret_cast<const unsigned char*>(c.address), c.bytes,
+                [this, origin] { completion_.count_landed(origin); });
+}
+
+void engine_intake::send_header(int to, const remote_command& c) {
+  std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
+  batch.push_back(c);
+  if (batch.size() == batch_headers) flush_headers(to);
+}
+
+void engine_intake::flush_headers(int to) {
+  std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
+  if (batch.empty()) return;
+  auto message = std::make_shared<std::vector<remote_command>>(std::move(batch));
+  batch.clear();
+  batch.reserve(batch_headers);
+  cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
+                [message] {});
+}
+
+void engine_intake::flush_headers() {
+  for (int p = 0; p < cx_.nodes.processes; ++p) flush_headers(p);
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,50 @@
+// A network engine's intake: the commands its process's ranks queue for
+// other nodes, taken from their devices' command rings and sent, a put's
+// bytes after its header; and the batches of headers every piece of the
+// engine sends through.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+#include "engine_context.hpp"
+
+namespace grma::detail {
+
+class engine_arrivals;
+class engine_completion;
+
+// Headers for one process travel together, up to this many in a message
+// (3840 bytes: under Open MPI's shared-memory eager limit of 4 KiB, so a
+// batch costs the receiver one copy and no handshake).
+inline constexpr std::size_t batch_headers = 32;
+
+class engine_intake {
+ public:
+  engine_intake(engine_context& cx, engine_completion& completion, engine_arrivals& arrivals);
+
+  // Takes and starts the commands queued in the rings; whether there were any.
+  bool take_commands();
+
+  // Headers wait in a batch until the engine flushes them (after taking
+  // its ranks' commands, and at the end of each turn), so all those ready
+  // for one process in a turn go in one message; a lone one goes in the
+  // same turn. Their data and records follow on channels of their own,
+  // which the receiver takes in header order.
+  void send_header(int to, const remote_command& c);
+  void flush_headers();
+
+ private:
+  void flush_headers(int to);
+  void start(const remote_command& c);
+  void send_source(int to, const remote_command& c);
+
+  engine_context& cx_;
+  engine_completion& completion_;
+  engine_arrivals& arrivals_;
+  std::vector<ring_reader> readers_;                    // of this process's command rings
+  std::vector<std::vector<remote_command>> outgoing_;  // by process: headers not sent yet
+};
+
+}  // namespace grma::detail

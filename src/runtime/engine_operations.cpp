@@ -1,0 +1,285 @@
+#include "engine_operations.hpp"
+
+#include <chrono>
+#include <utility>
+
+#include "engine_arrivals.hpp"
+#include "engine_completion.hpp"
+#include "engine_liveness.hpp"
+
+namespace grma::detail {
+namespace {
+
+// Header receives posted at once: a poll can take as many batches.
+constexpr int header_receives = 4;
+
+// The core's operations on the symmetric heap (no window).
+bool on_symmetric_heap(remote_op op) {
+  return op == remote_op::put || op == remote_op::get || op == remote_op::atomic;
+}
+
+}  // namespace
+
+call call_of(const remote_command& c) {
+  switch (c.op) {
+    case remote_op::get_notify: return call::get_notify;
+    case remote_op::put_signal: return call::put_signal;
+    case remote_op::put: return c.inline_bytes != 0 && c.bytes <= 8 ? call::p : call::put;
+    case remote_op::get: return call::get;
+    case remote_op::atomic: {
+      const bool fetch = c.tag != 0;
+      switch (remote_atomic(c.signal_op)) {
+        case remote_atomic::fetch: return call::atomic_fetch;
+        case remote_atomic::set: return call::atomic_set;
+        case remote_atomic::swap: return call::atomic_swap;
+        case remote_atomic::compare_swap: return call::atomic_compare_swap;
+        case remote_atomic::add: return fetch ? call::atomic_fetch_add : call::atomic_add;
+        case remote_atomic::bit_and: return fetch ? call::atomic_fetch_and : call::atomic_and;
+        case remote_atomic::bit_or: return fetch ? call::atomic_fetch_or : call::atomic_or;
+        case remote_atomic::bit_xor: return fetch ? call::atomic_fetch_xor : call::atomic_xor;
+        case remote_atomic::count_: break;
+      }
+      return call::atomic_fetch;
+    }
+    default: return call::put_notify;
+  }
+}
+
+// Every op a message may carry: the ranks' requests, served once checked; a
+// node's arrivals at a world collective; the engines' own messages, for the
+// piece of the engine that deals with each. Any other op is ignored.
+const engine_operations::handler_table engine_operations::handlers_ = [] {
+  handler_table h{};
+  h.fill([](engine_operations&, int, const remote_command&) { return true; });
+  for (const remote_op op : {remote_op::put_notify, remote_op::put_signal, remote_op::get_notify,
+                             remote_op::put, remote_op::get, remote_op::atomic})
+    h[std::size_t(op)] = [](engine_operations& o, int from, const remote_command& c) {
+      return o.serve(from, c);
+    };
+  h[std::size_t(remote_op::arrive)] = [](engine_operations& o, int from, const remote_command& c) {
+    o.arrivals_.receive(from, c);
+    return true;
+  };
+  h[std::size_t(wire_get_reply)] = [](engine_operations& o, int from, const remote_command& c) {
+    o.completion_.land_get(from, c);
+    return true;
+  };
+  h[std::size_t(wire_ack)] = [](engine_operations& o, int, const remote_command& c) {
+    o.completion_.acknowledged(c);
+    return true;
+  };
+  h[std::size_t(wire_abort)] = [](engine_operations& o, int from, const remote_command& c) {
+    o.liveness_.receive_abort(from, c.bytes);
+    return true;
+  };
+  h[std::size_t(wire_done)] = [](engine_operations& o, int from, const remote_command&) {
+    o.liveness_.receive_done(from);
+    return true;
+  };
+  h[std::size_t(wire_beat)] = [](engine_operations& o, int from, const remote_command& c) {
+    o.liveness_.receive_beat(from, c.offset);
+    return true;
+  };
+  return h;
+}();
+
+engine_operations::engine_operations(engine_context& cx, engine_intake& intake,
+                                     engine_completion& completion, engine_arrivals& arrivals,
+                                     engine_liveness& liveness)
+    : cx_(cx),
+      intake_(intake),
+      completion_(completion),
+      arrivals_(arrivals),
+      liveness_(liveness),
+      waiting_(std::size_t(cx.nodes.processes)),
+      waiting_since_(std::size_t(cx.nodes.processes), engine_clock::now()) {}
+
+void engine_operations::listen() {
+  for (int i = 0; i < header_receives; ++i) post_header_receive(std::make_unique<header_receive>());
+}
+
+void engine_operations::post_header_receive(std::unique_ptr<header_receive> r) {
+  header_receive* at = r.get();
+  at->arrived = false;
+  inbound_.push_back(std::move(r));
+  cx_.net->receive(-1, channel::header, at->batch.data(), batch_headers * sizeof(remote_command),
+                   [this, at](int from, std::size_t bytes) {
+                     at->from = from;
+                     at->bytes = bytes;
+                     at->arrived = true;
+                     take_headers();
+                   });
+}
+
+// Handles the batches that arrived, in the order their receives were
+// posted (which is the order of one sender's messages, however the
+// transport completes them), each header in order.
+void engine_operations::take_headers() {
+  while (!inbound_.empty() && inbound_.front()->arrived) {
+    std::unique_ptr<header_receive> r = std::move(inbound_.front());
+    inbound_.pop_front();
+    const int from = r->from;
+    liveness_.heard_from(from);
+    if (r->bytes == 0 || r->bytes % sizeof(remote_command) != 0) {
+      liveness_.malformed(from, -1, call::runtime, "sent a malformed batch of headers");
+    } else {
+      for (std::size_t i = 0; i < r->bytes / sizeof(remote_command); ++i) {
+        const remote_command& c = r->batch[i];
+        std::deque<remote_command>& queue = waiting_[std::size_t(from)];
+        if (!queue.empty() || !handle(from, c)) {
+          if (queue.empty()) waiting_since_[std::size_t(from)] = engine_clock::now();
+          queue.push_back(c);
+        }
+      }
+    }
+    post_header_receive(std::move(r));
+  }
+}
+
+bool engine_operations::handle_waiting() {
+  bool any = false;
+  for (int p = 0; p < cx_.nodes.processes; ++p) {
+    std::deque<remote_command>& queue = waiting_[std::size_t(p)];
+    while (!queue.empty() && handle(p, queue.front())) {
+      queue.pop_front();
+      waiting_since_[std::size_t(p)] = engine_clock::now();
+      any = true;
+    }
+  }
+  return any;
+}
+
+bool engine_operations::waits_any() const {
+  for (const auto& queue : waiting_)
+    if (!queue.empty()) return true;
+  return false;
+}
+
+// False: the request names a window this node is about to create (its
+// collective ended on the origin's node first); it must wait, and so must
+// everything after it from that process (their data follows in order).
+bool engine_operations::handle(int from, const remote_command& c) {
+  if (!liveness_.trusts(from)) return true;  // nothing more of it is used
+  return handlers_[std::size_t(c.op)](*this, from, c);
+}
+
+// Whether window (slot, generation) is the next this node will create in
+// that slot: the origin's node finished the collective first. Not forever:
+// after the job's silence limit the request is refused.
+bool engine_operations::about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
+  const bool next = !s.active && window_next_generation(s, 0) == generation;
+  const double waited =
+      std::chrono::duration<double>(engine_clock::now() - waiting_since_[std::size_t(from)]).count();
+  return next && (waiting_[std::size_t(from)].empty() || waited < cx_.silence_seconds);
+}
+
+// Checks a request against this node's window table; on success sets
+// `range` to where the target's range starts (the window, target, range
+// and signal are all as the request says); a refused request fails the job.
+engine_operations::verdict engine_operations::check(int from, const remote_command& c,
+                                                    unsigned char*& range) {
+  const window_table& t = cx_.first->windows;
+  const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
+  const call where = call_of(c);
+  auto refuse = [&](refusal why, std::uint64_t registered) {
+    error_record r{};
+    r.code = std::int32_t(errc::request_refused);
+    r.rank = cx_.mine(c.target) ? c.target : -1;
+    r.where = std::int32_t(where);
+    r.values[0] = c.origin;
+    r.values[1] = std::int64_t(why);
+    r.values[2] = std::int64_t(why == refusal::signal_misaligned ? c.signal_offset : c.offset);
+    r.values[3] = std::int64_t(c.bytes);
+    r.values[4] = std::int64_t(registered);
+    r.values[5] = slot;
+    liveness_.stop_trusting(from, r);
+    return verdict::refused;
+  };
+  if (!(c.origin >= 0 && c.origin < cx_.world_size && cx_.process_of_rank(c.origin) == from) ||
+      !cx_.mine(c.target))
+    return refuse(refusal::wrong_process, 0);
+  if (on_symmetric_heap(c.op)) {  // the target's slice: every node's has the same size
+    const device_view& v = cx_.view_of(c.target);
+    const std::uint64_t slice = v.symmetric_slice;
+    if (c.offset > slice || c.bytes > slice - c.offset ||
+        (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+      return refuse(refusal::outside_slice, slice);
+    if (c.op == remote_op::atomic &&
+        ((c.bytes != 4 && c.bytes != 8) || c.offset % c.bytes != 0 ||
+         c.signal_op >= std::uint8_t(remote_atomic::count_)))
+      return refuse(refusal::bad_atomic, slice);
+    range = v.heap + v.symmetric_offset + std::uint64_t(c.target - v.first_rank) * slice;
+    return verdict::ok;
+  }
+  // A consistent copy of the slot and the target's entry (engine_memory).
+  window_slot s{};
+  window_entry e{};
+  bool live = false;
+  if (slot < t.capacity) {
+    cx_.memory->read_window(t, slot, c.target, s, e);
+    live = window_lookup(s, generation) == window_check::ok;
+  }
+  if (slot < t.capacity && about_to_exist(s, generation, from)) return verdict::later;
+  if (!live || s.comm != 0 || std::uint32_t(c.target) >= s.comm_size)
+    return refuse(refusal::no_window, 0);
+  const bool here = int(e.device) / cx_.nodes.devices_per_process == cx_.nodes.process;
+  if (!here) return refuse(refusal::wrong_process, 0);
+  if (c.offset > e.size || c.bytes > e.size - c.offset ||
+      (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+    return refuse(refusal::outside_range, e.size);
+  if (c.op == remote_op::put_signal) {
+    if (c.signal_offset > e.size || e.size - c.signal_offset < sizeof(std::uint64_t))
+      return refuse(refusal::outside_range, e.size);
+    if ((e.offset + c.signal_offset) % sizeof(std::uint64_t) != 0)
+      return refuse(refusal::signal_misaligned, e.size);
+  }
+  range = cx_.views[e.device]->heap + e.offset;
+  return verdict::ok;
+}
+
+// False: not yet (see handle).
+bool engine_operations::serve(int from, const remote_command& c) {
+  unsigned char* range = nullptr;
+  const verdict v = check(from, c, range);
+  if (v != verdict::ok) return v == verdict::refused;
+  unsigned char* at = range + c.offset;
+  auto done = completion_.queue_request(c, range);  // c.origin checked: a rank of process `from`
+  // The core's operations change or read the target's memory itself, so
+  // they do it in order (complete): after the origin's requests before
+  // them, a small put's bytes after an earlier large put's (fence), an
+  // atomic or get after both. Only a large put's data lands on arrival:
+  // its receives are posted, and complete, in order.
+  if (c.op == remote_op::atomic || c.op == remote_op::get ||
+      (c.op == remote_op::put && (c.inline_bytes != 0 || c.bytes == 0))) {
+    done();
+    return true;
+  }
+  if (c.op == remote_op::get_notify) {
+    reply_to_get(from, c, at, done);
+    return true;
+  }
+  if (c.inline_bytes != 0 || c.bytes == 0) {
+    cx_.memory->write(at, c.data, c.inline_bytes);
+    done();
+    return true;
+  }
+  cx_.receive_data(from, at, c.bytes, done);
+  return true;
+}
+
+void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,
+                                     std::function<void()> read) {
+  remote_command reply = c;
+  reply.op = wire_get_reply;
+  if (c.bytes <= remote_inline_bytes) {
+    cx_.memory->read(reply.data, at, c.bytes);
+    reply.inline_bytes = std::uint16_t(c.bytes);
+    intake_.send_header(to, reply);
+    return read();
+  }
+  reply.inline_bytes = 0;
+  intake_.send_header(to, reply);
+  cx_.send_data(to, at, c.bytes, std::move(read));
+}
+
+}  // namespace grma::detail

@@ -1,0 +1,81 @@
+// What a network engine does with the messages other processes' engines
+// send: it receives their headers in batches and hands each to the handler
+// its op names in one table. A rank's request is checked against this
+// node's window table (a target trusts nothing it receives), then served;
+// the engines' own messages go to the piece of the engine they are for.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "grma/detail/device_state.hpp"
+#include "grma/error.hpp"
+#include "engine_context.hpp"
+#include "engine_intake.hpp"
+
+namespace grma::detail {
+
+class engine_arrivals;
+class engine_completion;
+class engine_liveness;
+
+// The rank's call that a request from another node carries out (for a
+// strided or non-blocking form, its blocking one).
+call call_of(const remote_command& c);
+
+class engine_operations {
+ public:
+  engine_operations(engine_context& cx, engine_intake& intake, engine_completion& completion,
+                    engine_arrivals& arrivals, engine_liveness& liveness);
+
+  // Posts the receives of header batches.
+  void listen();
+  // Handles what waits for a window its node has not created yet, in order.
+  bool handle_waiting();
+  bool waits_any() const;
+  // By process: requests that wait for a window (see handle).
+  const std::vector<std::deque<remote_command>>& waiting() const { return waiting_; }
+
+  // Sends a get's data back (inline, or after a reply header), then runs
+  // `read`, once the engine no longer reads the target's memory.
+  void reply_to_get(int to, const remote_command& c, const unsigned char* at, std::function<void()> read);
+
+ private:
+  // A posted receive of a batch of headers; taken in the order posted.
+  struct header_receive {
+    std::vector<remote_command> batch = std::vector<remote_command>(batch_headers);
+    int from = -1;
+    std::size_t bytes = 0;
+    bool arrived = false;
+  };
+
+  // What a message's op does at this engine; false: not yet (see handle).
+  using handler = bool (*)(engine_operations& o, int from, const remote_command& c);
+  using handler_table = std::array<handler, 256>;  // by op, a byte
+  static const handler_table handlers_;
+
+  enum class verdict { ok, later, refused };
+
+  void post_header_receive(std::unique_ptr<header_receive> r);
+  void take_headers();
+  bool handle(int from, const remote_command& c);
+  bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const;
+  verdict check(int from, const remote_command& c, unsigned char*& range);
+  bool serve(int from, const remote_command& c);
+
+  engine_context& cx_;
+  engine_intake& intake_;
+  engine_completion& completion_;
+  engine_arrivals& arrivals_;
+  engine_liveness& liveness_;
+  std::deque<std::unique_ptr<header_receive>> inbound_;  // posted, oldest first
+  std::vector<std::deque<remote_command>> waiting_;      // by process: see handle()
+  std::vector<engine_clock::time_point> waiting_since_;  // by process
+};
+
+}  // namespace grma::detail
