@@ -26,6 +26,14 @@ inline int process() {
   return p;
 }
 
+// An empty message to or from `other`: lines the two processes up.
+inline void empty_message(bool send, int other, int tag) {
+  if (send)
+    MPI_Send(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD);
+  else
+    MPI_Recv(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+}
+
 // MPI_Send/MPI_Recv round trip, in microseconds (after 20 for warm-up).
 inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer,
                                 const staging* stage = nullptr) {
@@ -59,13 +67,7 @@ inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
                              const staging* stage = nullptr) {
   std::vector<unsigned char> buffer(bytes, 1);
   const int me = process(), other = me == 0 ? peer : 0;
-  auto empty = [&](bool send, int tag) {
-    if (send)
-      MPI_Send(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD);
-    else
-      MPI_Recv(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  };
-  empty(me != 0, 10);
+  empty_message(me != 0, other, 10);
   const double start = MPI_Wtime();
   for (int it = 0; it < iterations; ++it) {
     if (me == 0) {
@@ -76,7 +78,7 @@ inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
       if (stage) stage->to_device(buffer.data(), bytes);
     }
   }
-  empty(me != 0, 9);
+  empty_message(me != 0, other, 9);
   return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
 }
 
@@ -88,13 +90,7 @@ inline double mpi_message_rate(std::size_t bytes, int messages, int window, int 
   std::vector<unsigned char> buffer(bytes * std::size_t(window), 1);
   std::vector<MPI_Request> requests(static_cast<std::size_t>(window));
   const int me = process(), other = me == 0 ? peer : 0;
-  auto empty = [&](bool send, int tag) {
-    if (send)
-      MPI_Send(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD);
-    else
-      MPI_Recv(nullptr, 0, MPI_BYTE, other, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-  };
-  empty(me != 0, 11);
+  empty_message(me != 0, other, 11);
   const double start = MPI_Wtime();
   for (int done = 0; done < messages; done += window) {
     const int n = messages - done < window ? messages - done : window;
@@ -107,7 +103,7 @@ inline double mpi_message_rate(std::size_t bytes, int messages, int window, int 
     }
     MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE);
   }
-  empty(me != 0, 13);
+  empty_message(me != 0, other, 13);
   return double(messages) / (MPI_Wtime() - start);
 }
 

@@ -615,7 +615,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       r.code = std::int32_t(errc::aborted);
       r.rank = world_rank();
       r.where = status().where;
-      r.values[0] = detail::load_relaxed<detail::scope::system>(view().control->error_claimed) != 0
+      // Acquire: pairs with the failing rank's release of error_claimed,
+      // after it wrote the record this reads.
+      r.values[0] = detail::load_acquire<detail::scope::system>(view().control->error_claimed) != 0
                         ? view().control->error.rank
                         : -1;
       P::leave(r);

@@ -89,7 +89,18 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     return;
   }
   if (c.op == remote_op::put) {
-    if (c.inline_bytes != 0) cx_.memory->write(range + c.offset, c.data, c.inline_bytes);
+    unsigned char* at = range + c.offset;
+    // An aligned word of 4 or 8 bytes (a p) is one store: ranks may poll it
+    // with wait_until while it lands.
+    const bool word = (c.inline_bytes == 4 || c.inline_bytes == 8) &&
+                      reinterpret_cast<std::uintptr_t>(at) % c.inline_bytes == 0;
+    if (word) {
+      std::uint64_t value = 0;
+      std::memcpy(&value, c.data, c.inline_bytes);
+      cx_.memory->store_word(at, c.inline_bytes, value);
+    } else if (c.inline_bytes != 0) {
+      cx_.memory->write(at, c.data, c.inline_bytes);
+    }
     ++acks_[c.origin];
     return;
   }

@@ -91,6 +91,10 @@ class engine_memory {
   virtual void store_arrivals(collective_arrival* to, const collective_arrival* from,
                               std::size_t count) = 0;
 
+  // An element ranks may poll as a word (a p of 4 or 8 bytes, aligned):
+  // one store of the whole word, after the writes before it (release).
+  virtual void store_word(void* at, std::uint32_t width, std::uint64_t value) = 0;
+
   // A remote atomic (apply_remote_atomic) on a word of `width` bytes (4 or
   // 8) of a device's memory, after the writes before it, at system scope
   // (the node's ranks' atomics on the word are); returns the old value.

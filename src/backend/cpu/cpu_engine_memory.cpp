@@ -65,6 +65,13 @@ class host_engine_memory final : public engine_memory {
     }
   }
 
+  void store_word(void* at, std::uint32_t width, std::uint64_t value) override {
+    if (width == 4)
+      store_release<scope::system>(*static_cast<std::uint32_t*>(at), std::uint32_t(value));
+    else
+      store_release<scope::system>(*static_cast<std::uint64_t*>(at), value);
+  }
+
   std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
                        std::uint64_t compare) override {
     if (width == 4)

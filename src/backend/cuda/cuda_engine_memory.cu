@@ -584,6 +584,14 @@ class cuda_engine_memory final : public engine_memory {
     return won != 0;
   }
 
+  // A signal's store is one 8-byte store (the proxy's second step, or a
+  // copy of one aligned word); a 4-byte write is one lane's store.
+  void store_word(void* at, std::uint32_t width, std::uint64_t value) override {
+    if (width == 8) return signal(*static_cast<std::uint64_t*>(at), signal_op::set, value);
+    const auto word = std::uint32_t(value);
+    write(at, &word, sizeof word);
+  }
+
   std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
                        std::uint64_t compare) override {
     if (inbox_ != nullptr) {
