@@ -1031,7 +1031,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       for (; i < c.bytes; ++i) c.data[i] = from[i];
       c.inline_bytes = std::uint16_t(c.bytes);
     }
-    // A get always waits, for its data or (0 bytes) its reply.
+    // A get or fetching atomic waits for its answer (a get of 0 bytes, for
+    // its reply); a large put, until the engine has read its source.
     const bool waits = detail::remote_answered(c) || detail::remote_sends_source(c);
     push_command(c, where, ticket);
     detail::rank_local& l = local();
