@@ -560,15 +560,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
   // Collectives of all ranks: the world barrier (the baseline), the core's
-  // team barrier and an 8-byte allreduce (one node: the core's data
-  // collectives do not cross nodes yet).
+  // team barrier and an 8-byte allreduce.
   if (json) std::fprintf(json, "\n  ],\n  \"collectives\": ");
   if (wanted("collectives")) {
     const int rounds = o.quick ? 20 : 500;
     double us[3] = {NAN, NAN, NAN};
     const bench::collective_mode how[3] = {bench::collective_mode::world_barrier, bench::collective_mode::team_barrier,
                                            bench::collective_mode::allreduce_8b};
-    for (int k = 0; k < (job.node_count == 1 ? 3 : 1); ++k) {
+    for (int k = 0; k < 3; ++k) {
       show.step("collectives");
       us[k] = run(bench::collective_latency{rounds, how[k]}, full).seconds / rounds * 1e6;
     }

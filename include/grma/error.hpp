@@ -124,7 +124,6 @@ enum class errc : std::int32_t {
   team_table_full,              // v0 team slots
   team_collective_mismatch,     // v0 team slot, v1 the member before's call, v2 its size, v3 its root, v4 that member << 32 | this rank's size
   invalid_reduce_op,            // v0 op, v1 1 for a floating-point type
-  team_alloc_across_nodes,      // v0 team slot, v1 nodes of the job
   symmetric_not_owner,          // v0 address
   team_holds_blocks,            // v0 team slot, v1 live symmetric blocks
   count_                        // keep last

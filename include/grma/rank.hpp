@@ -684,7 +684,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const bool across = c == world && spans_nodes();
     const int gatherer = across ? view().node_leader : 0;
     std::uint64_t epoch = 0;
-    if (spans_nodes()) flush_remote(what);
+    // What the rank wrote to other nodes is in place before it arrives.
+    if (spans_nodes() && leader()) await_remote_delivered(what);
     P::publish_fence();  // the rank's threads' writes come before its arrival
     if (leader()) {
       epoch = ++local().epoch[comm_index(c)];
@@ -1021,9 +1022,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE void hand_to_engine(detail::remote_command& c, call where) {
     // The ticket first: its atomic's round trip (about 1 us) overlaps the copy.
     const std::uint64_t ticket = take_command_ticket();
-    const bool put = c.op == detail::remote_op::put_notify || c.op == detail::remote_op::put_signal ||
-                     c.op == detail::remote_op::put;
-    if (put && c.bytes <= detail::remote_inline_bytes) {
+    if (detail::remote_is_put(c.op) && c.bytes <= detail::remote_inline_bytes) {
       const auto* from = reinterpret_cast<const unsigned char*>(std::uintptr_t(c.address));
       std::uint64_t i = 0;
       if (c.address % 8 == 0)  // whole words: their loads in flight together
@@ -1065,20 +1064,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     arrive.origin = world_rank();
     arrive.offset = epoch;
     push_command(arrive, what, take_command_ticket());
-  }
-
-  // Before a collective: waits until every remote operation this rank issued
-  // is in place at its target (acknowledged), so what a rank wrote before a
-  // barrier is visible after it, whichever node it went to.
-  GRMA_INLINE void flush_remote(call where) {
-    if (!leader()) return;
-    detail::rank_local& l = local();
-    if (l.remote_delivered >= l.remote_issued) return;
-    block_until(where, {std::int64_t(l.remote_issued), 0, 0, 0}, [&] {
-      l.remote_delivered =
-          detail::load_acquire<detail::scope::system>(view().completion[device_rank()].delivered);
-      return l.remote_delivered >= l.remote_issued;
-    });
   }
 
   // ---- the core's symmetric memory and contexts ---------------------------------
@@ -1197,54 +1182,161 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         symmetric_address(d, w, std::uint64_t(slot) * sizeof(detail::team_workspace)));
   }
 
-  // Member i's copy of the symmetric range [p, p + bytes).
-  GRMA_INLINE unsigned char* team_peer(const detail::team_members& m, int i, const void* p,
-                                       std::size_t bytes, call where) const {
-    return team_address(m, i, symmetric_offset_of(p, bytes, where), where);
-  }
   // Member i's copy of what is at `offset` (checked) in every slice.
   GRMA_INLINE unsigned char* team_address(const detail::team_members& m, int i,
                                           std::uint64_t offset, call where) const {
+    const symmetric_place at = team_place(m, i, offset);
+    if (at.address == nullptr) fail(errc::not_across_nodes, where, m.world_of(view(), i));
+    return at.address;
+  }
+  // Where member i's copy of `offset` is: an address, or null on another node.
+  GRMA_INLINE symmetric_place team_place(const detail::team_members& m, int i, std::uint64_t offset) const {
     const int w = m.world_of(view(), i);
     const int d = view().device_of(w);
-    if (!view().on_node(d)) fail(errc::not_across_nodes, where, w);
-    return symmetric_address(d, w, offset);
+    if (!view().on_node(d)) return {nullptr, offset};
+    return {symmetric_address(d, w, offset), offset};
   }
 
-  // A dissemination barrier over the team's members (every thread of each):
-  // in round k a member adds 1 to round word k of the member 2^k after it
-  // and waits until its own has reached this barrier's epoch. The adds are
-  // releases, the waits acquires (a chain that carries, release being
-  // cumulative), so everything a member did or saw before the barrier is
-  // visible to every member after it. The add returns nothing: a round
-  // waits for the signal coming in, not for its own add's round trip too.
-  GRMA_OUT_OF_LINE void team_barrier(const detail::team_members& m, call where) {
+  // Whether a member of m is on another node.
+  GRMA_INLINE bool team_spans_nodes(const detail::team_members& m) const {
+    if (!spans_nodes() || m.base != 0) return false;  // team_device and team_node splits stay here
+    for (int i = 0; i < m.size; ++i)
+      if (!view().on_node(view().device_of(m.world_of(view(), i)))) return true;
+    return false;
+  }
+  // Whether member `me` is the first of m's members on this node: the one
+  // that changes the node's tables for the team.
+  GRMA_INLINE bool team_first_here(const detail::team_members& m, int me) const {
+    for (int i = 0; i < me; ++i)
+      if (view().on_node(view().device_of(m.world_of(view(), i)))) return false;
+    return true;
+  }
+  // m's members on this node.
+  GRMA_INLINE std::uint64_t team_members_here(const detail::team_members& m) const {
+    std::uint64_t n = 0;
+    for (int i = 0; i < m.size; ++i) n += view().on_node(view().device_of(m.world_of(view(), i))) ? 1 : 0;
+    return n;
+  }
+
+  // Word `word` of world rank w's workspace of team slot `slot` becomes
+  // `value` (the leading thread): a release store on this node; on another
+  // node the engine stores it after every operation this rank handed it
+  // before (it applies one origin's operations in order).
+  GRMA_INLINE void team_word_store(int w, std::uint32_t slot, std::size_t word, std::uint64_t value, call where) {
+    const std::uint64_t offset = std::uint64_t(slot) * sizeof(detail::team_workspace) + word * sizeof(std::uint64_t);
+    const int d = view().device_of(w);
+    if (view().on_node(d)) {
+      auto* at = reinterpret_cast<std::uint64_t*>(symmetric_address(d, w, offset));
+      at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*at, value); });
+      return;
+    }
+    detail::remote_command c = symmetric_command(detail::remote_op::put, w, offset, sizeof value, &value);
+    issue_remote_alone(c, where);
+  }
+
+  // A dissemination barrier over the team's members (every thread of each)
+  // that also spreads the largest of their values: each member passes one
+  // (below detail::team_value_none, which stands for "none"; the leading
+  // thread's counts) and every member gets the largest. In round k a member
+  // stores its round word (the barrier's epoch, the largest value it has
+  // seen) in the member 2^k after it and waits for its own, from the member
+  // 2^k before: after ceil(log2(size)) rounds each has seen every member's
+  // value. The stores are releases and the waits acquires (a chain that
+  // carries, release being cumulative), so everything a member did or saw
+  // before the barrier is visible to every member after it. Across nodes a
+  // member first waits until its earlier remote operations are in place
+  // (acknowledged): the engine's acknowledgement stands for the release.
+  GRMA_OUT_OF_LINE std::uint64_t team_exchange(const detail::team_members& m, std::uint64_t value, call where) {
     const int me = m.member_of(view(), world_rank());
     if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
     P::sync();  // the threads' accesses come before the leader's release
+    std::uint64_t largest = value;
     if (leader() && m.size > 1) {
+      if (spans_nodes()) await_remote_delivered(where);
       detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
       const std::uint64_t epoch = ++mine.epoch;
+      const std::size_t set = std::size_t(epoch % 2);
       at_scope(wide(), [&](auto scope) {
         for (int k = 0; k < detail::team_rounds && (std::int64_t{1} << k) < m.size; ++k) {
           const int partner = int((std::int64_t(me) + (std::int64_t{1} << k)) % m.size);
-          detail::team_workspace& theirs = team_workspace_of(m.world_of(view(), partner), m.slot, where);
-          detail::add_release<scope.value>(theirs.rounds[k], std::uint64_t{1});
+          team_word_store(m.world_of(view(), partner), m.slot, set * detail::team_rounds + std::size_t(k),
+                          detail::team_round_word(epoch, largest), where);
+          std::uint64_t word = 0;
           block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
-            return detail::load_acquire<scope.value>(mine.rounds[k]) >= epoch;
+            word = detail::load_acquire<scope.value>(mine.rounds[set][k]);
+            return word >> detail::team_value_bits == (epoch & 0xffffffu);
           });
+          if ((word & detail::team_value_none) > largest) largest = word & detail::team_value_none;
         }
       });
     }
-    P::sync();  // the leader's acquire orders the threads' later reads
+    // The leader's acquires order the threads' later reads.
+    largest = P::broadcast(largest);
     completed();
+    return largest;
+  }
+  GRMA_INLINE void team_barrier(const detail::team_members& m, call where) { team_exchange(m, 0, where); }
+
+  // A value the members of m agree on in the tables of every node of them
+  // (a team slot, a symmetric block's offset), by the first member on each
+  // node (where `first`): it locks its node's team table (team_lock_nodes);
+  // `find(from)` gives its node's candidate at or after `from` (in its bits
+  // `shift` and up; team_value_none where there is none), a team_exchange
+  // the largest, the next round's `from`, until every node found the same
+  // (the largest is then `from`): two rounds, the locked tables staying as
+  // they are. `take(agreed)` then changes the node's table (not for none),
+  // and the lock goes. Returns the agreed value, or team_value_none.
+  template <class Find, class Take>
+  GRMA_INLINE std::uint64_t team_agree(const detail::team_members& m, bool first, int shift, call where,
+                                       Find&& find, Take&& take) {
+    team_lock_nodes(m, first, where);
+    std::uint64_t from = 0, agreed = 0;
+    for (;;) {
+      const std::uint64_t largest = team_exchange(m, first && leader() ? find(from) : 0, where);
+      if (largest == 0 || largest == detail::team_value_none) {  // 0: no node of them
+        agreed = detail::team_value_none;
+        break;
+      }
+      if (from != 0 && largest >> shift == from) {
+        agreed = largest;
+        break;
+      }
+      from = largest >> shift;
+    }
+    if (first && leader()) {
+      if (agreed != detail::team_value_none) take(agreed);
+      unlock_team_table();
+    }
+    return agreed;
+  }
+
+  // Locks the team table of every node of m's members (its first member
+  // there, where `first`), one node after the other in the order of the
+  // nodes' lowest world ranks: a barrier names the next node, whose member
+  // locks before it enters the next barrier. Every team takes the locks in
+  // that order, so a team that holds a node's lock waits only for nodes
+  // after it, never for a team that waits for this one; and a lock is
+  // taken only after the first barrier, once every member is in the call
+  // (a member still in another team's call could wait for this lock).
+  GRMA_INLINE void team_lock_nodes(const detail::team_members& m, bool first, call where) {
+    // A node's place in the order, as a value whose largest is the first.
+    const std::uint64_t place = detail::team_value_none - 1 - std::uint64_t(view().node_leader);
+    bool locked = false;
+    for (;;) {
+      const std::uint64_t next = team_exchange(m, first && !locked ? place : 0, where);
+      if (next == 0) return;  // every node locked
+      if (first && next == place) {
+        if (leader()) lock_team_table(where);
+        locked = true;
+      }
+    }
   }
 
   // A data collective's first barrier, with its call and arguments handed
   // to the next member (cyclically), which checks them against its own
   // once the barrier is over: a load of its own workspace, so the check
   // adds no round trip, and where every member agrees with the one before
-  // it all agree. The store comes before the barrier's first release,
+  // it all agree. The store comes before the barrier's first round word,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
   // something wrong.
@@ -1257,10 +1349,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     };
     const std::uint64_t own = signature_of(mine.epoch + 1, where, root, size);
     P::sync();  // every thread has read mine.epoch before the barrier changes it
-    if (leader() && m.size > 1) {
-      detail::team_workspace& next = team_workspace_of(m.world_of(view(), (me + 1) % m.size), m.slot, where);
-      at_scope(wide(), [&](auto scope) { detail::store_relaxed<scope.value>(next.signature, own); });
-    }
+    if (leader() && m.size > 1)
+      team_word_store(m.world_of(view(), (me + 1) % m.size), m.slot,
+                      offsetof(detail::team_workspace, signature) / sizeof(std::uint64_t), own, where);
     team_barrier(m, where);
     if (m.size == 1) return;
     const std::uint64_t before = P::broadcast(

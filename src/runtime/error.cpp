@@ -261,11 +261,6 @@ std::string describe_values(const error_record& r) {
     case errc::invalid_reduce_op:
       s << "invalid reduce_op " << v[0] << (v[1] != 0 ? " for a floating-point type (bitwise ops take integers)" : "");
       break;
-    case errc::team_alloc_across_nodes:
-      s << "symmetric blocks of a team (slot " << v[0] << ") need a job on one node, and this one has "
-        << v[1] << " nodes: over several nodes only world allocations (alloc_symmetric without a "
-           "team, or over team_world) keep every node's blocks at the same offsets";
-      break;
     case errc::symmetric_not_owner:
       s << "the symmetric block at 0x" << std::hex << u(v[0]) << std::dec
         << " was allocated over another team (or over world): free it over the team that allocated it";

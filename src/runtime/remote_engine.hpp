@@ -8,7 +8,7 @@
 //  - forwards an abort to the other nodes (with the report a watchdog left
 //    in the node's control block), and ends the job with a message when
 //    another node's process stops answering or the network fails.
-// The ranks' side is in rank.hpp (issue_remote, flush_remote, collective_at).
+// The ranks' side is in rank.hpp (issue_remote, await_remote_delivered, collective_at).
 #pragma once
 
 #include <atomic>

@@ -3,8 +3,9 @@
 // between each other and are reusable after team_destroy (suite Teams);
 // barrier, broadcast, fcollect, alltoall, reduce, allreduce and
 // reduce_scatter match a reference for every op and type, on teams of 1, 2,
-// 3, an odd number and all the node's ranks (suite DataCollectives). Teams
-// are split from team_node, so the suites run unchanged across nodes.
+// 3, an odd number, all the node's ranks and all the world's (suite
+// DataCollectives). Teams are split from team_node and from team_world,
+// whose teams span nodes where the job does.
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -29,50 +30,58 @@ struct team_splits {
     CONF_EXPECT(r, rec, r.team_rank(grma::team_device) == r.rank(grma::device) &&
                             r.team_size(grma::team_device) == r.size(grma::device),
                 2, r.team_rank(grma::team_device), r.team_size(grma::team_device));
-    const int k = r.team_rank(grma::team_node);
-    CONF_EXPECT(r, rec, r.team_size(grma::team_node) == ns && k >= 0, 3, r.team_size(grma::team_node), k);
-    CONF_EXPECT(r, rec, r.team_translate(grma::team_node, k, grma::team_world) == me, 4, k, me);
-    for (int pass = 0; pass < 2; ++pass) {
-      // Evens and odds of the node.
-      grma::team evens = r.team_split_strided(grma::team_node, 0, 2, (ns + 1) / 2);
-      grma::team odds = grma::team_none;
-      if (ns > 1) odds = r.team_split_strided(grma::team_node, 1, 2, ns / 2);
-      grma::team& mine = k % 2 == 0 ? evens : odds;
-      const grma::team other = k % 2 == 0 ? odds : evens;
-      CONF_EXPECT(r, rec, other == grma::team_none, 5, pass, k);
-      CONF_EXPECT(r, rec, r.team_rank(mine) == k / 2, 6, r.team_rank(mine), k);
-      CONF_EXPECT(r, rec, r.team_size(mine) == (k % 2 == 0 ? (ns + 1) / 2 : ns / 2), 7, r.team_size(mine), ns);
-      for (int i = 0; i < r.team_size(mine); ++i)
-        CONF_EXPECT(r, rec, r.team_translate(mine, i, grma::team_node) == 2 * i + k % 2, 8, i,
-                    r.team_translate(mine, i, grma::team_node));
-      r.barrier(mine);
-      // A grid of rows of 3.
-      grma::team row = grma::team_none, column = grma::team_none;
-      r.team_split_2d(grma::team_node, 3, row, column);
-      CONF_EXPECT(r, rec, r.team_rank(row) == k % 3 && r.team_rank(column) == k / 3, 9,
-                  r.team_rank(row), r.team_rank(column));
-      CONF_EXPECT(r, rec, r.team_size(row) == min_of(3, ns - k / 3 * 3), 10, r.team_size(row), ns);
-      CONF_EXPECT(r, rec, r.team_size(column) == (ns - k % 3 + 2) / 3, 11, r.team_size(column), ns);
-      CONF_EXPECT(r, rec, r.team_translate(row, 0, column) == (k % 3 == 0 ? k / 3 : -1), 12,
-                  r.team_translate(row, 0, column), k);
-      // Rows and columns at once: sums over each.
-      auto* sums = static_cast<long long*>(r.alloc_symmetric(2 * sizeof(long long)));
-      if (r.thread() == 0) sums[0] = sums[1] = k;
-      r.sync_threads();
-      r.allreduce(row, sums, sums, 1, grma::reduce_op::sum);
-      r.allreduce(column, sums + 1, sums + 1, 1, grma::reduce_op::sum);
-      long long row_sum = 0, column_sum = 0;
-      for (int i = k / 3 * 3; i < min_of(ns, k / 3 * 3 + 3); ++i) row_sum += i;
-      for (int i = k % 3; i < ns; i += 3) column_sum += i;
-      CONF_EXPECT(r, rec, sums[0] == row_sum && sums[1] == column_sum, 13, sums[0], sums[1]);
-      r.free_symmetric(sums);
-      r.team_destroy(row);
-      r.team_destroy(column);
-      r.team_destroy(mine);
-      CONF_EXPECT(r, rec, mine == grma::team_none && row == grma::team_none, 14, pass, 0);
-      tally(r, rec, 0);
-    }
+    CONF_EXPECT(r, rec, r.team_size(grma::team_node) == ns && r.team_rank(grma::team_node) >= 0, 3,
+                r.team_size(grma::team_node), r.team_rank(grma::team_node));
+    CONF_EXPECT(r, rec, r.team_translate(grma::team_node, r.team_rank(grma::team_node), grma::team_world) == me,
+                4, r.team_rank(grma::team_node), me);
+    // Splits of the node's team, and of world's (across nodes where the job is).
+    const grma::team parents[2] = {grma::team_node, grma::team_world};
+    for (const grma::team parent : parents)
+      for (int pass = 0; pass < 2; ++pass) check_splits(r, rec, parent, pass);
     r.free_symmetric(word);
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE static void check_splits(Rank& r, rank_record& rec, grma::team parent, int pass) {
+    const int k = r.team_rank(parent), ns = r.team_size(parent);
+    // Evens and odds of the parent.
+    grma::team evens = r.team_split_strided(parent, 0, 2, (ns + 1) / 2);
+    grma::team odds = grma::team_none;
+    if (ns > 1) odds = r.team_split_strided(parent, 1, 2, ns / 2);
+    grma::team& mine = k % 2 == 0 ? evens : odds;
+    const grma::team other = k % 2 == 0 ? odds : evens;
+    CONF_EXPECT(r, rec, other == grma::team_none, 5, pass, k);
+    CONF_EXPECT(r, rec, r.team_rank(mine) == k / 2, 6, r.team_rank(mine), k);
+    CONF_EXPECT(r, rec, r.team_size(mine) == (k % 2 == 0 ? (ns + 1) / 2 : ns / 2), 7, r.team_size(mine), ns);
+    for (int i = 0; i < r.team_size(mine); ++i)
+      CONF_EXPECT(r, rec, r.team_translate(mine, i, parent) == 2 * i + k % 2, 8, i,
+                  r.team_translate(mine, i, parent));
+    r.barrier(mine);
+    // A grid of rows of 3.
+    grma::team row = grma::team_none, column = grma::team_none;
+    r.team_split_2d(parent, 3, row, column);
+    CONF_EXPECT(r, rec, r.team_rank(row) == k % 3 && r.team_rank(column) == k / 3, 9,
+                r.team_rank(row), r.team_rank(column));
+    CONF_EXPECT(r, rec, r.team_size(row) == min_of(3, ns - k / 3 * 3), 10, r.team_size(row), ns);
+    CONF_EXPECT(r, rec, r.team_size(column) == (ns - k % 3 + 2) / 3, 11, r.team_size(column), ns);
+    CONF_EXPECT(r, rec, r.team_translate(row, 0, column) == (k % 3 == 0 ? k / 3 : -1), 12,
+                r.team_translate(row, 0, column), k);
+    // Rows and columns at once: sums over each.
+    auto* sums = static_cast<long long*>(r.alloc_symmetric(2 * sizeof(long long)));
+    if (r.thread() == 0) sums[0] = sums[1] = k;
+    r.sync_threads();
+    r.allreduce(row, sums, sums, 1, grma::reduce_op::sum);
+    r.allreduce(column, sums + 1, sums + 1, 1, grma::reduce_op::sum);
+    long long row_sum = 0, column_sum = 0;
+    for (int i = k / 3 * 3; i < min_of(ns, k / 3 * 3 + 3); ++i) row_sum += i;
+    for (int i = k % 3; i < ns; i += 3) column_sum += i;
+    CONF_EXPECT(r, rec, sums[0] == row_sum && sums[1] == column_sum, 13, sums[0], sums[1]);
+    r.free_symmetric(sums);
+    r.team_destroy(row);
+    r.team_destroy(column);
+    r.team_destroy(mine);
+    CONF_EXPECT(r, rec, mine == grma::team_none && row == grma::team_none, 14, pass, 0);
+    tally(r, rec, 0);
   }
 };
 
@@ -84,7 +93,7 @@ TEST_P(Teams, SplitsNumberTranslateAndEnd) {
   if (j.run(team_splits{})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
-        0, [](int) { return 2u; }, "passes");
+        0, [](int) { return 4u; }, "passes");
   }
 }
 
@@ -203,7 +212,7 @@ struct edge_collectives {
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
     auto* block = static_cast<float*>(r.calloc_symmetric(4, sizeof(float)));
-    const grma::team t = node_size(r, block) == r.size(grma::world) ? grma::team_world : grma::team_node;
+    const grma::team t = grma::team_world;
     const int me = r.team_rank(t), size = r.team_size(t);
     float* none = nullptr;
     r.allreduce(t, none, none, 0, grma::reduce_op::sum);
@@ -224,11 +233,15 @@ struct edge_collectives {
       r.sync_threads();
       r.allreduce(t, block + 2, block, 2, op);
       r.barrier(t);
-      const float* first = r.ptr(block, r.team_translate(t, 0, grma::team_world));
+      // Member 0's results (a g: member 0 may be on another node), checked by thread 0.
+      const int first = r.team_translate(t, 0, grma::team_world);
       for (int e = 2; e < 4; ++e) {
         std::uint32_t mine = 0, theirs = 0;
         __builtin_memcpy(&mine, block + e, 4);
-        __builtin_memcpy(&theirs, first + e, 4);
+        if (r.thread() == 0) {
+          const float value = r.g(block + e, first);
+          __builtin_memcpy(&theirs, &value, 4);
+        }
         CONF_EXPECT(r, rec, mine == theirs, o, e, (long long)mine * 4294967296LL + theirs);
       }
       r.barrier(t);  // member 0's results are read before the next op's
@@ -259,16 +272,18 @@ struct data_collectives {
     auto* source = static_cast<unsigned char*>(r.alloc_symmetric(bytes));
     auto* dest = static_cast<unsigned char*>(r.alloc_symmetric(bytes));
     int salt = 0;
-    for (int x = 1; x <= 3; ++x) {  // rows of 1, 2, 3 members; columns of the rest
-      grma::team row = grma::team_none, column = grma::team_none;
-      r.team_split_2d(grma::team_node, x, row, column);
-      check_team(r, rec, row, source, dest, ++salt);
-      check_team(r, rec, column, source, dest, ++salt);
-      r.team_destroy(column);
-      r.team_destroy(row);
+    const grma::team parents[2] = {grma::team_node, grma::team_world};
+    for (const grma::team parent : parents) {
+      for (int x = 1; x <= 3; ++x) {  // rows of 1, 2, 3 members; columns of the rest
+        grma::team row = grma::team_none, column = grma::team_none;
+        r.team_split_2d(parent, x, row, column);
+        check_team(r, rec, row, source, dest, ++salt);
+        check_team(r, rec, column, source, dest, ++salt);
+        r.team_destroy(column);
+        r.team_destroy(row);
+      }
+      check_team(r, rec, parent, source, dest, ++salt);
     }
-    check_team(r, rec, grma::team_node, source, dest, ++salt);
-    if (node_size(r, source) == n) check_team(r, rec, grma::team_world, source, dest, ++salt);
     r.barrier(grma::team_world);
     r.free_symmetric(dest);
     r.free_symmetric(source);
@@ -278,15 +293,12 @@ struct data_collectives {
 TEST_P(DataCollectives, EveryOpAndTypeOnTeamsOfEverySize) {
   grma::runtime rt(suite_settings());
   job j(rt, GetParam());
-  const int n = j.resolve(data_collectives{});
+  j.resolve(data_collectives{});
   j.prepare();
   if (j.run(data_collectives{})) {
     j.expect_no_failures(__FILE__);
-    const bool one_node = std::getenv("CONFORMANCE_NODES") == nullptr;
-    if (one_node)
-      j.expect_counts(
-          0, [](int) { return 8u; }, "teams checked");
-    (void)n;
+    j.expect_counts(
+        0, [](int) { return 14u; }, "teams checked");
   }
 }
 

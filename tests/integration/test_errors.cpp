@@ -327,11 +327,11 @@ TEST(Errors, SymmetricSizesDiffer) {
 
 TEST(Errors, SymmetricHeapExhausted) {
   grma::settings s = small_job(2);
-  s.symmetric_size = 2 * 16384;  // a slice of 16384 bytes per rank, the teams' 8192 first
-  const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(10000); }, s);
-  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: cannot allocate 10000 symmetric bytes: each "
-                                  "rank's slice of 16384 bytes has no free block that large "
-                                  "(largest 8192 bytes; GRMA_SYMMETRIC_SIZE)"));
+  s.symmetric_size = 2 * 32768;  // a slice of 32768 bytes per rank, the teams' 16384 first
+  const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(20000); }, s);
+  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: cannot allocate 20000 symmetric bytes: each "
+                                  "rank's slice of 32768 bytes has no free block that large "
+                                  "(largest 16384 bytes; GRMA_SYMMETRIC_SIZE)"));
 }
 
 TEST(Errors, SymmetricAlignmentNotAPowerOfTwo) {
@@ -365,15 +365,15 @@ TEST(Errors, PutToMemoryOutsideTheSymmetricHeap) {
 
 TEST(Errors, GetPastTheEndOfTheSlice) {
   grma::settings s = small_job(2);
-  s.symmetric_size = 2 * 16384;
+  s.symmetric_size = 2 * 32768;
   const grma::error e = expect_failure([](auto& r) {
-    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(8192));  // the slice's last 8192
+    auto* block = static_cast<unsigned char*>(r.alloc_symmetric(16384));  // the slice's last 16384
     unsigned char local[64];
-    if (r.rank(grma::world) == 1) r.get(local, block + 8160, 64, 0);
+    if (r.rank(grma::world) == 1) r.get(local, block + 16352, 64, 0);
     r.barrier(grma::world);
   }, s);
   EXPECT_THAT(e.what(), StartsWith("grma: rank 1: get: address 0x"));
-  EXPECT_THAT(e.what(), HasSubstr(" (64 bytes) is not in this rank's symmetric heap slice of 16384 bytes"));
+  EXPECT_THAT(e.what(), HasSubstr(" (64 bytes) is not in this rank's symmetric heap slice of 32768 bytes"));
 }
 
 TEST(Errors, CoreTargetOutOfRange) {

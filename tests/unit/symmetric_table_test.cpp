@@ -1,11 +1,14 @@
-// The symmetric heap's allocator: first fit over the slice, alignment in
-// the slice, reuse of freed room, and its two ways of failing.
+// The symmetric heap's allocator: first fit over the slice (or from a
+// candidate offset on), alignment in the slice, reuse of freed room, and its
+// two ways of failing; and the team table's slot reservations, which nodes
+// grow until they agree.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <vector>
 
 #include <grma/detail/symmetric_table.hpp>
+#include <grma/detail/team_table.hpp>
 
 namespace {
 
@@ -106,6 +109,40 @@ TEST(SymmetricTable, OnlyTheOwningTeamReleasesItsBlock) {
   EXPECT_EQ(symmetric_release(t.table, 0, team), released);
   EXPECT_EQ(symmetric_release(t.table, 64, 0), released);
   EXPECT_EQ(t.count, 0u);
+}
+
+// An agreement's candidate past live blocks: the first gap at or after it,
+// never one before it.
+TEST(SymmetricTable, FirstFitFromACandidateOffset) {
+  table_with_room t(8);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, 0, why), 0u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, 0, why), 64u);
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, 0, why), 128u);
+  EXPECT_EQ(symmetric_release(t.table, 64, 0), released);
+  EXPECT_EQ(symmetric_allocate(t.table, 1024, 8192, 64, 64, 0, why), 1024u);  // not the gap at 64
+  EXPECT_EQ(symmetric_allocate(t.table, 96, 8192, 64, 64, 0, why), 192u);     // 96..128 is too small
+  EXPECT_EQ(symmetric_allocate(t.table, 64, 8192, 64, 64, 0, why), 64u);
+  EXPECT_EQ(symmetric_allocate(t.table, 8000, 8192, 256, 64, 0, why), none);
+  EXPECT_EQ(why.largest_free, 192u);  // from the candidate to the slice's end
+}
+
+TEST(TeamTable, FindsTheLowestFreeSlotFromACandidateAndSettlesAnAgreedOne) {
+  grma::detail::team_slots t{};
+  using grma::detail::team_slot_find;
+  EXPECT_EQ(team_slot_find(t, 0), (std::uint64_t{3} << 32) | 1);  // after the predefined teams' slots
+  EXPECT_EQ(team_slot_find(t, 5), (std::uint64_t{5} << 32) | 1);
+  EXPECT_EQ(t.created, 0u);  // finding changes nothing
+  grma::detail::team_slot_settle(t, 5, 9, 4);  // agreed with a generation another node proposed
+  EXPECT_EQ(t.generation[5], 9u);
+  EXPECT_EQ(t.members[5], 4u);
+  EXPECT_EQ(team_slot_find(t, 5), (std::uint64_t{6} << 32) | 10);  // above every generation seen
+  grma::detail::team_slot_free(t, 5);
+  EXPECT_EQ(team_slot_find(t, 4), (std::uint64_t{4} << 32) | 10);
+  for (std::uint32_t s = 0; s < grma::detail::max_teams; ++s) t.generation[s] = s < 31 ? 1u : 0u;
+  EXPECT_EQ(team_slot_find(t, 0) >> 32, 31u);
+  t.generation[31] = 1;
+  EXPECT_EQ(team_slot_find(t, 0), 0u);  // every slot taken
 }
 
 }  // namespace

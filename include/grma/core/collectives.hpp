@@ -6,20 +6,21 @@
 // collective, or another size or root, fails the job: every member hands
 // its call to the next member, which checks it after the first barrier.
 //
-// How they move data: every member of a team that stays on one node loads
-// and stores every other member's symmetric memory directly, so a member
-// pulls what it needs from the others' `source` (which must be symmetric)
-// between two barriers. A reduction splits the elements among the members:
-// each reduces its share of every member's source and stores the result
-// where it goes (every member's `dest` for allreduce, the root's for
-// reduce, its own for reduce_scatter), so a member moves as many bytes as
-// the vector holds whatever the team size. A share smaller than the rank's
-// threads has a warp's lanes split an element's members among them, so a
-// small vector over hundreds of members costs a few loads per lane rather
-// than one thread's load per member. The barrier is a
-// dissemination barrier: log2(size) rounds of one remote atomic add and one
-// wait. Across nodes only team_world's barrier works so far (through the
-// job's world barrier); data collectives there are errors that say so.
+// How they move data: a member pulls what it needs from the others'
+// `source` (which must be symmetric) between two barriers: by loads from
+// members on its node, by gets through the network engine from members on
+// other nodes. A reduction splits the elements among the members: each
+// reduces its share of every member's source and stores the result where
+// it goes (every member's `dest` for allreduce, the root's for reduce, its
+// own for reduce_scatter; puts to other nodes), so a member moves as many
+// bytes as the vector holds whatever the team size. On one node, a share
+// smaller than the rank's threads has a warp's lanes split an element's
+// members among them, so a small vector over hundreds of members costs a
+// few loads per lane rather than one thread's load per member. Across
+// nodes a member gets each other member's share in turn (one round trip
+// each) and combines them in member order. The barrier is a dissemination
+// barrier: log2(size) rounds of one store and one wait; team_world's
+// across nodes is the job's world barrier.
 #pragma once
 
 #include <cstddef>
@@ -48,8 +49,7 @@ class collective_calls {
   GRMA_INLINE void broadcast(team t, void* dest, const void* source, std::size_t bytes, int root) {
     Rank& r = self();
     run(t, call::broadcast, source, bytes, bytes, root, [&](const detail::team_members& m, int) {
-      const unsigned char* from = r.team_peer(m, root, source, bytes, call::broadcast);
-      if (from != dest) r.copy(dest, from, bytes);
+      pull(m, root, r.symmetric_offset_of(source, bytes, call::broadcast), dest, bytes, call::broadcast);
     });
   }
 
@@ -58,9 +58,9 @@ class collective_calls {
   GRMA_INLINE void fcollect(team t, void* dest, const void* source, std::size_t bytes) {
     Rank& r = self();
     run(t, call::fcollect, source, bytes, bytes, 0, [&](const detail::team_members& m, int) {
+      const std::uint64_t from = r.symmetric_offset_of(source, bytes, call::fcollect);
       for (int i = 0; i < m.size; ++i)
-        r.copy(static_cast<unsigned char*>(dest) + std::size_t(i) * bytes,
-               r.team_peer(m, i, source, bytes, call::fcollect), bytes);
+        pull(m, i, from, static_cast<unsigned char*>(dest) + std::size_t(i) * bytes, bytes, call::fcollect);
     });
   }
 
@@ -70,11 +70,10 @@ class collective_calls {
     Rank& r = self();
     run(t, call::alltoall, source, bytes * std::size_t(r.team_size(t)), bytes, 0,
         [&](const detail::team_members& m, int me) {
+          const std::uint64_t from = r.symmetric_offset_of(source, bytes * std::size_t(m.size), call::alltoall) +
+                                     std::uint64_t(me) * bytes;
           for (int i = 0; i < m.size; ++i)
-            r.copy(static_cast<unsigned char*>(dest) + std::size_t(i) * bytes,
-                   r.team_peer(m, i, source, bytes * std::size_t(m.size), call::alltoall) +
-                       std::size_t(me) * bytes,
-                   bytes);
+            pull(m, i, from, static_cast<unsigned char*>(dest) + std::size_t(i) * bytes, bytes, call::alltoall);
         });
   }
 
@@ -98,6 +97,31 @@ class collective_calls {
 
  private:
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
+
+  // Member i's `bytes` at `offset` of its slice into `to` (all threads): a
+  // copy on this node (none where it is `to` itself), a get through the
+  // engine from another.
+  GRMA_INLINE void pull(const detail::team_members& m, int i, std::uint64_t offset, void* to,
+                        std::size_t bytes, call where) {
+    Rank& r = self();
+    const auto at = r.team_place(m, i, offset);
+    if (at.address != nullptr) {
+      if (at.address != to) r.copy(to, at.address, bytes);
+      return;
+    }
+    detail::remote_command c = r.symmetric_command(detail::remote_op::get, m.world_of(r.view(), i), offset, bytes, to);
+    r.issue_remote(c, where);
+  }
+  // `bytes` at `from` into member i's slice at `offset`: a copy, or a put
+  // through the engine.
+  GRMA_INLINE void push(const detail::team_members& m, int i, std::uint64_t offset, const void* from,
+                        std::size_t bytes, call where) {
+    Rank& r = self();
+    const auto at = r.team_place(m, i, offset);
+    if (at.address != nullptr) return r.copy(at.address, from, bytes);
+    detail::remote_command c = r.symmetric_command(detail::remote_op::put, m.world_of(r.view(), i), offset, bytes, from);
+    r.issue_remote(c, where);
+  }
 
   // The frame of every data collective: checks, a barrier (every member's
   // source is ready), the member's own part `body(members, me)` (none for
@@ -140,6 +164,8 @@ class collective_calls {
       // Every thread of the rank leaves here alike (no lane waits in a shuffle).
       if (elements == 0) return;
       const std::uint64_t from = r.symmetric_offset_of(source, total * sizeof(T), where);
+      if (r.team_spans_nodes(m))
+        return reduce_across_nodes(where, m, dest, to, from, first, elements, op, root);
       // A group of `lanes` threads per element splits the members among its
       // lanes (lane j reads members j, j + lanes, ...) and combines their
       // values across the lanes. One lane per element where the share keeps
@@ -182,6 +208,39 @@ class collective_calls {
         }
       }
     });
+  }
+
+  // A reduction's share [first, first + elements) over a team with members
+  // on other nodes: the members' values in member order (a get for each on
+  // another node) combined in rank-private memory, then stored (a put to
+  // each member on another node).
+  template <class T>
+  GRMA_INLINE void reduce_across_nodes(call where, const detail::team_members& m, T* dest, std::uint64_t to,
+                                       std::uint64_t from, std::size_t first, std::size_t elements,
+                                       reduce_op op, int root) {
+    Rank& r = self();
+    const std::size_t bytes = elements * sizeof(T);
+    T* const result = static_cast<T*>(r.alloc(2 * bytes));
+    T* const arrived = result + elements;
+    for (int i = 0; i < m.size; ++i) {
+      const auto at = r.team_place(m, i, from + first * sizeof(T));
+      const T* values = reinterpret_cast<const T*>(at.address);
+      if (values == nullptr) {
+        pull(m, i, from + first * sizeof(T), arrived, bytes, where);
+        values = arrived;
+      }
+      for (std::size_t e = std::size_t(r.thread()); e < elements; e += std::size_t(r.threads()))
+        result[e] = i == 0 ? values[e] : combine(op, result[e], values[e]);
+      r.sync_threads();  // `arrived` is read before the next member's values land there
+    }
+    const std::uint64_t at = to + first * sizeof(T);
+    if (where == call::reduce_scatter)
+      r.copy(dest, result, bytes);
+    else if (where == call::reduce)
+      push(m, root, at, result, bytes, where);
+    else
+      for (int i = 0; i < m.size; ++i) push(m, i, at, result, bytes, where);
+    r.free(result);  // after every push has read it
   }
 
   // The lanes per element of a reduction's share: the threads left over

@@ -32,6 +32,9 @@ class symmetric_heap_calls {
   GRMA_INLINE void* alloc_symmetric(std::size_t bytes, std::size_t alignment = 64) {
     Rank& r = self();
     check_alignment(alignment, call::alloc_symmetric);
+    // Across nodes the nodes' tables may differ (team blocks): the offset
+    // is agreed over world's members.
+    if (r.spans_nodes()) return alloc_symmetric(team_world, bytes, alignment);
     // Every rank passed the same arguments: the leader's are everyone's.
     const std::uint64_t result = agreed_action(
         call::alloc_symmetric, bytes, alignment,
@@ -45,17 +48,34 @@ class symmetric_heap_calls {
   // no other allocation overlaps while it lives; returns this member's copy.
   // Members reach each other's copies as with a world block; other ranks
   // must not use the offset. Over team_world it is alloc_symmetric(bytes,
-  // alignment). A job over several nodes allocates over team_world only:
-  // its nodes keep their blocks at the same offsets by making the same world
-  // allocations in the same order.
+  // alignment).
   GRMA_INLINE void* alloc_symmetric(team t, std::size_t bytes, std::size_t alignment = 64) {
     Rank& r = self();
-    if (t == team_world) return alloc_symmetric(bytes, alignment);
+    if (t == team_world && !r.spans_nodes()) return alloc_symmetric(bytes, alignment);
     check_alignment(alignment, call::alloc_symmetric);
-    const std::uint64_t result = team_action(t, call::alloc_symmetric, bytes, alignment,
-                                             [&](std::uint64_t owner) { return allocate(bytes, alignment, owner); });
-    if ((result & exhausted) != 0) fail_exhausted(bytes, result);
-    return r.symmetric_slice_base() + result;
+    const detail::team_members m = r.resolve_team(t, call::alloc_symmetric);
+    const int me = member(m, call::alloc_symmetric);
+    // The barrier in it: every member has made the same call.
+    r.team_collective_begin(m, me, call::alloc_symmetric, bytes, int(alignment));
+    const std::uint64_t owner = t == team_world ? 0 : r.symmetric_owner(m, t.generation);
+    const detail::symmetric_table& table = r.view().symmetric;
+    std::uint64_t largest = 0;  // this node's largest gap, where it had none
+    const std::uint64_t agreed = r.team_agree(
+        m, r.team_first_here(m, me), 0, call::alloc_symmetric,
+        [&](std::uint64_t from) {
+          detail::symmetric_failure why{};
+          const std::uint64_t at = detail::symmetric_first_fit(table, first_offset(from), r.view().symmetric_slice,
+                                                               bytes, alignment, why);
+          if (at != ~std::uint64_t{0}) return at;
+          largest = why.largest_free;
+          return detail::team_value_none;
+        },
+        [&](std::uint64_t at) {
+          detail::symmetric_failure why{};
+          detail::symmetric_allocate(table, at, r.view().symmetric_slice, bytes, alignment, owner, why);
+        });
+    if (agreed == detail::team_value_none) fail_exhausted(bytes, failed | exhausted | Rank::P::broadcast(largest));
+    return r.symmetric_slice_base() + agreed;
   }
 
   // alloc_symmetric(t, count * size), zeroed in every member's slice before
@@ -77,10 +97,20 @@ class symmetric_heap_calls {
     if (t == team_world) return free_symmetric(block);
     const std::uint64_t offset =
         block == nullptr ? ~std::uint64_t{0} : r.symmetric_offset_of(block, 1, call::free_symmetric);
-    const std::uint64_t result = team_action(t, call::free_symmetric, offset, 0, [&](std::uint64_t owner) {
-      return block == nullptr ? std::uint64_t{0} : release(offset, owner);
-    });
-    if (result != 0) fail_release(block, result);
+    const detail::team_members m = r.resolve_team(t, call::free_symmetric);
+    const int me = member(m, call::free_symmetric);
+    r.team_collective_begin(m, me, call::free_symmetric, std::size_t(offset), 0);
+    // The first member on each node frees the node's entry; every member
+    // learns the worst outcome (0 freed, 1 no such block, 2 another team's).
+    std::uint64_t outcome = 0;
+    if (block != nullptr && r.thread() == 0 && r.team_first_here(m, me)) {
+      r.lock_team_table(call::free_symmetric);
+      const std::uint64_t result = release(offset, r.symmetric_owner(m, t.generation));
+      r.unlock_team_table();
+      outcome = result == 0 ? 0 : (result & foreign) != 0 ? 2 : 1;
+    }
+    outcome = r.team_exchange(m, outcome, call::free_symmetric);
+    if (outcome != 0) fail_release(block, failed | (outcome == 2 ? foreign : 0));
   }
 
   // alloc_symmetric of count * size bytes, zeroed in every rank's slice
@@ -138,6 +168,11 @@ class symmetric_heap_calls {
       self().fail(errc::invalid_alignment, where, std::int64_t(alignment));
   }
 
+  // Where blocks may start: after the teams' workspaces, at `from` or after.
+  GRMA_INLINE static std::uint64_t first_offset(std::uint64_t from) {
+    return from > detail::symmetric_reserved_bytes ? from : detail::symmetric_reserved_bytes;
+  }
+
   // The allocator's answer (its caller holds the table): an offset, or
   // failed | exhausted | the largest free block.
   GRMA_INLINE std::uint64_t allocate(std::uint64_t bytes, std::uint64_t alignment, std::uint64_t owner) {
@@ -171,34 +206,11 @@ class symmetric_heap_calls {
            std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
   }
 
-  // A collective over team t that runs `act` at member 0 holding the node's
-  // table lock, once every member has made the same call (the signature
-  // check of the team's collectives: call, low 32 bits of p0, low 16 of p1);
-  // act gets the team's owner in the symmetric table. Every member returns
-  // act's result, which member 0 leaves in its workspace.
-  // World allocations need no lock: while one runs no rank is in another
-  // allocation. A team's may run beside another team's.
-  template <class Act>
-  GRMA_INLINE std::uint64_t team_action(team t, call where, std::uint64_t p0, std::uint64_t p1, Act&& act) {
-    Rank& r = self();
-    const detail::team_members m = r.resolve_team(t, where);
-    const int me = m.member_of(r.view(), r.world_rank());
-    if (me < 0) r.fail(errc::team_not_member, where, t.slot, m.size);
-    if (r.spans_nodes()) r.fail(errc::team_alloc_across_nodes, where, t.slot, r.view().nodes);
-    // The barrier in it also means every member has read member 0's last result.
-    r.team_collective_begin(m, me, where, std::size_t(p0), int(p1));
-    detail::team_workspace& first = r.team_workspace_of(m.world_of(r.view(), 0), m.slot, where);
-    if (me == 0 && r.thread() == 0) {
-      r.lock_team_table(where);
-      const std::uint64_t result = act(r.symmetric_owner(m, t.generation));
-      r.unlock_team_table();
-      first.result = result;
-    }
-    r.team_barrier(m, where);
-    // One load (over NVLink where member 0 is on a peer), for all threads.
-    return Rank::P::broadcast(r.thread() == 0 ? Rank::at_scope(r.wide(), [&](auto scope) {
-      return detail::load_relaxed<scope.value>(first.result);
-    }) : std::uint64_t{0});
+  // My member number in m; fails where I am not one.
+  GRMA_INLINE int member(const detail::team_members& m, call where) {
+    const int me = m.member_of(self().view(), self().world_rank());
+    if (me < 0) self().fail(errc::team_not_member, where, m.slot, m.size);
+    return me;
   }
 
   // A world collective that runs `act` at the leader once every rank has

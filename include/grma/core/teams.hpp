@@ -5,10 +5,9 @@
 // team_destroy by all threads of every member of the parent (or team)
 // together. A split is collective over its parent: every parent member
 // calls it with the same arguments, and the members of the new team get
-// it, the others team_none. Splits stay on one node until the network
-// engine carries the core's operations (a split whose team would span
-// nodes is an error that says so). A node holds at most 29 split slots at
-// once (a 2D split takes two).
+// it, the others team_none. Teams split from team_world may span nodes.
+// A node holds at most 29 split slots at once (a 2D split takes two): a
+// team's slot is one that is free on every node of its members.
 #pragma once
 
 #include <cstdint>
@@ -98,10 +97,11 @@ class team_calls {
     Rank& r = self();
     const detail::team_members p = r.resolve_team(parent, call::team_split_strided);
     check_split(p, start, stride, size, call::team_split_strided);
-    const std::uint64_t taken = take_slots(p, 1, 1, call::team_split_strided);
-    const detail::team_members child{std::uint32_t(taken), p.base, p.start + start * p.stride,
-                                     stride * p.stride, size};
-    return made(child, std::uint32_t(taken >> 32));
+    detail::team_members child{0, p.base, p.start + start * p.stride, stride * p.stride, size};
+    const std::uint64_t taken = take_slot(p, child, r.team_members_here(child), call::team_split_strided);
+    child.slot = std::uint32_t(taken >> 32);
+    r.team_barrier(p, call::team_split_strided);  // every member has cleared its workspace
+    return made(child, std::uint32_t(taken));
   }
 
   // `parent` as a grid of rows of `xrange` members (the last row may be
@@ -112,19 +112,22 @@ class team_calls {
     if (xrange < 1)
       r.fail(errc::team_split_invalid, call::team_split_2d, 0, 1, xrange, p.size);
     const int x = xrange < p.size ? xrange : p.size;
-    const int rows = (p.size + x - 1) / x;
-    // Two slots: every row shares one, every column the other.
-    const std::uint64_t slots = take_slots(p, rows, x, call::team_split_2d);
     const int me = p.member_of(r.view(), r.world_rank());
     const int row = me / x, column = me % x;
     const int row_size = p.size - row * x < x ? p.size - row * x : x;
     const int column_size = (p.size - column + x - 1) / x;
-    const detail::team_members xs{std::uint32_t(slots) & 0xffffu, p.base,
-                                  p.start + row * x * p.stride, p.stride, row_size};
-    const detail::team_members ys{(std::uint32_t(slots) >> 16) & 0xffffu, p.base,
-                                  p.start + column * p.stride, x * p.stride, column_size};
-    xteam = made(xs, std::uint32_t(slots >> 32));
-    yteam = made(ys, std::uint32_t(slots >> 32));
+    // Two slots: every row shares one, every column the other; each parent
+    // member is in one of each.
+    detail::team_members xs{0, p.base, p.start + row * x * p.stride, p.stride, row_size};
+    detail::team_members ys{0, p.base, p.start + column * p.stride, x * p.stride, column_size};
+    const std::uint64_t here = r.team_members_here(p);
+    const std::uint64_t rows = take_slot(p, xs, here, call::team_split_2d);
+    const std::uint64_t columns = take_slot(p, ys, here, call::team_split_2d);
+    xs.slot = std::uint32_t(rows >> 32);
+    ys.slot = std::uint32_t(columns >> 32);
+    r.team_barrier(p, call::team_split_2d);  // every member has cleared its workspaces
+    xteam = made(xs, std::uint32_t(rows));
+    yteam = made(ys, std::uint32_t(columns));
   }
 
   // Collective over the team: it ends, and the handle becomes team_none.
@@ -137,18 +140,32 @@ class team_calls {
     if (t == team_none) return;
     const detail::team_members m = r.resolve_team(t, call::team_destroy);
     if (t.slot < detail::predefined_teams) return;
-    if (m.member_of(r.view(), r.world_rank()) < 0)
-      r.fail(errc::team_not_member, call::team_destroy, t.slot, m.size);
-    r.team_barrier(m, call::team_destroy);
-    if (m.member_of(r.view(), r.world_rank()) == 0 && r.thread() == 0) {
+    const int me = m.member_of(r.view(), r.world_rank());
+    if (me < 0) r.fail(errc::team_not_member, call::team_destroy, t.slot, m.size);
+    if (r.thread() == 0) {
       detail::team_slots& table = *r.view().teams;
-      r.lock_team_table(call::team_destroy);
-      const std::uint32_t blocks = detail::symmetric_blocks_of(r.view().symmetric, r.symmetric_owner(m, t.generation));
-      if (blocks == 0) detail::team_slot_drop(table, t.slot);
-      r.unlock_team_table();
-      if (blocks != 0) r.fail(errc::team_holds_blocks, call::team_destroy, t.slot, blocks);
+      if (r.team_first_here(m, me)) {  // the node's blocks of the team
+        r.lock_team_table(call::team_destroy);
+        const std::uint32_t blocks = detail::symmetric_blocks_of(r.view().symmetric, r.symmetric_owner(m, t.generation));
+        r.unlock_team_table();
+        if (blocks != 0) r.fail(errc::team_holds_blocks, call::team_destroy, t.slot, blocks);
+      }
+      // The node's last member of the slot's teams frees it. Acquire and
+      // release: its free comes after every member's use of the table's
+      // slot. The slot's workspaces are the members' own, which a next team
+      // of the slot clears only once they are in its split, after this
+      // barrier; and the barrier means the slot is free on every node
+      // before any member goes on (a handle kept is then refused).
+      const std::uint64_t before = Rank::at_scope(r.wide(), [&](auto scope) {
+        return detail::fetch_add_acq_rel<scope.value>(table.members[t.slot], ~std::uint64_t{0});
+      });
+      if (before == 1) {
+        r.lock_team_table(call::team_destroy);
+        detail::team_slot_free(table, t.slot);
+        r.unlock_team_table();
+      }
     }
-    r.sync_threads();
+    r.team_barrier(m, call::team_destroy);
     t = team_none;
   }
 
@@ -163,60 +180,40 @@ class team_calls {
       self().fail(errc::team_split_invalid, where, start, stride, size, p.size);
   }
 
-  // The new teams' slots, agreed by every parent member: member 0 takes a
-  // slot for `teams` teams (and, for a 2D split, a second for `columns`
-  // teams) from the node's table and leaves (generation << 32 | second
-  // << 16 | first) in its workspace's `result`; the others read it after
-  // the parent's barrier. Each member clears its own workspace of the new
-  // slots, and a last barrier keeps every member from using the new teams
-  // before all have. A 1D split returns (generation << 32 | slot).
-  GRMA_INLINE std::uint64_t take_slots(const detail::team_members& p, int teams, int columns,
-                                       call where) {
+  // The slot of the teams of one kind that a split of `p` makes (`child`
+  // is this member's; `here` the node's parent members in them), agreed by
+  // the parent's members (team_agree): the first parent member on each
+  // node with members of them finds the lowest slot free there, and at the
+  // end sets its generation (the largest any node proposed: a handle's one
+  // generation is live on every node) and the node's members. The slot's
+  // members clear their own workspace of it; the split's last barrier keeps
+  // every member from using the new team before all have. Returns (slot <<
+  // 32 | generation).
+  GRMA_INLINE std::uint64_t take_slot(const detail::team_members& p, const detail::team_members& child,
+                                      std::uint64_t here, call where) {
     Rank& r = self();
     const int me = p.member_of(r.view(), r.world_rank());
     if (me < 0) r.fail(errc::team_not_member, where, p.slot, p.size);
-    if (r.spans_nodes())
-      for (int i = 0; i < p.size; ++i) {
-        const int w = p.world_of(r.view(), i);
-        if (!r.view().on_node(r.view().device_of(w))) r.fail(errc::not_across_nodes, where, w);
-      }
-    const bool two = where == call::team_split_2d;
-    detail::team_workspace& mine = r.team_workspace_of(r.world_rank(), p.slot);
-    r.team_barrier(p, where);  // member 0's result of an earlier split has been read
-    if (me == 0 && r.thread() == 0) {
-      detail::team_slots& table = *r.view().teams;
-      r.lock_team_table(where);
-      const std::uint64_t first = detail::team_slot_take(table, std::uint32_t(teams));
-      std::uint64_t second = 0;
-      if (two && first != 0) {
-        second = detail::team_slot_take(table, std::uint32_t(columns));
-        if (second == 0)
-          detail::team_slot_set(table, std::uint32_t(first), 0);  // free again
-        else  // one generation for both: the handles carry one
-          detail::team_slot_set(table, std::uint32_t(second), std::uint32_t(first >> 32));
-      }
-      r.unlock_team_table();
-      mine.result = (first == 0 || (two && second == 0))
-                        ? 0
-                        : (first & ~std::uint64_t{0xffffffffu}) | ((second & 0xffffu) << 16) |
-                              (first & 0xffffu);
-    }
-    r.team_barrier(p, where);
-    const detail::team_workspace& leader = r.team_workspace_of(p.world_of(r.view(), 0), p.slot);
-    const std::uint64_t result = Rank::at_scope(r.wide(), [&](auto scope) {
-      return detail::load_relaxed<scope.value>(const_cast<std::uint64_t&>(leader.result));
-    });
-    if (result == 0) r.fail(errc::team_table_full, where, detail::max_teams - detail::predefined_teams);
+    detail::team_slots& table = *r.view().teams;
+    const std::uint64_t agreed = r.team_agree(
+        p, here != 0 && r.team_first_here(p, me), 32, where,
+        [&](std::uint64_t from) {
+          const std::uint64_t found = detail::team_slot_find(table, std::uint32_t(from));
+          return found == 0 ? detail::team_value_none : found;
+        },
+        [&](std::uint64_t slot) {
+          detail::team_slot_settle(table, std::uint32_t(slot >> 32), std::uint32_t(slot), here);
+        });
+    if (agreed == detail::team_value_none)
+      r.fail(errc::team_table_full, where, detail::max_teams - detail::predefined_teams);
     // A new slot starts from zero in every member's slice.
-    const std::uint32_t slots[2] = {std::uint32_t(result & 0xffffu), std::uint32_t(result >> 16) & 0xffffu};
-    for (int k = 0; k < (two ? 2 : 1); ++k) {
-      auto* words = reinterpret_cast<std::uint64_t*>(&r.team_workspace_of(r.world_rank(), slots[k]));
+    if (child.member_of(r.view(), r.world_rank()) >= 0) {
+      auto* words = reinterpret_cast<std::uint64_t*>(&r.team_workspace_of(r.world_rank(), std::uint32_t(agreed >> 32)));
       for (std::size_t i = std::size_t(r.thread()); i < sizeof(detail::team_workspace) / 8;
            i += std::size_t(r.threads()))
         words[i] = 0;
     }
-    r.team_barrier(p, where);
-    return two ? result : (result & ~std::uint64_t{0xffffffffu}) | (result & 0xffffu);
+    return agreed;
   }
 
   // The handle of `m` for this rank: team_none where it is not a member.

@@ -251,7 +251,6 @@ struct rank_local {
   std::uint64_t command_credit;     // known_consumed of the command ring
   std::uint64_t remote_issued;      // remote operations handed to the engine
   std::uint64_t remote_waited;      // of them, ones that waited for `landed`
-  std::uint64_t remote_delivered;   // delivered count last seen (remote_completion)
   std::uint32_t remote_lock;        // held by the thread handing the engine a command
   // Direct-mapped cache of producer credits for the rings of recent targets.
   std::int32_t credit_target[credit_cache_size];
@@ -403,11 +402,14 @@ struct remote_command {
 };
 static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (sequenced_slot)");
 
+// Whether the operation carries the origin's bytes to the target.
+GRMA_INLINE bool remote_is_put(remote_op op) {
+  return op == remote_op::put_notify || op == remote_op::put_signal || op == remote_op::put;
+}
 // Whether the origin's engine sends the bytes at `address` after the
 // header: a put too large to travel inside it.
 GRMA_INLINE bool remote_sends_source(const remote_command& c) {
-  const bool put = c.op == remote_op::put_notify || c.op == remote_op::put_signal || c.op == remote_op::put;
-  return put && c.inline_bytes == 0 && c.bytes != 0;
+  return remote_is_put(c.op) && c.inline_bytes == 0 && c.bytes != 0;
 }
 // Whether an answer comes back to the origin's `address`: a get's data, a
 // fetching atomic's old value.

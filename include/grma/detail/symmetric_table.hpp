@@ -3,11 +3,11 @@
 // rank reaches another's copy of a block at (target's slice + offset). The
 // table lists the live blocks by offset, each with the team that allocated
 // it. alloc_symmetric and free_symmetric are collectives over world or a
-// team: a world collective's leader touches the table alone (no rank is in
-// another allocation then), a team's member 0 under the node's team lock.
-// A job across nodes keeps one table per node and allocates over world
-// only: every node's leader runs the same world collectives in the same
-// order on the same arguments, so every table holds the same blocks.
+// team. Each node keeps a table: a world collective's leader touches it
+// alone on a job of one node (no rank is in another allocation then); a
+// team's allocation, and a world one across nodes, finds an offset free on
+// every node of its members, which the first member on each node reserves
+// under the node's team lock (team_agree, rank.hpp).
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ inline constexpr std::uint64_t symmetric_alignment_limit = 4096;
 
 // The first bytes of every slice belong to the teams (team_workspace);
 // blocks come after them.
-inline constexpr std::uint64_t symmetric_reserved_bytes = 8192;
+inline constexpr std::uint64_t symmetric_reserved_bytes = 16384;
 
 // Symmetric blocks a job may hold at once.
 inline constexpr std::uint32_t symmetric_block_limit = 1024;
@@ -46,32 +46,47 @@ struct symmetric_failure {
   std::uint64_t largest_free;
 };
 
+// A block's room: whole lines, one for a block of no bytes.
+GRMA_INLINE std::uint64_t symmetric_block_size(std::uint64_t bytes) {
+  return align_up(bytes == 0 ? 1 : bytes, heap_alignment);
+}
+
 // The first gap of at least `bytes` at `alignment` (a power of two) in
-// [first, slice), now `owner`'s block: its offset, or ~0 when there is none
-// or the table is full (why.largest_free tells which).
-GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t first,
-                                             std::uint64_t slice, std::uint64_t bytes,
-                                             std::uint64_t alignment, std::uint64_t owner,
-                                             symmetric_failure& why) {
+// [first, slice), changing nothing: its offset, or ~0 when there is none or
+// the table is full (why.largest_free tells which).
+GRMA_INLINE std::uint64_t symmetric_first_fit(const symmetric_table& t, std::uint64_t first,
+                                              std::uint64_t slice, std::uint64_t bytes,
+                                              std::uint64_t alignment, symmetric_failure& why) {
   if (alignment < heap_alignment) alignment = heap_alignment;
-  const std::uint64_t size = align_up(bytes == 0 ? 1 : bytes, heap_alignment);
+  const std::uint64_t size = symmetric_block_size(bytes);
   std::uint64_t largest = 0;
-  std::uint64_t end = first;  // of the block before the gap
+  std::uint64_t end = first;  // of the blocks before the gap
   for (std::uint32_t i = 0; i <= *t.count; ++i) {
     const std::uint64_t next = i < *t.count ? t.blocks[i].offset : slice < first ? first : slice;
     const std::uint64_t at = align_up(end, alignment);
     if (next > end && next - end > largest) largest = next - end;
     if (at <= next && next - at >= size) {
       if (*t.count == t.capacity) break;
-      for (std::uint32_t k = *t.count; k > i; --k) t.blocks[k] = t.blocks[k - 1];
-      t.blocks[i] = {at, size, owner};
-      ++*t.count;
       return at;
     }
-    if (i < *t.count) end = t.blocks[i].offset + t.blocks[i].size;
+    if (i < *t.count && t.blocks[i].offset + t.blocks[i].size > end) end = t.blocks[i].offset + t.blocks[i].size;
   }
   why.largest_free = largest;
   return ~std::uint64_t{0};
+}
+
+// The same gap, now `owner`'s block.
+GRMA_INLINE std::uint64_t symmetric_allocate(const symmetric_table& t, std::uint64_t first,
+                                             std::uint64_t slice, std::uint64_t bytes,
+                                             std::uint64_t alignment, std::uint64_t owner,
+                                             symmetric_failure& why) {
+  const std::uint64_t at = symmetric_first_fit(t, first, slice, bytes, alignment, why);
+  if (at == ~std::uint64_t{0}) return at;
+  std::uint32_t i = *t.count;  // kept in offset order
+  for (; i > 0 && t.blocks[i - 1].offset > at; --i) t.blocks[i] = t.blocks[i - 1];
+  t.blocks[i] = {at, symmetric_block_size(bytes), owner};
+  ++*t.count;
+  return at;
 }
 
 enum class symmetric_release_result { released, not_found, not_owner };

@@ -3,10 +3,10 @@
 // slot: the same slot of every member's symmetric slice (its first
 // symmetric_reserved_bytes), written only by the team's members. Slots
 // 0-2 are the predefined teams' (world, device, node): their members never
-// meet in another team of the slot. A split takes a free slot from the
-// node's table, which counts the teams using it (a 2D split gives all rows
-// one slot: no rank is in two rows) and the generation that tells a
-// destroyed team's handle from a live one.
+// meet in another team of the slot. A split takes a slot that is free on
+// every node of its members (a 2D split gives all rows one slot: no rank is
+// in two rows); each node's table counts its ranks in the slot's teams and
+// keeps the generation that tells a destroyed team's handle from a live one.
 #pragma once
 
 #include <cstdint>
@@ -21,49 +21,64 @@ inline constexpr std::uint32_t max_teams = 32;
 inline constexpr std::uint32_t predefined_teams = 3;
 inline constexpr int team_rounds = 29;  // dissemination barrier rounds: 2^29 members
 
-// One team's words in one member's slice (256 bytes).
+// A barrier's round word carries the barrier's epoch (its low 24 bits, above
+// bit 40) and a value below 2^40: the largest value the sender has seen in
+// this barrier (team_exchange). team_value_none is the largest value, which
+// stands for "none" in the agreements made over it.
+inline constexpr int team_value_bits = 40;
+inline constexpr std::uint64_t team_value_none = (std::uint64_t{1} << team_value_bits) - 1;
+GRMA_INLINE std::uint64_t team_round_word(std::uint64_t epoch, std::uint64_t value) {
+  return ((epoch & 0xffffffu) << team_value_bits) | (value < team_value_none ? value : team_value_none);
+}
+
+// One team's words in one member's slice (512 bytes).
 struct team_workspace {
-  // Round k of the barrier: how many times the member 2^k places before
-  // this one (in the team) has signalled here; only grows.
-  std::uint64_t rounds[team_rounds];
+  // rounds[epoch % 2][k]: the round word of barrier `epoch`, round k, stored
+  // by the member 2^k places before this one (in the team). Two sets: that
+  // member may be one barrier ahead of this one, never two (it cannot leave
+  // the next barrier before this member has entered it).
+  std::uint64_t rounds[2][team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
   std::uint64_t signature;  // the member before's current collective: call and arguments, to check
-  std::uint64_t result;     // member 0's: a split's slots or a team block's offset, for the others
+  std::uint64_t unused[64 - 2 * team_rounds - 2];
 };
-static_assert(sizeof(team_workspace) * max_teams == symmetric_reserved_bytes,
+static_assert(sizeof(team_workspace) == 512 && sizeof(team_workspace) * max_teams == symmetric_reserved_bytes,
               "the teams' workspaces fill the reserved start of a slice");
 
-// The node's table, in its first device's control block. Changes hold `lock`.
+// The node's table, in its first device's control block. Changes of a
+// slot's generation hold `lock`; a member leaving a team counts down
+// `members` without it.
 struct team_slots {
   std::uint32_t lock;
-  std::uint32_t created;  // teams created so far: their generations
+  std::uint32_t created;                // the largest generation given so far
   std::uint32_t generation[max_teams];  // of the slot's teams; 0 = free
-  std::uint32_t teams[max_teams];       // live teams using the slot
+  std::uint64_t members[max_teams];     // this node's ranks in the slot's live teams
 };
 
-// A free slot for `teams` teams, marked taken with a new generation:
-// (generation << 32) | slot, or 0 when every slot is taken. Hold the lock.
-// Generations are stored with relaxed atomics: ranks check a handle against
-// them without the lock.
-GRMA_INLINE std::uint64_t team_slot_take(team_slots& t, std::uint32_t teams) {
-  for (std::uint32_t s = predefined_teams; s < max_teams; ++s) {
-    if (t.generation[s] != 0) continue;
-    const std::uint32_t generation = ++t.created;
-    store_relaxed<scope::system>(t.generation[s], generation);
-    t.teams[s] = teams;
-    return (std::uint64_t(generation) << 32) | s;
-  }
+// The lowest free slot at or after `from`, for a split whose nodes agree
+// on one (team_agree, rank.hpp), changing nothing: (slot << 32 | the
+// generation this node proposes, above every one it gave), or 0 where every
+// slot from `from` on is taken. Hold the lock.
+GRMA_INLINE std::uint64_t team_slot_find(const team_slots& t, std::uint32_t from) {
+  for (std::uint32_t s = from < predefined_teams ? predefined_teams : from; s < max_teams; ++s)
+    if (t.generation[s] == 0) return (std::uint64_t(s) << 32) | (t.created + 1);
   return 0;
 }
 
-// Frees the slot, or sets its generation (a 2D split's second slot).
-GRMA_INLINE void team_slot_set(team_slots& t, std::uint32_t slot, std::uint32_t generation) {
+// The agreed slot's teams are live: their generation (the largest any node
+// proposed) and this node's members of them. Hold the lock.
+// Generations are stored with relaxed atomics: ranks check a handle against
+// them without the lock.
+GRMA_INLINE void team_slot_settle(team_slots& t, std::uint32_t slot, std::uint32_t generation,
+                                  std::uint64_t members) {
+  if (generation > t.created) t.created = generation;
+  t.members[slot] = members;
   store_relaxed<scope::system>(t.generation[slot], generation);
 }
 
-// One team of the slot is destroyed; the last frees it. Hold the lock.
-GRMA_INLINE void team_slot_drop(team_slots& t, std::uint32_t slot) {
-  if (--t.teams[slot] == 0) team_slot_set(t, slot, 0);
+// Frees the slot (its teams' last member on the node left). Hold the lock.
+GRMA_INLINE void team_slot_free(team_slots& t, std::uint32_t slot) {
+  store_relaxed<scope::system>(t.generation[slot], 0u);
 }
 
 }  // namespace grma::detail
