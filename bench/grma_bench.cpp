@@ -560,7 +560,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
   // Collectives of all ranks: the world barrier (the baseline), the core's
-  // team barrier and an 8-byte allreduce.
+  // team barrier (across nodes team_world's barrier is the world barrier)
+  // and an 8-byte allreduce.
   if (json) std::fprintf(json, "\n  ],\n  \"collectives\": ");
   if (wanted("collectives")) {
     const int rounds = o.quick ? 20 : 500;

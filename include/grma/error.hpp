@@ -117,7 +117,6 @@ enum class errc : std::int32_t {
   word_misaligned,              // v0 address, v1 word size
   context_invalid,              // v0 slot, v1 generation
   context_table_full,           // v0 contexts a rank may have
-  not_across_nodes,             // v0 target world rank
   team_not_member,              // v0 team slot, v1 team size
   team_invalid,                 // v0 slot, v1 generation
   team_split_invalid,           // v0 start, v1 stride, v2 size, v3 parent size

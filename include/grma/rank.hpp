@@ -1098,16 +1098,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
            std::uint64_t(target - d * view().ranks) * view().symmetric_slice + offset;
   }
 
-  // The target's copy of the symmetric range [p, p + bytes), where this
-  // rank can load and store it; a target on another node fails (for calls
-  // the network engine does not carry).
-  GRMA_INLINE unsigned char* resolve_symmetric(const void* p, std::size_t bytes, int target,
-                                               call where) const {
-    const symmetric_place at = place_symmetric(p, bytes, target, where);
-    if (at.address == nullptr) fail(errc::not_across_nodes, where, target);
-    return at.address;
-  }
-
   // Where the target's copy of [p, p + bytes) is: an address this rank
   // loads and stores, or (null) on another node, at `offset` of the
   // target's slice, where the network engine carries the call.
@@ -1174,20 +1164,16 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return {t.slot, t.base, t.start, t.stride, size};
   }
 
-  // World rank w's workspace of team slot `slot` (w on this node).
-  GRMA_INLINE detail::team_workspace& team_workspace_of(int w, std::uint32_t slot, call where = call::barrier) const {
-    const int d = view().device_of(w);
-    if (!view().on_node(d)) fail(errc::not_across_nodes, where, w);
-    return *reinterpret_cast<detail::team_workspace*>(
-        symmetric_address(d, w, std::uint64_t(slot) * sizeof(detail::team_workspace)));
+  // This rank's workspace of team slot `slot`.
+  GRMA_INLINE detail::team_workspace& team_workspace(std::uint32_t slot) const {
+    return *reinterpret_cast<detail::team_workspace*>(symmetric_slice_base() +
+                                                      std::uint64_t(slot) * sizeof(detail::team_workspace));
   }
 
-  // Member i's copy of what is at `offset` (checked) in every slice.
-  GRMA_INLINE unsigned char* team_address(const detail::team_members& m, int i,
-                                          std::uint64_t offset, call where) const {
-    const symmetric_place at = team_place(m, i, offset);
-    if (at.address == nullptr) fail(errc::not_across_nodes, where, m.world_of(view(), i));
-    return at.address;
+  // Member i's copy of what is at `offset` in every slice, for a team that
+  // stays on this node.
+  GRMA_INLINE unsigned char* team_address(const detail::team_members& m, int i, std::uint64_t offset) const {
+    return team_place(m, i, offset).address;
   }
   // Where member i's copy of `offset` is: an address, or null on another node.
   GRMA_INLINE symmetric_place team_place(const detail::team_members& m, int i, std::uint64_t offset) const {
@@ -1195,6 +1181,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const int d = view().device_of(w);
     if (!view().on_node(d)) return {nullptr, offset};
     return {symmetric_address(d, w, offset), offset};
+  }
+
+  // My member number in m; fails where I am not one.
+  GRMA_INLINE int team_member(const detail::team_members& m, call where) const {
+    const int me = m.member_of(view(), world_rank());
+    if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
+    return me;
   }
 
   // Whether a member of m is on another node.
@@ -1221,7 +1214,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Word `word` of world rank w's workspace of team slot `slot` becomes
   // `value` (the leading thread): a release store on this node; on another
   // node the engine stores it after every operation this rank handed it
-  // before (it applies one origin's operations in order).
+  // before for that node (it applies one origin's operations in order; for
+  // the others, team_exchange first waits for their acknowledgements).
   GRMA_INLINE void team_word_store(int w, std::uint32_t slot, std::size_t word, std::uint64_t value, call where) {
     const std::uint64_t offset = std::uint64_t(slot) * sizeof(detail::team_workspace) + word * sizeof(std::uint64_t);
     const int d = view().device_of(w);
@@ -1247,13 +1241,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // member first waits until its earlier remote operations are in place
   // (acknowledged): the engine's acknowledgement stands for the release.
   GRMA_OUT_OF_LINE std::uint64_t team_exchange(const detail::team_members& m, std::uint64_t value, call where) {
-    const int me = m.member_of(view(), world_rank());
-    if (me < 0) fail(errc::team_not_member, where, std::int64_t(m.slot), m.size);
+    const int me = team_member(m, where);
     P::sync();  // the threads' accesses come before the leader's release
     std::uint64_t largest = value;
     if (leader() && m.size > 1) {
+      // Also before any lock team_agree takes: a lock holder then waits
+      // only for acknowledgements of its round words.
       if (spans_nodes()) await_remote_delivered(where);
-      detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
+      detail::team_workspace& mine = team_workspace(m.slot);
       const std::uint64_t epoch = ++mine.epoch;
       const std::size_t set = std::size_t(epoch % 2);
       at_scope(wide(), [&](auto scope) {
@@ -1283,9 +1278,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // `find(from)` gives its node's candidate at or after `from` (in its bits
   // `shift` and up; team_value_none where there is none), a team_exchange
   // the largest, the next round's `from`, until every node found the same
-  // (the largest is then `from`): two rounds, the locked tables staying as
-  // they are. `take(agreed)` then changes the node's table (not for none),
-  // and the lock goes. Returns the agreed value, or team_value_none.
+  // (the largest is then `from`); the locked tables stay as they are, so
+  // candidates only grow: two rounds where the nodes' first candidates
+  // agree, one more for each time a node's next one is further on.
+  // `take(agreed)` then changes the node's table (not for none), and the
+  // lock goes. Returns the agreed value, or team_value_none.
   template <class Find, class Take>
   GRMA_INLINE std::uint64_t team_agree(const detail::team_members& m, bool first, int shift, call where,
                                        Find&& find, Take&& take) {
@@ -1342,7 +1339,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // something wrong.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
                                          std::size_t size, int root) {
-    detail::team_workspace& mine = team_workspace_of(world_rank(), m.slot, where);
+    detail::team_workspace& mine = team_workspace(m.slot);
     auto signature_of = [](std::uint64_t epoch, call c, int rt, std::size_t n) {
       return ((epoch & 0xffu) << 56) | ((std::uint64_t(c) & 0xffu) << 48) |
              ((std::uint64_t(rt) & 0xffffu) << 32) | (std::uint64_t(n) & 0xffffffffu);

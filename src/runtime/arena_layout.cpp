@@ -1,5 +1,9 @@
 #include "arena_layout.hpp"
 
+#include <string>
+
+#include "grma/error.hpp"
+
 namespace grma::detail {
 namespace {
 
@@ -30,6 +34,16 @@ arena_layout layout_arena(const arena_params& p) {
   l.symmetric_area = align_up(l.userdata_area, symmetric_alignment_limit);
   l.symmetric_slice = p.symmetric_size / std::uint64_t(p.ranks) / symmetric_alignment_limit *
                       symmetric_alignment_limit;
+  // Every slice starts with the teams' workspaces, which even team_world's
+  // barrier uses.
+  if (l.symmetric_slice < symmetric_reserved_bytes)
+    throw error(errc::invalid_config, -1, call::runtime,
+                "grma: GRMA_SYMMETRIC_SIZE of " + std::to_string(p.symmetric_size) + " bytes gives each of the " +
+                    std::to_string(p.ranks) + " ranks of a device a slice of " +
+                    std::to_string(l.symmetric_slice) + " bytes, less than the " +
+                    std::to_string(symmetric_reserved_bytes) +
+                    " bytes of teams' workspaces every slice starts with (GRMA_SYMMETRIC_SIZE at least " +
+                    std::to_string(symmetric_reserved_bytes * std::uint64_t(p.ranks)) + ")");
   l.allocatable_start = l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks);
   l.heap_bytes = align_up(l.allocatable_start + align_up(p.heap_size, heap_alignment), 4096);
   l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);

@@ -224,11 +224,6 @@ std::string describe_values(const error_record& r) {
     case errc::context_table_full:
       s << "all " << v[0] << " contexts of the rank are in use (ctx_destroy frees one)";
       break;
-    case errc::not_across_nodes:
-      s << "target rank " << v[0]
-        << " is on another node, and this call does not reach other nodes yet (RMA, atomics, "
-           "notified access and world collectives do; teams and their collectives are one node's)";
-      break;
     case errc::team_not_member:
       s << "this rank is not a member of the team (slot " << v[0] << ", " << v[1] << " members)";
       break;
@@ -242,7 +237,8 @@ std::string describe_values(const error_record& r) {
         << " (start >= 0, stride >= 1, size >= 1, start + (size - 1) * stride < parent size)";
       break;
     case errc::team_table_full:
-      s << "all " << v[0] << " team slots of the node are in use (team_destroy frees one)";
+      s << "no team slot is free on every node of the parent team's members (a node has " << v[0]
+        << "; team_destroy frees one)";
       break;
     case errc::team_collective_mismatch: {
       // Sizes are the low 32 bits of the call's size (of a free's offset).

@@ -165,6 +165,67 @@ void check_team_blocks(bool over_world) {
 TEST_P(SymmetricHeap, TeamBlocksHaveOneOffsetOnEveryMember) { check_team_blocks(false); }
 TEST_P(SymmetricHeap, TeamBlocksAcrossNodesHaveOneOffsetOnEveryMember) { check_team_blocks(true); }
 
+// Nodes whose tables differ: the ranks of world rank 0's node allocate a
+// block over their node's team at the slice's first gap; the other nodes
+// leave that gap free and take the room after it. A world block allocated
+// while they live must overlap neither (no node's first fit is right for the
+// others), and must work on every rank (each puts into its neighbour's copy,
+// across nodes where the job spans them); then a world split, whose slot
+// the nodes must agree on too, as tables differ there as well.
+struct differing_tables {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* anchor = static_cast<unsigned char*>(r.calloc_symmetric(1, 64));
+    const bool first_node = r.ptr(anchor, 0) != nullptr;
+    unsigned char* node_block = static_cast<unsigned char*>(r.alloc_symmetric(grma::team_node, 4096));
+    grma::team node_split = grma::team_none;
+    if (!first_node) {  // the same room, one block further on
+      unsigned char* gap = node_block;
+      node_block = static_cast<unsigned char*>(r.alloc_symmetric(grma::team_node, 4096));
+      r.free_symmetric(grma::team_node, gap);
+      node_split = r.team_split_strided(grma::team_node, 0, 1, r.team_size(grma::team_node));
+    }
+    auto* world_block = static_cast<unsigned char*>(r.alloc_symmetric(4096));
+    CONF_EXPECT(r, rec, world_block + 4096 <= node_block || node_block + 4096 <= world_block, 1,
+                world_block - anchor, node_block - anchor);
+    const int next = (me + 1) % n;
+    auto* mine = static_cast<unsigned char*>(r.alloc(256));
+    fill(r, mine, 256, mix(std::uint64_t(me), 7));
+    r.put(world_block + 1024, mine, 256, next);
+    r.free(mine);
+    r.barrier(grma::world);
+    const int before = (me + n - 1) % n;
+    CONF_CHECK_PATTERN(r, rec, world_block + 1024, 256, mix(std::uint64_t(before), 7), 0, before);
+    grma::team all = r.team_split_strided(grma::team_world, 0, 1, n);
+    auto* count = static_cast<long long*>(r.alloc_symmetric(all, sizeof(long long)));
+    if (r.thread() == 0) *count = 1;
+    r.sync_threads();
+    r.allreduce(all, count, count, 1, grma::reduce_op::sum);
+    CONF_EXPECT(r, rec, *count == n, 2, *count, n);
+    tally(r, rec, 0);
+    r.free_symmetric(all, count);
+    r.team_destroy(all);
+    r.free_symmetric(world_block);
+    r.team_destroy(node_split);
+    r.free_symmetric(grma::team_node, node_block);
+    r.free_symmetric(anchor);
+  }
+};
+
+TEST_P(SymmetricHeap, NodesWithDifferentTablesAgreeOnWorldBlocksAndTeams) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(differing_tables{});
+  j.prepare();
+  if (j.run(differing_tables{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 1u; }, "ranks checked");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, SymmetricHeap, testing::ValuesIn(suite_configs()), config_name);
 
 }  // namespace

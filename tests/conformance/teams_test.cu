@@ -97,6 +97,54 @@ TEST_P(Teams, SplitsNumberTranslateAndEnd) {
   }
 }
 
+// Splits and allocations of different teams at once, again and again: every
+// row of a 2D split of world's splits itself and allocates over the new team
+// at the same time as the other rows (different teams locking the same
+// nodes' tables, across nodes where the job spans them), a member checks
+// its neighbour's copy, and everything is freed and destroyed. 16 rounds of
+// three slots each: a slot a destroy failed to free on some node would run
+// the table out.
+struct team_churn {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    for (int round = 0; round < 16; ++round) {
+      grma::team row = grma::team_none, column = grma::team_none;
+      r.team_split_2d(grma::team_world, 2 + round % 3, row, column);
+      grma::team copy = r.team_split_strided(row, 0, 1, r.team_size(row));
+      const int k = r.team_rank(copy), m = r.team_size(copy);
+      CONF_EXPECT(r, rec, k == r.team_rank(row) && m == r.team_size(row), round, k, m);
+      const std::size_t bytes = 64 + 64 * std::size_t(round);
+      auto* block = static_cast<unsigned char*>(r.alloc_symmetric(copy, bytes));
+      fill(r, block, bytes, mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round)));
+      r.barrier(copy);
+      const int next = r.team_translate(copy, (k + 1) % m, grma::team_world);
+      auto* theirs = static_cast<unsigned char*>(r.alloc(bytes));
+      r.get(theirs, block, bytes, next);
+      CONF_CHECK_PATTERN(r, rec, theirs, bytes, mix(std::uint64_t(next), std::uint64_t(round)), 0, round);
+      r.free(theirs);
+      r.barrier(copy);  // every member has read its neighbour's copy
+      r.free_symmetric(copy, block);
+      r.team_destroy(copy);
+      r.team_destroy(column);
+      r.team_destroy(row);
+      tally(r, rec, 0);
+    }
+  }
+};
+
+TEST_P(Teams, SplitsAndAllocationsOfManyTeamsAtOnceFreeEverySlot) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(team_churn{});
+  j.prepare();
+  if (j.run(team_churn{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 16u; }, "rounds");
+  }
+}
+
 // ---- data collectives ---------------------------------------------------------------------
 
 // Per member: what the largest team (thousands of GPU ranks) fits in a slice.

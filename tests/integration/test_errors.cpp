@@ -334,6 +334,17 @@ TEST(Errors, SymmetricHeapExhausted) {
                                   "(largest 16384 bytes; GRMA_SYMMETRIC_SIZE)"));
 }
 
+TEST(Errors, SymmetricSliceSmallerThanTheTeamsWorkspaces) {
+  grma::settings s = small_job(2);
+  s.symmetric_size = 2 * 8192;
+  const grma::error e = expect_failure([](auto& r) { r.barrier(grma::world); }, s);
+  EXPECT_EQ(e.code(), grma::errc::invalid_config);
+  EXPECT_STREQ(e.what(),
+               "grma: GRMA_SYMMETRIC_SIZE of 16384 bytes gives each of the 2 ranks of a device a slice of 8192 "
+               "bytes, less than the 16384 bytes of teams' workspaces every slice starts with "
+               "(GRMA_SYMMETRIC_SIZE at least 32768)");
+}
+
 TEST(Errors, SymmetricAlignmentNotAPowerOfTwo) {
   const grma::error e = expect_failure([](auto& r) {
     if (r.rank(grma::world) == 0) r.alloc_symmetric(64, 48);
@@ -479,8 +490,8 @@ TEST(Errors, TeamSlotsRunOut) {
   const grma::error e = expect_failure([](auto& r) {
     for (int i = 0; i < 30; ++i) r.team_split_strided(grma::team_world, 0, 1, 2);
   });
-  EXPECT_THAT(e.what(), HasSubstr("team_split_strided: all 29 team slots of the node are in use "
-                                  "(team_destroy frees one)"));
+  EXPECT_THAT(e.what(), HasSubstr("team_split_strided: no team slot is free on every node of the parent "
+                                  "team's members (a node has 29; team_destroy frees one)"));
 }
 
 TEST(Errors, MembersCallDifferentCollectives) {

@@ -1,7 +1,7 @@
 // The symmetric heap's allocator: first fit over the slice (or from a
 // candidate offset on), alignment in the slice, reuse of freed room, and its
-// two ways of failing; and the team table's slot reservations, which nodes
-// grow until they agree.
+// two ways of failing; the team table's slots as nodes agree on one; and the
+// round words of the teams' barriers.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -143,6 +143,16 @@ TEST(TeamTable, FindsTheLowestFreeSlotFromACandidateAndSettlesAnAgreedOne) {
   EXPECT_EQ(team_slot_find(t, 0) >> 32, 31u);
   t.generation[31] = 1;
   EXPECT_EQ(team_slot_find(t, 0), 0u);  // every slot taken
+}
+
+TEST(TeamTable, RoundWordsCarryTheEpochsLow24BitsAndAClippedValue) {
+  using grma::detail::team_round_word;
+  using grma::detail::team_value_bits;
+  using grma::detail::team_value_none;
+  EXPECT_EQ(team_round_word(5, 77), (std::uint64_t{5} << team_value_bits) | 77);
+  EXPECT_EQ(team_round_word((std::uint64_t{1} << 24) + 3, 0), std::uint64_t{3} << team_value_bits);
+  EXPECT_EQ(team_round_word(1, ~std::uint64_t{0}) & team_value_none, team_value_none);  // none, not a carry
+  EXPECT_EQ(team_round_word(1, ~std::uint64_t{0}) >> team_value_bits, 1u);
 }
 
 }  // namespace

@@ -132,8 +132,7 @@ class collective_calls {
                        std::size_t size, int root, Body&& body) {
     Rank& r = self();
     const detail::team_members m = r.resolve_team(t, where);
-    const int me = m.member_of(r.view(), r.world_rank());
-    if (me < 0) r.fail(errc::team_not_member, where, t.slot, m.size);
+    const int me = r.team_member(m, where);
     if (root < 0 || root >= m.size) r.fail(errc::rank_out_of_range, where, root, m.size, t.slot);
     if (source_bytes != 0) r.symmetric_offset_of(source, source_bytes, where);
     r.team_collective_begin(m, me, where, size, root);
@@ -184,7 +183,7 @@ class collective_calls {
         T value{};
         if (mine) {
           auto at = [&](int i) {
-            return *reinterpret_cast<const T*>(r.team_address(m, i, from, where) + e * sizeof(T));
+            return *reinterpret_cast<const T*>(r.team_address(m, i, from) + e * sizeof(T));
           };
           value = at(lane);
           int i = lane + lanes;
@@ -201,46 +200,50 @@ class collective_calls {
           if (lane == 0) dest[e - first] = value;
         } else if (where == call::reduce) {
           if (lane == 0)
-            *reinterpret_cast<T*>(r.team_address(m, root, to, where) + e * sizeof(T)) = value;
+            *reinterpret_cast<T*>(r.team_address(m, root, to) + e * sizeof(T)) = value;
         } else {
           for (int i = lane; i < m.size; i += lanes)
-            *reinterpret_cast<T*>(r.team_address(m, i, to, where) + e * sizeof(T)) = value;
+            *reinterpret_cast<T*>(r.team_address(m, i, to) + e * sizeof(T)) = value;
         }
       }
     });
   }
 
   // A reduction's share [first, first + elements) over a team with members
-  // on other nodes: the members' values in member order (a get for each on
-  // another node) combined in rank-private memory, then stored (a put to
-  // each member on another node).
+  // on other nodes, a chunk at a time: the members' values in member order
+  // (a get for each on another node) combined in rank-private memory, then
+  // stored (a put to each member on another node).
+  static constexpr std::size_t across_nodes_chunk = 16384;  // bytes of one member's values
   template <class T>
   GRMA_INLINE void reduce_across_nodes(call where, const detail::team_members& m, T* dest, std::uint64_t to,
                                        std::uint64_t from, std::size_t first, std::size_t elements,
                                        reduce_op op, int root) {
     Rank& r = self();
-    const std::size_t bytes = elements * sizeof(T);
-    T* const result = static_cast<T*>(r.alloc(2 * bytes));
-    T* const arrived = result + elements;
-    for (int i = 0; i < m.size; ++i) {
-      const auto at = r.team_place(m, i, from + first * sizeof(T));
-      const T* values = reinterpret_cast<const T*>(at.address);
-      if (values == nullptr) {
-        pull(m, i, from + first * sizeof(T), arrived, bytes, where);
-        values = arrived;
+    const std::size_t chunk = elements < across_nodes_chunk / sizeof(T) ? elements : across_nodes_chunk / sizeof(T);
+    T* const result = static_cast<T*>(r.alloc(2 * chunk * sizeof(T)));
+    T* const arrived = result + chunk;
+    for (std::size_t done = 0; done < elements; done += chunk) {
+      const std::size_t n = elements - done < chunk ? elements - done : chunk;
+      const std::uint64_t at = (first + done) * sizeof(T);  // of the chunk in every slice's vector
+      for (int i = 0; i < m.size; ++i) {
+        const T* values = reinterpret_cast<const T*>(r.team_place(m, i, from + at).address);
+        if (values == nullptr) {
+          pull(m, i, from + at, arrived, n * sizeof(T), where);
+          values = arrived;
+        }
+        for (std::size_t e = std::size_t(r.thread()); e < n; e += std::size_t(r.threads()))
+          result[e] = i == 0 ? values[e] : combine(op, result[e], values[e]);
+        r.sync_threads();  // `arrived` is read before the next member's values land there
       }
-      for (std::size_t e = std::size_t(r.thread()); e < elements; e += std::size_t(r.threads()))
-        result[e] = i == 0 ? values[e] : combine(op, result[e], values[e]);
-      r.sync_threads();  // `arrived` is read before the next member's values land there
+      if (where == call::reduce_scatter)
+        r.copy(dest + done, result, n * sizeof(T));
+      else if (where == call::reduce)
+        push(m, root, to + at, result, n * sizeof(T), where);
+      else
+        for (int i = 0; i < m.size; ++i) push(m, i, to + at, result, n * sizeof(T), where);
+      r.sync_threads();  // every push has read `result` before the next chunk
     }
-    const std::uint64_t at = to + first * sizeof(T);
-    if (where == call::reduce_scatter)
-      r.copy(dest, result, bytes);
-    else if (where == call::reduce)
-      push(m, root, at, result, bytes, where);
-    else
-      for (int i = 0; i < m.size; ++i) push(m, i, at, result, bytes, where);
-    r.free(result);  // after every push has read it
+    r.free(result);
   }
 
   // The lanes per element of a reduction's share: the threads left over

@@ -34,7 +34,7 @@ class symmetric_heap_calls {
     check_alignment(alignment, call::alloc_symmetric);
     // Across nodes the nodes' tables may differ (team blocks): the offset
     // is agreed over world's members.
-    if (r.spans_nodes()) return alloc_symmetric(team_world, bytes, alignment);
+    if (r.spans_nodes()) return allocate_agreed(team_world, bytes, alignment);
     // Every rank passed the same arguments: the leader's are everyone's.
     const std::uint64_t result = agreed_action(
         call::alloc_symmetric, bytes, alignment,
@@ -50,32 +50,9 @@ class symmetric_heap_calls {
   // must not use the offset. Over team_world it is alloc_symmetric(bytes,
   // alignment).
   GRMA_INLINE void* alloc_symmetric(team t, std::size_t bytes, std::size_t alignment = 64) {
-    Rank& r = self();
-    if (t == team_world && !r.spans_nodes()) return alloc_symmetric(bytes, alignment);
+    if (t == team_world) return alloc_symmetric(bytes, alignment);
     check_alignment(alignment, call::alloc_symmetric);
-    const detail::team_members m = r.resolve_team(t, call::alloc_symmetric);
-    const int me = member(m, call::alloc_symmetric);
-    // The barrier in it: every member has made the same call.
-    r.team_collective_begin(m, me, call::alloc_symmetric, bytes, int(alignment));
-    const std::uint64_t owner = t == team_world ? 0 : r.symmetric_owner(m, t.generation);
-    const detail::symmetric_table& table = r.view().symmetric;
-    std::uint64_t largest = 0;  // this node's largest gap, where it had none
-    const std::uint64_t agreed = r.team_agree(
-        m, r.team_first_here(m, me), 0, call::alloc_symmetric,
-        [&](std::uint64_t from) {
-          detail::symmetric_failure why{};
-          const std::uint64_t at = detail::symmetric_first_fit(table, first_offset(from), r.view().symmetric_slice,
-                                                               bytes, alignment, why);
-          if (at != ~std::uint64_t{0}) return at;
-          largest = why.largest_free;
-          return detail::team_value_none;
-        },
-        [&](std::uint64_t at) {
-          detail::symmetric_failure why{};
-          detail::symmetric_allocate(table, at, r.view().symmetric_slice, bytes, alignment, owner, why);
-        });
-    if (agreed == detail::team_value_none) fail_exhausted(bytes, failed | exhausted | Rank::P::broadcast(largest));
-    return r.symmetric_slice_base() + agreed;
+    return allocate_agreed(t, bytes, alignment);
   }
 
   // alloc_symmetric(t, count * size), zeroed in every member's slice before
@@ -98,7 +75,7 @@ class symmetric_heap_calls {
     const std::uint64_t offset =
         block == nullptr ? ~std::uint64_t{0} : r.symmetric_offset_of(block, 1, call::free_symmetric);
     const detail::team_members m = r.resolve_team(t, call::free_symmetric);
-    const int me = member(m, call::free_symmetric);
+    const int me = r.team_member(m, call::free_symmetric);
     r.team_collective_begin(m, me, call::free_symmetric, std::size_t(offset), 0);
     // The first member on each node frees the node's entry; every member
     // learns the worst outcome (0 freed, 1 no such block, 2 another team's).
@@ -206,11 +183,33 @@ class symmetric_heap_calls {
            std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
   }
 
-  // My member number in m; fails where I am not one.
-  GRMA_INLINE int member(const detail::team_members& m, call where) {
-    const int me = m.member_of(self().view(), self().world_rank());
-    if (me < 0) self().fail(errc::team_not_member, where, m.slot, m.size);
-    return me;
+  // A block over team t whose offset the members agree on in the tables
+  // of every node of them (team_agree).
+  GRMA_OUT_OF_LINE void* allocate_agreed(team t, std::size_t bytes, std::size_t alignment) {
+    Rank& r = self();
+    const detail::team_members m = r.resolve_team(t, call::alloc_symmetric);
+    const int me = r.team_member(m, call::alloc_symmetric);
+    // The barrier in it: every member has made the same call.
+    r.team_collective_begin(m, me, call::alloc_symmetric, bytes, int(alignment));
+    const std::uint64_t owner = t == team_world ? 0 : r.symmetric_owner(m, t.generation);
+    const detail::symmetric_table& table = r.view().symmetric;
+    std::uint64_t largest = 0;  // this node's largest gap, where it had none
+    const std::uint64_t agreed = r.team_agree(
+        m, r.team_first_here(m, me), 0, call::alloc_symmetric,
+        [&](std::uint64_t from) {
+          detail::symmetric_failure why{};
+          const std::uint64_t at = detail::symmetric_first_fit(table, first_offset(from), r.view().symmetric_slice,
+                                                               bytes, alignment, why);
+          if (at != ~std::uint64_t{0}) return at;
+          largest = why.largest_free;
+          return detail::team_value_none;
+        },
+        [&](std::uint64_t at) {
+          detail::symmetric_failure why{};
+          detail::symmetric_allocate(table, at, r.view().symmetric_slice, bytes, alignment, owner, why);
+        });
+    if (agreed == detail::team_value_none) fail_exhausted(bytes, failed | exhausted | Rank::P::broadcast(largest));
+    return r.symmetric_slice_base() + agreed;
   }
 
   // A world collective that runs `act` at the leader once every rank has

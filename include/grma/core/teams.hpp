@@ -97,6 +97,10 @@ class team_calls {
     Rank& r = self();
     const detail::team_members p = r.resolve_team(parent, call::team_split_strided);
     check_split(p, start, stride, size, call::team_split_strided);
+    // Every member makes the same split (size and start checked) before a
+    // node's table is locked for it.
+    r.team_collective_begin(p, r.team_member(p, call::team_split_strided), call::team_split_strided, std::size_t(size),
+                            start);
     detail::team_members child{0, p.base, p.start + start * p.stride, stride * p.stride, size};
     const std::uint64_t taken = take_slot(p, child, r.team_members_here(child), call::team_split_strided);
     child.slot = std::uint32_t(taken >> 32);
@@ -112,7 +116,8 @@ class team_calls {
     if (xrange < 1)
       r.fail(errc::team_split_invalid, call::team_split_2d, 0, 1, xrange, p.size);
     const int x = xrange < p.size ? xrange : p.size;
-    const int me = p.member_of(r.view(), r.world_rank());
+    const int me = r.team_member(p, call::team_split_2d);
+    r.team_collective_begin(p, me, call::team_split_2d, std::size_t(xrange), 0);
     const int row = me / x, column = me % x;
     const int row_size = p.size - row * x < x ? p.size - row * x : x;
     const int column_size = (p.size - column + x - 1) / x;
@@ -140,8 +145,7 @@ class team_calls {
     if (t == team_none) return;
     const detail::team_members m = r.resolve_team(t, call::team_destroy);
     if (t.slot < detail::predefined_teams) return;
-    const int me = m.member_of(r.view(), r.world_rank());
-    if (me < 0) r.fail(errc::team_not_member, call::team_destroy, t.slot, m.size);
+    const int me = r.team_member(m, call::team_destroy);
     if (r.thread() == 0) {
       detail::team_slots& table = *r.view().teams;
       if (r.team_first_here(m, me)) {  // the node's blocks of the team
@@ -192,8 +196,7 @@ class team_calls {
   GRMA_INLINE std::uint64_t take_slot(const detail::team_members& p, const detail::team_members& child,
                                       std::uint64_t here, call where) {
     Rank& r = self();
-    const int me = p.member_of(r.view(), r.world_rank());
-    if (me < 0) r.fail(errc::team_not_member, where, p.slot, p.size);
+    const int me = r.team_member(p, where);
     detail::team_slots& table = *r.view().teams;
     const std::uint64_t agreed = r.team_agree(
         p, here != 0 && r.team_first_here(p, me), 32, where,
@@ -208,7 +211,7 @@ class team_calls {
       r.fail(errc::team_table_full, where, detail::max_teams - detail::predefined_teams);
     // A new slot starts from zero in every member's slice.
     if (child.member_of(r.view(), r.world_rank()) >= 0) {
-      auto* words = reinterpret_cast<std::uint64_t*>(&r.team_workspace_of(r.world_rank(), std::uint32_t(agreed >> 32)));
+      auto* words = reinterpret_cast<std::uint64_t*>(&r.team_workspace(std::uint32_t(agreed >> 32)));
       for (std::size_t i = std::size_t(r.thread()); i < sizeof(detail::team_workspace) / 8;
            i += std::size_t(r.threads()))
         words[i] = 0;

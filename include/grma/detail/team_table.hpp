@@ -30,6 +30,8 @@ inline constexpr std::uint64_t team_value_none = (std::uint64_t{1} << team_value
 GRMA_INLINE std::uint64_t team_round_word(std::uint64_t epoch, std::uint64_t value) {
   return ((epoch & 0xffffffu) << team_value_bits) | (value < team_value_none ? value : team_value_none);
 }
+static_assert((std::uint64_t(32) << 32 | 0xffffffffu) < (std::uint64_t{1} << team_value_bits) - 1,
+              "a split's proposal (slot << 32 | generation) fits a round word's value");
 
 // One team's words in one member's slice (512 bytes).
 struct team_workspace {
@@ -59,6 +61,8 @@ struct team_slots {
 // on one (team_agree, rank.hpp), changing nothing: (slot << 32 | the
 // generation this node proposes, above every one it gave), or 0 where every
 // slot from `from` on is taken. Hold the lock.
+// (A node's generations wrap after 2^32 splits, to 0, which means free:
+// far beyond any job.)
 GRMA_INLINE std::uint64_t team_slot_find(const team_slots& t, std::uint32_t from) {
   for (std::uint32_t s = from < predefined_teams ? predefined_teams : from; s < max_teams; ++s)
     if (t.generation[s] == 0) return (std::uint64_t(s) << 32) | (t.created + 1);
