@@ -102,15 +102,17 @@ TEST_P(Teams, SplitsNumberTranslateAndEnd) {
 // at the same time as the other rows (different teams locking the same
 // nodes' tables, across nodes where the job spans them), a member checks
 // its neighbour's copy, and everything is freed and destroyed. 16 rounds of
-// three slots each: a slot a destroy failed to free on some node would run
-// the table out.
+// three to six slots each: a slot a destroy failed to free on some node
+// would run the table out.
 struct team_churn {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
     for (int round = 0; round < 16; ++round) {
+      // At most four rows (each copy takes a slot of its own) of a quarter
+      // of the ranks or a little more.
       grma::team row = grma::team_none, column = grma::team_none;
-      r.team_split_2d(grma::team_world, 2 + round % 3, row, column);
+      r.team_split_2d(grma::team_world, (r.size(grma::world) + 3) / 4 + round % 3, row, column);
       grma::team copy = r.team_split_strided(row, 0, 1, r.team_size(row));
       const int k = r.team_rank(copy), m = r.team_size(copy);
       CONF_EXPECT(r, rec, k == r.team_rank(row) && m == r.team_size(row), round, k, m);
