@@ -1108,9 +1108,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE symmetric_place place_symmetric(const void* p, std::size_t bytes, int target,
                                               call where) const {
     const std::uint64_t offset = symmetric_offset_of(p, bytes, where);
-    const int d = device_of_target(target, where);
+    device_of_target(target, where);  // checks the target
+    return place_at(target, offset);
+  }
+  // The same for byte `offset` of world rank w's slice (w checked).
+  GRMA_INLINE symmetric_place place_at(int w, std::uint64_t offset) const {
+    const int d = view().device_of(w);
     if (!view().on_node(d)) return {nullptr, offset};
-    return {symmetric_address(d, target, offset), offset};
+    return {symmetric_address(d, w, offset), offset};
   }
 
   // A core operation on the target's symmetric slice on another node.
@@ -1177,10 +1182,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
   // Where member i's copy of `offset` is: an address, or null on another node.
   GRMA_INLINE symmetric_place team_place(const detail::team_members& m, int i, std::uint64_t offset) const {
-    const int w = m.world_of(view(), i);
-    const int d = view().device_of(w);
-    if (!view().on_node(d)) return {nullptr, offset};
-    return {symmetric_address(d, w, offset), offset};
+    return place_at(m.world_of(view(), i), offset);
   }
 
   // My member number in m; fails where I am not one.
@@ -1218,9 +1220,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // the others, team_exchange first waits for their acknowledgements).
   GRMA_INLINE void team_word_store(int w, std::uint32_t slot, std::size_t word, std::uint64_t value, call where) {
     const std::uint64_t offset = std::uint64_t(slot) * sizeof(detail::team_workspace) + word * sizeof(std::uint64_t);
-    const int d = view().device_of(w);
-    if (view().on_node(d)) {
-      auto* at = reinterpret_cast<std::uint64_t*>(symmetric_address(d, w, offset));
+    if (unsigned char* here = place_at(w, offset).address) {
+      auto* at = reinterpret_cast<std::uint64_t*>(here);
       at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*at, value); });
       return;
     }

@@ -121,11 +121,7 @@ class symmetric_heap_calls {
   // device of the node; null for a target on another node. Any thread.
   template <class T>
   GRMA_INLINE T* ptr(T* symmetric, int target) const {
-    const Rank& r = self();
-    const std::uint64_t offset = r.symmetric_offset_of(symmetric, 1, call::ptr);
-    const int d = r.device_of_target(target, call::ptr);
-    if (!r.view().on_node(d)) return nullptr;
-    return reinterpret_cast<T*>(r.symmetric_address(d, target, offset));
+    return reinterpret_cast<T*>(self().place_symmetric(symmetric, 1, target, call::ptr).address);
   }
 
  private:
