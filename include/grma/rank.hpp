@@ -519,7 +519,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         if (r_.local().pending.size != unmatched_) publish_unmatched();
         if (spins_ % P::abort_spins == 0) r_.check_abort();
       }
-      P::relax(spins_);
+      P::relax(spins_, r_.view().waits_spin != 0);
     }
 
    private:

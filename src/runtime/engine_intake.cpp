@@ -12,6 +12,7 @@ engine_intake::engine_intake(engine_context& cx, engine_completion& completion, 
     : cx_(cx), completion_(completion), arrivals_(arrivals) {
   for (const device_view* v : cx_.own) readers_.push_back(ring_reader{0, 0, v->commands->mask});
   outgoing_.resize(std::size_t(cx_.nodes.processes));
+  in_flight_.resize(std::size_t(cx_.nodes.processes), 0);
 }
 
 bool engine_intake::take_commands() {
@@ -62,21 +63,27 @@ void engine_intake::send_source(int to, const remote_command& c) {
 void engine_intake::send_header(int to, const remote_command& c) {
   std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
   batch.push_back(c);
-  if (batch.size() == batch_headers) flush_headers(to);
+  if (batch.size() == batch_headers) flush_headers(to, true);
 }
 
-void engine_intake::flush_headers(int to) {
+void engine_intake::flush_headers(int to, bool now) {
   std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
-  if (batch.empty()) return;
+  int& in_flight = in_flight_[std::size_t(to)];
+  if (batch.empty() || (in_flight > 0 && !now)) return;
   auto message = std::make_shared<std::vector<remote_command>>(std::move(batch));
   batch.clear();
   batch.reserve(batch_headers);
+  ++in_flight;
   cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
-                [message] {});
+                [message, &in_flight] { --in_flight; });
 }
 
 void engine_intake::flush_headers() {
-  for (int p = 0; p < cx_.nodes.processes; ++p) flush_headers(p);
+  for (int p = 0; p < cx_.nodes.processes; ++p) flush_headers(p, false);
+}
+
+void engine_intake::flush_all_headers() {
+  for (int p = 0; p < cx_.nodes.processes; ++p) flush_headers(p, true);
 }
 
 }  // namespace grma::detail

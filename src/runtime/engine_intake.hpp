@@ -28,15 +28,20 @@ class engine_intake {
   bool take_commands();
 
   // Headers wait in a batch until the engine flushes them (after taking
-  // its ranks' commands, and at the end of each turn), so all those ready
-  // for one process in a turn go in one message; a lone one goes in the
-  // same turn. Their data and records follow on channels of their own,
-  // which the receiver takes in header order.
+  // its ranks' commands, after each poll that completed something, and at
+  // the end of each turn). One message of headers per process is in flight
+  // at a time: while one is, the next batch grows (up to batch_headers),
+  // so under load many operations share a message, and a lone one, which
+  // finds none in flight, goes in the same turn. Their data and records
+  // follow on channels of their own, which the receiver takes in header
+  // order.
   void send_header(int to, const remote_command& c);
   void flush_headers();
+  // The same without waiting for messages in flight: the engine's last.
+  void flush_all_headers();
 
  private:
-  void flush_headers(int to);
+  void flush_headers(int to, bool now);
   void start(const remote_command& c);
   void send_source(int to, const remote_command& c);
 
@@ -45,6 +50,7 @@ class engine_intake {
   engine_arrivals& arrivals_;
   std::vector<ring_reader> readers_;                    // of this process's command rings
   std::vector<std::vector<remote_command>> outgoing_;  // by process: headers not sent yet
+  std::vector<int> in_flight_;                          // by process: messages of headers
 };
 
 }  // namespace grma::detail

@@ -31,8 +31,9 @@ class engine_memory {
   virtual void unbind() {}
   // Whether the engine's thread may spin while idle, not yield: a GPU's
   // ranks leave the host's cores to it (a yield measured 3 us, on the path
-  // of every message), while the CPU backend's ranks are threads that need them.
-  virtual bool spin_when_idle() const { return false; }
+  // of every message), while the CPU backend's ranks are threads that need
+  // them unless the process has cores to spare (device_view::waits_spin).
+  virtual bool spin_when_idle() const = 0;
 
   // Host memory for data on its way between a device and the network (a
   // GPU's: pinned, so that its copies run at full speed); null where the
@@ -106,6 +107,6 @@ class engine_memory {
 };
 
 // The CPU backend's: devices are host memory.
-std::unique_ptr<engine_memory> make_host_engine_memory();
+std::unique_ptr<engine_memory> make_host_engine_memory(bool spin_when_idle);
 
 }  // namespace grma::detail

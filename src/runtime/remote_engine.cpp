@@ -73,7 +73,12 @@ struct remote_engine::state {
         bool busy = intake.take_commands();
         intake.flush_headers();  // what the ranks asked for goes at once
         int polls = 0;
-        while (polls < drain_polls && cx.net->poll()) ++polls;
+        // Replies (a get's data, a fetching atomic's old value) go as soon
+        // as their requests are served, not after the loop's other work.
+        while (polls < drain_polls && cx.net->poll()) {
+          ++polls;
+          intake.flush_headers();
+        }
         busy |= polls > 0;
         if (polls < drain_polls) listened = engine_clock::now();  // it took all there was
         busy |= cx.memory->progress();  // returns the staging of copies done
@@ -89,8 +94,11 @@ struct remote_engine::state {
         busy |= completion.send_acks();
         liveness.watch(listened);
         if (local && !aborted && !said_done && completion.answered()) say_done();
-        intake.flush_headers();  // replies, acknowledgements, beats, an abort
-        if (local && aborted) break;
+        intake.flush_headers();  // replies, acknowledgements, beats
+        if (local && aborted) {
+          intake.flush_all_headers();  // an abort to forward
+          break;
+        }
         if (finished()) break;
         if (busy) {
           idle = 0;

@@ -62,16 +62,21 @@ struct cpu_platform {
 #endif
   }
 
-  // Spin briefly, then give the core away: ranks usually outnumber cores.
-  GRMA_INLINE static void relax(std::uint32_t& spins) {
+  // Spin briefly, then give the core away where ranks outnumber cores
+  // (`spin` false). With a core for every waiting thread (`spin`), keep
+  // spinning and yield only now and then: another process may share them.
+  GRMA_INLINE static void relax(std::uint32_t& spins, bool spin) {
 #if !GRMA_DEVICE_CODE
-    if (++spins < 32) {
+    if (++spins < 32 || (spin && spins % 1024 != 0)) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
     } else {
       std::this_thread::yield();
     }
+#else
+    (void)spins;
+    (void)spin;
 #endif
   }
 

@@ -512,6 +512,11 @@ struct device_view {
   std::uint32_t node_devices;
   std::int32_t nodes;
   std::int32_t node_leader;
+  // CPU backend: the process has a core for each thread that waits (its
+  // ranks, its network engines), so a wait keeps spinning rather than give
+  // its core away (a yield is a system call, about 1 us in a virtual
+  // machine, on the path of every message). 0 on GPUs.
+  std::uint32_t waits_spin;
 
   GRMA_INLINE bool on_node(int device) const { return (node_devices >> device) & 1u; }
 

@@ -10,6 +10,9 @@ namespace {
 
 class host_engine_memory final : public engine_memory {
  public:
+  explicit host_engine_memory(bool spin_when_idle) : spin_(spin_when_idle) {}
+
+  bool spin_when_idle() const override { return spin_; }
   std::shared_ptr<unsigned char> staging(std::size_t) override { return nullptr; }
 
   void read(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
@@ -83,10 +86,15 @@ class host_engine_memory final : public engine_memory {
   bool claim_error(std::uint32_t& claim) override {
     return compare_exchange_acquire<scope::system>(claim, 0u, 1u);
   }
+
+ private:
+  bool spin_;
 };
 
 }  // namespace
 
-std::unique_ptr<engine_memory> make_host_engine_memory() { return std::make_unique<host_engine_memory>(); }
+std::unique_ptr<engine_memory> make_host_engine_memory(bool spin_when_idle) {
+  return std::make_unique<host_engine_memory>(spin_when_idle);
+}
 
 }  // namespace grma::detail
