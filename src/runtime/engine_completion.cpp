@@ -118,23 +118,35 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     ++acks_[c.origin];
     return;
   }
-  outbox& o = outboxes_[{c.target, cx_.device_of(c.origin)}];
+  const int origin_device = cx_.device_of(c.origin);
+  auto [at, added] = outboxes_.try_emplace({c.target, origin_device});
+  outbox& o = at->second;
+  if (added) {
+    o.target = c.target;
+    o.origin_device = origin_device;
+  }
   // A put_notify's or get_notify's immediate travels as its signal_value.
   o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin});
-  publish(c.target, cx_.device_of(c.origin), o);
+  ++held_;
+  publish(o);
+  if (!o.held.empty() && !o.listed) {
+    o.listed = true;
+    holding_.push_back(&o);
+  }
 }
 
 // Publishes what the ring has room for, in order.
-bool engine_completion::publish(int target, int origin_device, outbox& o) {
+bool engine_completion::publish(outbox& o) {
   bool any = false;
-  const device_view& v = cx_.view_of(target);
-  notification_ring& q = v.queue(target, origin_device);
+  const device_view& v = cx_.view_of(o.target);
+  notification_ring& q = v.queue(o.target, o.origin_device);
   while (!o.held.empty() && ring_has_credit(v.queue_capacity, o.next, o.known_consumed,
                                             [&] { return cx_.memory->consumed(q); })) {
     // The data is visible before the notification (engine_memory).
     cx_.memory->publish(q, v.queue_capacity, o.next++, o.held.front().n);
     ++acks_[o.held.front().origin];
     o.held.pop_front();
+    --held_;
     any = true;
   }
   return any;
@@ -142,22 +154,27 @@ bool engine_completion::publish(int target, int origin_device, outbox& o) {
 
 bool engine_completion::publish_held() {
   bool any = false;
-  for (auto& [key, o] : outboxes_)
-    if (!o.held.empty()) any |= publish(key.first, key.second, o);
+  // An outbox leaves the list once it is empty (publish may not empty it).
+  std::size_t kept = 0;
+  for (outbox* o : holding_) {
+    any |= publish(*o);
+    if (!o->held.empty())
+      holding_[kept++] = o;
+    else
+      o->listed = false;
+  }
+  holding_.resize(kept);
   return any;
 }
 
 void engine_completion::drop_held() {
-  for (auto& entry : outboxes_) {
-    for (const held_notification& h : entry.second.held) ++acks_[h.origin];
-    entry.second.held.clear();
+  for (outbox* o : holding_) {
+    for (const held_notification& h : o->held) ++acks_[h.origin];
+    held_ -= o->held.size();
+    o->held.clear();
+    o->listed = false;
   }
-}
-
-std::size_t engine_completion::held() const {
-  std::size_t n = 0;
-  for (const auto& entry : outboxes_) n += entry.second.held.size();
-  return n;
+  holding_.clear();
 }
 
 bool engine_completion::send_acks() {

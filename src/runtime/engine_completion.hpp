@@ -79,7 +79,7 @@ class engine_completion {
   const std::map<int, std::pair<unsigned char*, std::uint64_t>>& gets() const { return gets_; }
   const std::vector<std::deque<in_order>>& completing() const { return completing_; }
   // Notifications behind full rings.
-  std::size_t held() const;
+  std::size_t held() const { return held_; }
 
  private:
   // A notification for a ring that was full, with whom to acknowledge after.
@@ -92,22 +92,29 @@ class engine_completion {
   // device) for an origin device on another node has no other producer, so
   // the engine keeps its tickets privately.
   struct outbox {
+    int target = 0;
+    int origin_device = 0;
     std::uint64_t next = 0;
     std::uint64_t known_consumed = 0;
     std::deque<held_notification> held;  // in order, behind a full ring
+    bool listed = false;                  // in holding_
   };
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n);
   void complete_in_order(int origin);
   void complete(const remote_command& c, unsigned char* range);
-  bool publish(int target, int origin_device, outbox& o);
+  bool publish(outbox& o);
 
   engine_context& cx_;
   engine_intake& intake_;
   engine_operations& operations_;
   engine_liveness& liveness_;
   std::vector<std::deque<in_order>> completing_;  // by origin world rank: see complete_in_order()
-  std::map<std::pair<int, int>, outbox> outboxes_;
+  std::map<std::pair<int, int>, outbox> outboxes_;  // by (target, origin device)
+  // The outboxes that hold notifications, and how many: the loop looks at
+  // these alone (a GPU job may have a thousand outboxes).
+  std::vector<outbox*> holding_;
+  std::size_t held_ = 0;
   std::map<int, std::uint64_t> acks_;  // to send: origin -> count
   std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting_;  // acks, after a mark
   std::map<int, std::pair<unsigned char*, std::uint64_t>> gets_;  // origin -> destination
