@@ -49,6 +49,10 @@ struct engine_context {
   data_lanes lanes;
   std::unique_ptr<engine_memory> memory;
   std::unique_ptr<transport> net;
+  // When the engine loop's current turn began: the pieces read the clock
+  // here, once a turn (a clock read per batch of headers and per piece was
+  // a fifth of a busy engine's time).
+  engine_clock::time_point now = engine_clock::now();
 
   int device_of(int rank) const { return rank / ranks_per_device; }
   int process_of_rank(int rank) const { return device_of(rank) / nodes.devices_per_process; }

@@ -199,7 +199,7 @@ void engine_liveness::watch(engine_clock::time_point listened) {
     abort_seen_ = true;
     forward_abort();
   }
-  const engine_clock::time_point now = engine_clock::now();
+  const engine_clock::time_point now = cx_.now;
   if (now < next_beat_) return;
   next_beat_ = now + std::chrono::duration_cast<engine_clock::duration>(
                          std::chrono::duration<double>(beat_seconds));

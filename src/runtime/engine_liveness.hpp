@@ -28,7 +28,7 @@ class engine_liveness {
 
   // Every process counts as heard from now: the engine's thread starts.
   void hear_all();
-  void heard_from(int p) { heard_[std::size_t(p)] = engine_clock::now(); }
+  void heard_from(int p) { heard_[std::size_t(p)] = cx_.now; }
   // Whether anything more of process `p` is used.
   bool trusts(int p) const { return !refused_from_[std::size_t(p)]; }
 

@@ -65,13 +65,14 @@ class engine_memory {
     return true;
   }
 
-  // A copy of window table slot `slot` and, when that slot is a live window
-  // with a rank `target`, of the target's entry (else `entry` is left).
-  // Consistent: an entry is never older than the slot it was read with. A
-  // live window's copy may be one kept from before; of a slot without one,
-  // only the fields its state word holds may be filled (window_table::states).
-  virtual void read_window(const window_table& t, std::uint32_t slot, std::int32_t target,
-                           window_slot& s, window_entry& entry) = 0;
+  // Copies of window table slot `slot` and of its entry for a rank, which
+  // the engine keeps while the slot's state word stays (engine_windows).
+  // The slot's copy is that window's when its own state word is the one
+  // the engine read before (else it changed meanwhile, and the engine reads
+  // again); an entry read after it is that window's or a later one's.
+  virtual void read_window_slot(const window_table& t, std::uint32_t slot, window_slot& s) = 0;
+  virtual void read_window_entry(const window_table& t, std::uint32_t slot, std::int32_t target,
+                                 window_entry& e) = 0;
 
   // A notification ring's `consumed` count (acquire), and publishing its
   // next entry: the engine is the ring's only producer.

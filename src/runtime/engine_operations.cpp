@@ -91,6 +91,7 @@ engine_operations::engine_operations(engine_context& cx, engine_intake& intake,
       completion_(completion),
       arrivals_(arrivals),
       liveness_(liveness),
+      windows_(*cx.memory),
       waiting_(std::size_t(cx.nodes.processes)),
       waiting_since_(std::size_t(cx.nodes.processes), engine_clock::now()) {}
 
@@ -127,7 +128,7 @@ void engine_operations::take_headers() {
         const remote_command& c = r->batch[i];
         std::deque<remote_command>& queue = waiting_[std::size_t(from)];
         if (!queue.empty() || !handle(from, c)) {
-          if (queue.empty()) waiting_since_[std::size_t(from)] = engine_clock::now();
+          if (queue.empty()) waiting_since_[std::size_t(from)] = cx_.now;
           queue.push_back(c);
         }
       }
@@ -142,7 +143,7 @@ bool engine_operations::handle_waiting() {
     std::deque<remote_command>& queue = waiting_[std::size_t(p)];
     while (!queue.empty() && handle(p, queue.front())) {
       queue.pop_front();
-      waiting_since_[std::size_t(p)] = engine_clock::now();
+      waiting_since_[std::size_t(p)] = cx_.now;
       any = true;
     }
   }
@@ -169,7 +170,7 @@ bool engine_operations::handle(int from, const remote_command& c) {
 bool engine_operations::about_to_exist(const window_slot& s, std::uint32_t generation, int from) const {
   const bool next = !s.active && window_next_generation(s, 0) == generation;
   const double waited =
-      std::chrono::duration<double>(engine_clock::now() - waiting_since_[std::size_t(from)]).count();
+      std::chrono::duration<double>(cx_.now - waiting_since_[std::size_t(from)]).count();
   return next && (waiting_[std::size_t(from)].empty() || waited < cx_.silence_seconds);
 }
 
@@ -211,12 +212,12 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     range = v.heap + v.symmetric_offset + std::uint64_t(c.target - v.first_rank) * slice;
     return verdict::ok;
   }
-  // A consistent copy of the slot and the target's entry (engine_memory).
+  // A consistent copy of the slot and the target's entry (engine_windows).
   window_slot s{};
   window_entry e{};
   bool live = false;
   if (slot < t.capacity) {
-    cx_.memory->read_window(t, slot, c.target, s, e);
+    windows_.read(t, slot, c.target, s, e);
     live = window_lookup(s, generation) == window_check::ok;
   }
   if (slot < t.capacity && about_to_exist(s, generation, from)) return verdict::later;

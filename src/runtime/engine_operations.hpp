@@ -17,6 +17,7 @@
 #include "grma/error.hpp"
 #include "engine_context.hpp"
 #include "engine_intake.hpp"
+#include "engine_windows.hpp"
 
 namespace grma::detail {
 
@@ -73,6 +74,7 @@ class engine_operations {
   engine_completion& completion_;
   engine_arrivals& arrivals_;
   engine_liveness& liveness_;
+  engine_windows windows_;
   std::deque<std::unique_ptr<header_receive>> inbound_;  // posted, oldest first
   std::vector<std::deque<remote_command>> waiting_;      // by process: see handle()
   std::vector<engine_clock::time_point> waiting_since_;  // by process

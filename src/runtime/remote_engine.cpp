@@ -70,6 +70,7 @@ struct remote_engine::state {
       cx.memory->bind();
       operations.listen();
       while (true) {
+        cx.now = engine_clock::now();
         bool busy = intake.take_commands();
         intake.flush_headers();  // what the ranks asked for goes at once
         int polls = 0;
@@ -80,7 +81,7 @@ struct remote_engine::state {
           intake.flush_headers();
         }
         busy |= polls > 0;
-        if (polls < drain_polls) listened = engine_clock::now();  // it took all there was
+        if (polls < drain_polls) listened = cx.now;  // it took all there was
         busy |= cx.memory->progress();  // returns the staging of copies done
         busy |= cx.lanes.pump();
         busy |= operations.handle_waiting();

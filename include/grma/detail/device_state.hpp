@@ -115,7 +115,7 @@ GRMA_INLINE window_slot window_slot_of_state(std::uint64_t word) {
 
 // Makes a free slot the window of communicator `comm`. The caller has
 // written the window's entries: a network engine that copies the table
-// without its lock (cuda_engine_memory) and finds the slot active finds the
+// by its state word (engine_windows) and finds the slot active finds the
 // entries and the other fields of this window.
 GRMA_INLINE void window_slot_take(const window_table& t, std::uint32_t slot, std::uint32_t comm,
                                   std::uint32_t comm_size) {

@@ -18,14 +18,14 @@ class host_engine_memory final : public engine_memory {
   void read(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
   void write(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }
 
-  void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
-                   window_entry& entry) override {
-    // Under the table's lock: a window is claimed and its entries written under it.
-    while (!compare_exchange_acquire<scope::system>(*t.lock, 0u, 1u)) std::this_thread::yield();
-    s = t.slots[slot];
-    if (s.active && target >= 0 && std::uint32_t(target) < s.comm_size) entry = t.entry(slot, target);
-    // Release: our reads of the table end before its next change.
-    store_release<scope::system>(*t.lock, 0u);
+  // Under the table's lock: a window is claimed and its entries written
+  // under it (the ranks' plain stores, which a copy without it would race).
+  void read_window_slot(const window_table& t, std::uint32_t slot, window_slot& s) override {
+    locked(t, [&] { s = t.slots[slot]; });
+  }
+  void read_window_entry(const window_table& t, std::uint32_t slot, std::int32_t target,
+                         window_entry& e) override {
+    locked(t, [&] { e = t.entry(slot, target); });
   }
 
   std::uint64_t consumed(notification_ring& q) override {
@@ -88,6 +88,14 @@ class host_engine_memory final : public engine_memory {
   }
 
  private:
+  template <class Read>
+  static void locked(const window_table& t, Read&& read) {
+    while (!compare_exchange_acquire<scope::system>(*t.lock, 0u, 1u)) std::this_thread::yield();
+    read();
+    // Release: our reads of the table end before its next change.
+    store_release<scope::system>(*t.lock, 0u);
+  }
+
   bool spin_;
 };
 

@@ -8,7 +8,6 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "cuda_arena.hpp"
@@ -315,15 +314,6 @@ class pinned_pool {
   std::multimap<std::size_t, unsigned char*> free_;
 };
 
-// What the engine copied of a slot's live window: kept while the slot's
-// state word (window_table::states) stays the word it was copied under.
-// Every window the slot takes has a word of its own.
-struct kept_window {
-  std::uint64_t state = 0;
-  window_slot slot{};
-  std::unordered_map<std::int32_t, window_entry> entries;  // by target, as asked for
-};
-
 class cuda_engine_memory final : public engine_memory {
  public:
   // On the thread that launches the rank kernel, before the launch.
@@ -487,36 +477,12 @@ class cuda_engine_memory final : public engine_memory {
     return false;
   }
 
-  void read_window(const window_table& t, std::uint32_t slot, std::int32_t target, window_slot& s,
-                   window_entry& entry) override {
-    if (kept_.size() < t.capacity) kept_.resize(t.capacity);
-    kept_window& k = kept_[slot];
-    while (true) {
-      // Acquire: pairs with window_slot_take's release; a live word means
-      // the slot and entries copied after it are that window's (or a later
-      // one's, should it be freed meanwhile, as with any check).
-      const std::uint64_t state = load_acquire<scope::system>(t.states[slot]);
-      if ((state & 1u) == 0) {  // no live window: the word tells all that is asked
-        s = window_slot_of_state(state);
-        return;
-      }
-      if (k.state == state) break;
-      window_slot copy{};
-      read(&copy, &t.slots[slot], sizeof copy);
-      if (window_state_word(copy) == state) {  // else it changed meanwhile: look again
-        k = kept_window{state, copy, {}};
-        break;
-      }
-    }
-    s = k.slot;
-    if (target < 0 || std::uint32_t(target) >= s.comm_size) return;
-    auto it = k.entries.find(target);
-    if (it == k.entries.end()) {
-      window_entry e{};
-      read(&e, &t.entry(slot, target), sizeof e);
-      it = k.entries.emplace(target, e).first;
-    }
-    entry = it->second;
+  void read_window_slot(const window_table& t, std::uint32_t slot, window_slot& s) override {
+    read(&s, &t.slots[slot], sizeof s);
+  }
+  void read_window_entry(const window_table& t, std::uint32_t slot, std::int32_t target,
+                         window_entry& e) override {
+    read(&e, &t.entry(slot, target), sizeof e);
   }
 
   std::uint64_t consumed(notification_ring& q) override {
@@ -794,7 +760,6 @@ class cuda_engine_memory final : public engine_memory {
   unsigned char* scratch_device_ = nullptr;  // the same, as the proxy addresses it
   std::size_t scratch_used_ = 0;
   bool pending_ = false;  // copies or kernels queued since the last wait
-  std::vector<kept_window> kept_;  // by slot
   pinned_pool pool_;
   // Large writes on the stream not waited for, oldest first (after pool_:
   // their stages return to it).
