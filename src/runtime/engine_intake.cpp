@@ -1,5 +1,6 @@
 #include "engine_intake.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -30,7 +31,7 @@ bool engine_intake::take_commands() {
       reader.released = reader.head;
     };
     remote_command c;
-    while (ring_try_pop<scope::system>(*v.commands, reader, c)) {
+    while (queued_ < headers_queued_at_most && ring_try_pop<scope::system>(*v.commands, reader, c)) {
       start(c);
       any = true;
       if (reader.head - reader.released > reader.mask / 4) release();
@@ -61,21 +62,26 @@ void engine_intake::send_source(int to, const remote_command& c) {
 }
 
 void engine_intake::send_header(int to, const remote_command& c) {
-  std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
-  batch.push_back(c);
-  if (batch.size() == batch_headers) flush_headers(to, true);
+  std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
+  queue.push_back(c);
+  ++queued_;
+  if (queue.size() >= batch_headers) flush_headers(to, false);
 }
 
 void engine_intake::flush_headers(int to, bool now) {
-  std::vector<remote_command>& batch = outgoing_[std::size_t(to)];
+  std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
   int& in_flight = in_flight_[std::size_t(to)];
-  if (batch.empty() || (in_flight > 0 && !now)) return;
-  auto message = std::make_shared<std::vector<remote_command>>(std::move(batch));
-  batch.clear();
-  batch.reserve(batch_headers);
-  ++in_flight;
-  cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
-                [message, &in_flight] { --in_flight; });
+  while (!queue.empty() &&
+         (now || in_flight == 0 ||
+          (queue.size() >= batch_headers && in_flight < header_messages_in_flight))) {
+    const std::size_t n = std::min(queue.size(), batch_headers);
+    auto message = std::make_shared<std::vector<remote_command>>(queue.begin(), queue.begin() + std::ptrdiff_t(n));
+    queue.erase(queue.begin(), queue.begin() + std::ptrdiff_t(n));
+    queued_ -= n;
+    ++in_flight;
+    cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
+                  [message, &in_flight] { --in_flight; });
+  }
 }
 
 void engine_intake::flush_headers() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <deque>
 #include <vector>
 
 #include "grma/detail/device_state.hpp"
@@ -19,6 +20,13 @@ class engine_completion;
 // (3840 bytes: under Open MPI's shared-memory eager limit of 4 KiB, so a
 // batch costs the receiver one copy and no handshake).
 inline constexpr std::size_t batch_headers = 32;
+// Messages of headers in flight to one process at most, and headers queued
+// for all processes beyond which the engine takes no more commands: under
+// load the ranks wait for room in their rings, not the transport's queues
+// for the engine (thousands of sends in flight made each poll of an MPI
+// transport scan them all: 8 ranks' sustained rate fell to a fifth).
+inline constexpr int header_messages_in_flight = 4;
+inline constexpr std::size_t headers_queued_at_most = 1024;
 
 class engine_intake {
  public:
@@ -27,14 +35,14 @@ class engine_intake {
   // Takes and starts the commands queued in the rings; whether there were any.
   bool take_commands();
 
-  // Headers wait in a batch until the engine flushes them (after taking
-  // its ranks' commands, after each poll that completed something, and at
-  // the end of each turn). One message of headers per process is in flight
-  // at a time: while one is, the next batch grows (up to batch_headers),
-  // so under load many operations share a message, and a lone one, which
-  // finds none in flight, goes in the same turn. Their data and records
-  // follow on channels of their own, which the receiver takes in header
-  // order.
+  // Headers wait in a queue per process until the engine flushes them
+  // (after taking its ranks' commands, after each poll that completed
+  // something, and at the end of each turn). A lone header, which finds no
+  // message in flight to its process, goes in the same turn; while one is
+  // in flight, only full batches (batch_headers) go, up to
+  // header_messages_in_flight, so under load many operations share a
+  // message. Their data and records follow on channels of their own,
+  // which the receiver takes in header order.
   void send_header(int to, const remote_command& c);
   void flush_headers();
   // The same without waiting for messages in flight: the engine's last.
@@ -49,8 +57,9 @@ class engine_intake {
   engine_completion& completion_;
   engine_arrivals& arrivals_;
   std::vector<ring_reader> readers_;                    // of this process's command rings
-  std::vector<std::vector<remote_command>> outgoing_;  // by process: headers not sent yet
-  std::vector<int> in_flight_;                          // by process: messages of headers
+  std::vector<std::deque<remote_command>> outgoing_;  // by process: headers not sent yet
+  std::size_t queued_ = 0;                             // in outgoing_, all processes
+  std::vector<int> in_flight_;                         // by process: messages of headers
 };
 
 }  // namespace grma::detail
