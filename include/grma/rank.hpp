@@ -977,11 +977,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // travels inside the command and returns at once; a larger put returns
   // when the engine has sent its source, a get when its destination holds
   // the data (both calls are blocking, as locally).
-  GRMA_INLINE void issue_remote(detail::remote_command& c, call where) {
+  // `wait` false (the _nbi forms): returns once the engine has the command;
+  // the rank's quiet waits for the source to be read, or the data to land.
+  GRMA_INLINE void issue_remote(detail::remote_command& c, call where, bool wait = true) {
     P::publish_fence();  // every thread's writes to the source come before the command
     if (leader()) {
       lock_remote(where);
-      hand_to_engine(c, where);
+      hand_to_engine(c, where, wait);
       unlock_remote();
     }
     P::sync();  // a get's destination is the rank's to read
@@ -1019,7 +1021,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // waits (an answer comes, or the engine reads the source), waits until
   // the engine says the origin's buffer is done (`landed`, acquire: a get's
   // data, an answer, are visible after it).
-  GRMA_INLINE void hand_to_engine(detail::remote_command& c, call where) {
+  GRMA_INLINE void hand_to_engine(detail::remote_command& c, call where, bool wait = true) {
     // The ticket first: its atomic's round trip (about 1 us) overlaps the copy.
     const std::uint64_t ticket = take_command_ticket();
     if (detail::remote_is_put(c.op) && c.bytes <= detail::remote_inline_bytes) {
@@ -1035,25 +1037,33 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const bool waits = detail::remote_answered(c) || detail::remote_sends_source(c);
     push_command(c, where, ticket);
     detail::rank_local& l = local();
-    // Relaxed stores: a thread's quiet reads the count without the lock.
+    // Relaxed stores: a thread's quiet reads the counts without the lock.
     detail::store_relaxed<detail::scope::device>(l.remote_issued, l.remote_issued + 1);
     if (waits) {
-      const std::uint64_t n = ++l.remote_waited;
-      block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
-        return detail::load_acquire<detail::scope::system>(view().completion[device_rank()].landed) >= n;
-      });
+      const std::uint64_t n = l.remote_waited + 1;
+      detail::store_relaxed<detail::scope::device>(l.remote_waited, n);
+      if (wait)
+        block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
+          return detail::load_acquire<detail::scope::system>(view().completion[device_rank()].landed) >= n;
+        });
     }
   }
 
   // A thread's quiet: waits until everything the rank handed the engine
-  // so far is in place at its target (acknowledged; acquire).
+  // so far is in place at its target (acknowledged), and every source of
+  // an _nbi put read and every _nbi get's data landed (acquire).
   GRMA_INLINE void await_remote_delivered(call where) {
     const std::uint64_t issued = detail::load_relaxed<detail::scope::device>(local().remote_issued);
-    const std::uint64_t& delivered = view().completion[device_rank()].delivered;
-    if (detail::load_acquire<detail::scope::system>(delivered) >= issued) return;
-    waiter wait(*this, where, {std::int64_t(issued), 0, 0, 0}, true);
+    const std::uint64_t waited = detail::load_relaxed<detail::scope::device>(local().remote_waited);
+    const detail::remote_completion& done = view().completion[device_rank()];
+    auto complete = [&] {
+      return detail::load_acquire<detail::scope::system>(done.delivered) >= issued &&
+             detail::load_acquire<detail::scope::system>(done.landed) >= waited;
+    };
+    if (complete()) return;
+    waiter wait(*this, where, {std::int64_t(issued), std::int64_t(waited), 0, 0}, true);
     do wait();
-    while (detail::load_acquire<detail::scope::system>(delivered) < issued);
+    while (!complete());
   }
 
   // The node's ranks have arrived at world collective `epoch`: the engine

@@ -20,8 +20,7 @@ engine_completion::engine_completion(engine_context& cx, engine_intake& intake,
 
 void engine_completion::sent(const remote_command& c) {
   ++unacknowledged_;
-  // A rank waits for its answer before it issues anything more.
-  if (remote_answered(c)) gets_[c.origin] = {reinterpret_cast<unsigned char*>(c.address), c.bytes};
+  if (remote_answered(c)) gets_.emplace(std::pair{c.origin, c.address}, c.bytes);
 }
 
 void engine_completion::acknowledged(const remote_command& c) {
@@ -31,10 +30,15 @@ void engine_completion::acknowledged(const remote_command& c) {
 }
 
 void engine_completion::land_get(int from, const remote_command& c) {
-  auto it = gets_.find(c.origin);
-  if (it == gets_.end() || !cx_.mine(c.origin)) return;
-  unsigned char* destination = it->second.first;
-  const std::uint64_t asked = it->second.second;
+  // Of the answers due into this destination (a program may get into one
+  // buffer twice before its quiet), one of this size if there is one.
+  const auto [begin, end] = gets_.equal_range({c.origin, c.address});
+  if (begin == end || !cx_.mine(c.origin)) return;
+  auto it = begin;
+  while (it != end && it->second != c.bytes) ++it;
+  if (it == end) it = begin;
+  auto* destination = reinterpret_cast<unsigned char*>(c.address);
+  const std::uint64_t asked = it->second;
   const int origin = c.origin;
   gets_.erase(it);
   if (c.bytes != asked || (c.inline_bytes != 0 && c.inline_bytes != c.bytes)) {

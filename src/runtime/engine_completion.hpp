@@ -76,7 +76,7 @@ class engine_completion {
 
   // For the watchdog's report (engine_liveness::in_flight).
   std::uint64_t unacknowledged() const { return unacknowledged_; }
-  const std::map<int, std::pair<unsigned char*, std::uint64_t>>& gets() const { return gets_; }
+  const std::multimap<std::pair<int, std::uint64_t>, std::uint64_t>& gets() const { return gets_; }
   const std::vector<std::deque<in_order>>& completing() const { return completing_; }
   // Notifications behind full rings.
   std::size_t held() const { return held_; }
@@ -117,7 +117,9 @@ class engine_completion {
   std::size_t held_ = 0;
   std::map<int, std::uint64_t> acks_;  // to send: origin -> count
   std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting_;  // acks, after a mark
-  std::map<int, std::pair<unsigned char*, std::uint64_t>> gets_;  // origin -> destination
+  // Answers to come: (origin, destination) -> bytes. A rank may have many
+  // (get_nbi), each into its own destination; replies echo the command.
+  std::multimap<std::pair<int, std::uint64_t>, std::uint64_t> gets_;
   std::vector<std::uint64_t> landed_, delivered_;  // by world rank of this process
   std::uint64_t unacknowledged_ = 0;               // operations sent, not yet acknowledged
 };

@@ -118,7 +118,9 @@ std::string engine_liveness::in_flight() const {
     s << " " << completion_.unacknowledged() << " operations sent and not acknowledged;";
   if (!completion_.gets().empty()) {
     s << " gets waiting for their data, of rank";
-    for (const auto& entry : completion_.gets()) s << " " << entry.first;
+    int last = -1;  // by origin, then destination: each rank once
+    for (const auto& entry : completion_.gets())
+      if (entry.first.first != last) s << " " << (last = entry.first.first);
     s << ";";
   }
   const std::vector<std::deque<remote_command>>& waiting = operations_.waiting();

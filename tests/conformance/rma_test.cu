@@ -83,6 +83,75 @@ TEST_P(RmaNbi, PutsAndGetsMoveEveryByte) {
   }
 }
 
+// Many _nbi transfers in flight at once, then one quiet: each rank gets
+// `count` pieces of the next rank's outbox (sizes up to `most`, a small one
+// travelling inside its command, larger ones after it) into pieces of its
+// own buffer, and puts as many of its own into the previous rank's inbox (so
+// the next rank's arrive here); after the
+// quiet and a barrier every byte of both is checked. Across nodes the
+// engine then holds a rank's gets by destination, several at once.
+struct many_in_flight {
+  std::size_t most;
+  static constexpr int count = 24;
+
+  GRMA_HOST_DEVICE static std::size_t piece(int k, std::size_t most) {
+    const std::size_t sizes[3] = {8, 200, most};
+    return sizes[k % 3];
+  }
+  GRMA_HOST_DEVICE static std::size_t place(int k, std::size_t most) {  // of piece k
+    std::size_t at = 0;
+    for (int j = 0; j < k; ++j) at += piece(j, most) + 8;
+    return at;
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world);
+    const std::size_t total = place(count, most);
+    auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(total));
+    auto* inbox = static_cast<std::uint8_t*>(r.calloc_symmetric(total, 1));
+    auto* fetched = static_cast<std::uint8_t*>(r.alloc(total));
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
+    fill(r, outbox, total, mix(std::uint64_t(me), 7));
+    r.barrier(grma::world);
+    for (int k = 0; k < count; ++k) {
+      const std::size_t at = place(k, most), bytes = piece(k, most);
+      r.get_nbi(fetched + at, outbox + at, bytes, next);
+      r.put_nbi(inbox + at, outbox + at, bytes, previous);
+    }
+    r.quiet();
+    r.sync_threads();
+    for (int k = 0; k < count; ++k) {
+      const std::size_t at = place(k, most), bytes = piece(k, most);
+      CONF_CHECK_PATTERN(r, rec, fetched + at, bytes, mix(std::uint64_t(next), 7), at, k);
+    }
+    r.barrier(grma::world);  // every put is in place
+    for (int k = 0; k < count; ++k) {
+      const std::size_t at = place(k, most), bytes = piece(k, most);
+      CONF_CHECK_PATTERN(r, rec, inbox + at, bytes, mix(std::uint64_t(next), 7), at, 100 + k);
+    }
+    tally(r, rec, 0, count);
+    r.barrier(grma::world);
+    r.free(fetched);
+    r.free_symmetric(inbox);
+    r.free_symmetric(outbox);
+  }
+};
+
+TEST_P(RmaNbi, ManyInFlightCompleteAtQuiet) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(many_in_flight{});
+  j.prepare();
+  const many_in_flight program{min_of<std::size_t>(j.symmetric_slice() / 64, 4097)};
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return unsigned(many_in_flight::count); }, "transfers");
+  }
+}
+
 // ---- strided ---------------------------------------------------------------------------
 
 constexpr std::size_t strided_count = 300;

@@ -100,7 +100,9 @@ class collective_calls {
 
   // Member i's `bytes` at `offset` of its slice into `to` (all threads): a
   // copy on this node (none where it is `to` itself), a get through the
-  // engine from another.
+  // engine from another, which returns at once: its data is in place after
+  // the rank's next wait for remote completion (wait_remote, or the
+  // collective's closing barrier).
   GRMA_INLINE void pull(const detail::team_members& m, int i, std::uint64_t offset, void* to,
                         std::size_t bytes, call where) {
     Rank& r = self();
@@ -110,17 +112,24 @@ class collective_calls {
       return;
     }
     detail::remote_command c = r.symmetric_command(detail::remote_op::get, m.world_of(r.view(), i), offset, bytes, to);
-    r.issue_remote(c, where);
+    r.issue_remote(c, where, false);
   }
   // `bytes` at `from` into member i's slice at `offset`: a copy, or a put
-  // through the engine.
+  // through the engine, which has read `from` after the rank's next wait
+  // for remote completion.
   GRMA_INLINE void push(const detail::team_members& m, int i, std::uint64_t offset, const void* from,
                         std::size_t bytes, call where) {
     Rank& r = self();
     const auto at = r.team_place(m, i, offset);
     if (at.address != nullptr) return r.copy(at.address, from, bytes);
     detail::remote_command c = r.symmetric_command(detail::remote_op::put, m.world_of(r.view(), i), offset, bytes, from);
-    r.issue_remote(c, where);
+    r.issue_remote(c, where, false);
+  }
+  // Every pull's data in place, every push's source read (all threads).
+  GRMA_INLINE void wait_remote(call where) {
+    Rank& r = self();
+    if (r.leader()) r.await_remote_delivered(where);
+    r.sync_threads();
   }
 
   // The frame of every data collective: checks, a barrier (every member's
@@ -210,38 +219,41 @@ class collective_calls {
   }
 
   // A reduction's share [first, first + elements) over a team with members
-  // on other nodes, a chunk at a time: the members' values in member order
-  // (a get for each on another node) combined in rank-private memory, then
-  // stored (a put to each member on another node).
-  static constexpr std::size_t across_nodes_chunk = 16384;  // bytes of one member's values
+  // on other nodes, a chunk at a time: the values of every member on
+  // another node fetched at once (a get each, all in flight, one wait),
+  // combined in member order in rank-private memory, then stored (a put to
+  // each member on another node, one wait before the next chunk).
+  static constexpr std::size_t across_nodes_chunk = 16384;  // bytes of all members' values
   template <class T>
   GRMA_INLINE void reduce_across_nodes(call where, const detail::team_members& m, T* dest, std::uint64_t to,
                                        std::uint64_t from, std::size_t first, std::size_t elements,
                                        reduce_op op, int root) {
     Rank& r = self();
-    const std::size_t chunk = elements < across_nodes_chunk / sizeof(T) ? elements : across_nodes_chunk / sizeof(T);
-    T* const result = static_cast<T*>(r.alloc(2 * chunk * sizeof(T)));
-    T* const arrived = result + chunk;
+    const std::size_t fits = across_nodes_chunk / sizeof(T) / std::size_t(m.size);
+    const std::size_t chunk = elements < fits ? elements : fits > 0 ? fits : 1;
+    T* const result = static_cast<T*>(r.alloc((1 + std::size_t(m.size)) * chunk * sizeof(T)));
+    T* const arrived = result + chunk;  // member i's values at arrived + i * chunk
     for (std::size_t done = 0; done < elements; done += chunk) {
       const std::size_t n = elements - done < chunk ? elements - done : chunk;
       const std::uint64_t at = (first + done) * sizeof(T);  // of the chunk in every slice's vector
+      for (int i = 0; i < m.size; ++i)
+        if (r.team_place(m, i, from + at).address == nullptr)
+          pull(m, i, from + at, arrived + std::size_t(i) * chunk, n * sizeof(T), where);
+      wait_remote(where);
       for (int i = 0; i < m.size; ++i) {
         const T* values = reinterpret_cast<const T*>(r.team_place(m, i, from + at).address);
-        if (values == nullptr) {
-          pull(m, i, from + at, arrived, n * sizeof(T), where);
-          values = arrived;
-        }
+        if (values == nullptr) values = arrived + std::size_t(i) * chunk;
         for (std::size_t e = std::size_t(r.thread()); e < n; e += std::size_t(r.threads()))
           result[e] = i == 0 ? values[e] : combine(op, result[e], values[e]);
-        r.sync_threads();  // `arrived` is read before the next member's values land there
       }
+      r.sync_threads();  // `result` is whole before anyone stores it
       if (where == call::reduce_scatter)
         r.copy(dest + done, result, n * sizeof(T));
       else if (where == call::reduce)
         push(m, root, to + at, result, n * sizeof(T), where);
       else
         for (int i = 0; i < m.size; ++i) push(m, i, to + at, result, n * sizeof(T), where);
-      r.sync_threads();  // every push has read `result` before the next chunk
+      wait_remote(where);  // every push has read `result` before the next chunk
     }
     r.free(result);
   }

@@ -22,7 +22,9 @@
 // end of a rank-level call wrote). To another node the network engine
 // carries them: a put of at most 56 bytes (and p) returns at once, a larger
 // one once the engine has read its source, a get (and g) with its data; an
-// _nbi form is its blocking one; quiet waits for the targets' engines.
+// _nbi form returns once the engine has the command (many are in flight at
+// once), and quiet waits for their sources to be read, their data to land
+// and the targets' engines to acknowledge.
 #pragma once
 
 #include <cstddef>
@@ -138,7 +140,7 @@ class rma_calls {
     if (at.address == nullptr) {  // another node: the engine moves it (and the call ends there)
       detail::remote_command c = r.symmetric_command(is_put ? detail::remote_op::put : detail::remote_op::get,
                                                      target, at.offset, bytes, is_put ? source : dest);
-      return r.issue_remote(c, where);
+      return r.issue_remote(c, where, where != call::put_nbi && where != call::get_nbi);
     }
     if (is_put)
       r.copy(at.address, source, bytes);
