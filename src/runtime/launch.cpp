@@ -1,6 +1,11 @@
 #include "launch.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -82,6 +87,23 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
     group_of[std::size_t(p)] = int(g);
   }
   return group_of;
+}
+
+bool cores_to_spare(int polling, const std::string& which, int process) {
+  const int machine = int(std::thread::hardware_concurrency());
+  int cores = machine;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  static std::atomic<bool> said{false};
+  if (cores < polling && cores < machine && !said.exchange(true))
+    std::fprintf(stderr,
+                 "grma: process %d may use %d of this machine's %d cores (its CPU affinity) for %d "
+                 "threads that wait by polling (%s): every wait shares them. Start it unbound "
+                 "(mpirun --bind-to none) or with a core for each thread (mpirun --map-by "
+                 "slot:PE=%d).\n",
+                 process, cores, machine, polling, which.c_str(), polling);
+  return cores > polling;
 }
 
 }  // namespace grma::detail

@@ -1,10 +1,6 @@
 #include "cpu_backend.hpp"
 
-#include <sched.h>
-
 #include <algorithm>
-#include <atomic>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -106,30 +102,6 @@ void throw_failure(std::exception_ptr failure, const std::string& watchdog,
               "grma: another process of the job failed during the run");
 }
 
-// Whether this process has a core for each of its threads that wait by
-// polling memory (its ranks and network engines): then their waits spin
-// (device_view::waits_spin). Where its CPU affinity leaves it fewer
-// cores than the machine has and than it needs, it says so once: Open MPI's
-// mpirun binds each process to one core when it starts two, and a round
-// trip across nodes then took 18 us instead of 7.
-bool cores_to_spare(int ranks, int engines, int process) {
-  const int waiting = ranks + engines;
-  const int machine = int(std::thread::hardware_concurrency());
-  int cores = machine;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  static std::atomic<bool> said{false};
-  if (cores < waiting && cores < machine && !said.exchange(true))
-    std::fprintf(stderr,
-                 "grma: process %d may use %d of this machine's %d cores (its CPU affinity) for %d "
-                 "threads that wait by polling (%d ranks, %d network engines): every wait shares "
-                 "them. Start it unbound (mpirun --bind-to none) or with a core for each thread "
-                 "(mpirun --map-by slot:PE=%d).\n",
-                 process, cores, machine, waiting, ranks, engines, waiting);
-  return cores > waiting;
-}
-
 // Where a process plays several nodes (GRMA_NODES), each node's ranks get
 // their own copy of the userdata; afterwards a byte comes back from the
 // last node that changed it, so that ranks writing their own parts (as a
@@ -229,7 +201,11 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     });
   }
   const int engines = nodes > 1 ? int(mine_parts.size()) : 0;
-  const bool spin = cores_to_spare(per_process * info.ranks_per_device, engines, me);
+  const int ranks = per_process * info.ranks_per_device;
+  const bool spin = cores_to_spare(ranks + engines,
+                                   std::to_string(ranks) + " ranks, " + std::to_string(engines) +
+                                       " network engines",
+                                   me);
   for (device_view& v : views) v.waits_spin = spin ? 1u : 0u;
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)
