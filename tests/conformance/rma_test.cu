@@ -111,7 +111,7 @@ struct many_in_flight {
     const std::size_t total = place(count, most);
     auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(total));
     auto* inbox = static_cast<std::uint8_t*>(r.calloc_symmetric(total, 1));
-    auto* fetched = static_cast<std::uint8_t*>(r.alloc(total));
+    auto* fetched = static_cast<std::uint8_t*>(r.alloc_symmetric(total));  // the rank heap may be small
     const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     fill(r, outbox, total, mix(std::uint64_t(me), 7));
     r.barrier(grma::world);
@@ -133,7 +133,7 @@ struct many_in_flight {
     }
     tally(r, rec, 0, count);
     r.barrier(grma::world);
-    r.free(fetched);
+    r.free_symmetric(fetched);
     r.free_symmetric(inbox);
     r.free_symmetric(outbox);
   }
@@ -144,7 +144,7 @@ TEST_P(RmaNbi, ManyInFlightCompleteAtQuiet) {
   job j(rt, GetParam());
   j.resolve(many_in_flight{});
   j.prepare();
-  const many_in_flight program{min_of<std::size_t>(j.symmetric_slice() / 64, 4097)};
+  const many_in_flight program{min_of<std::size_t>(j.symmetric_slice() / 128, 4097)};
   if (j.run(program)) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
