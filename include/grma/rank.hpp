@@ -1255,10 +1255,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const int me = team_member(m, where);
     P::sync();  // the threads' accesses come before the leader's release
     std::uint64_t largest = value;
+    // Also before any lock team_agree takes: a lock holder then waits only
+    // for acknowledgements of its round words. A team of one too: its
+    // barrier still completes the member's _nbi operations.
+    if (leader() && spans_nodes()) await_remote_delivered(where);
     if (leader() && m.size > 1) {
-      // Also before any lock team_agree takes: a lock holder then waits
-      // only for acknowledgements of its round words.
-      if (spans_nodes()) await_remote_delivered(where);
       detail::team_workspace& mine = team_workspace(m.slot);
       const std::uint64_t epoch = ++mine.epoch;
       const std::size_t set = std::size_t(epoch % 2);

@@ -109,8 +109,9 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     return;
   }
   if (c.op == remote_op::get) {
-    // The origin waits for the data before it issues more: nothing of
-    // its own overwrites the range while a large get's data is read.
+    // The data is read when the get is served, in the origin's order; an
+    // origin's later put to the same bytes before its quiet may be seen in
+    // a large get's data (a program's race, as in OpenSHMEM).
     const int origin = c.origin;
     operations_.reply_to_get(cx_.process_of_rank(origin), c, range + c.offset,
                              [this, origin] { ++acks_[origin]; });

@@ -1,12 +1,13 @@
 #include "launch.hpp"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grma/error.hpp"
@@ -89,8 +90,11 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
   return group_of;
 }
 
-bool cores_to_spare(int polling, const std::string& which, int process) {
-  const int machine = int(std::thread::hardware_concurrency());
+bool cores_to_spare(int polling, const std::string& which, int process, int sharing) {
+  // Online cores, which the affinity mask does not limit (as it may
+  // hardware_concurrency).
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  const int machine = online > 0 ? int(online) : int(std::thread::hardware_concurrency());
   int cores = machine;
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -103,7 +107,7 @@ bool cores_to_spare(int polling, const std::string& which, int process) {
                  "(mpirun --bind-to none) or with a core for each thread (mpirun --map-by "
                  "slot:PE=%d).\n",
                  process, cores, machine, polling, which.c_str(), polling);
-  return cores > polling;
+  return cores >= polling * (cores >= machine ? sharing : 1);
 }
 
 }  // namespace grma::detail

@@ -40,11 +40,14 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
 // Whether this process has a core for each of its `polling` threads, which
 // wait by polling memory (`which` names them: a CPU backend's ranks and
 // network engines; a GPU process's engine and the thread that waits for
-// the kernel): then they may spin rather than yield. Where its CPU
-// affinity leaves it fewer cores than the machine has and than it needs,
-// it says so on stderr, once per process: Open MPI's mpirun binds each
-// process to one core when it starts two, and a CPU round trip across
-// nodes then took 10 to 18 us instead of 4 to 7 (a GPU's, 31 instead of 18).
-bool cores_to_spare(int polling, const std::string& which, int process);
+// the kernel): then they may spin rather than yield. An unbound process
+// shares the machine's cores with the `sharing` processes of its node
+// (itself included, each with as many threads); a bound one is taken to
+// have its cores to itself. Where its CPU affinity leaves it fewer cores
+// than the machine has and than it needs, it says so on stderr, once per
+// process: Open MPI's mpirun binds each process to one core when it starts
+// two, and a CPU round trip across nodes then took 10 to 18 us instead of
+// 4 to 7 (a GPU's, 31 instead of 18).
+bool cores_to_spare(int polling, const std::string& which, int process, int sharing);
 
 }  // namespace grma::detail

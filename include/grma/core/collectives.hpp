@@ -17,8 +17,8 @@
 // smaller than the rank's threads has a warp's lanes split an element's
 // members among them, so a small vector over hundreds of members costs a
 // few loads per lane rather than one thread's load per member. Across
-// nodes a member gets each other member's share in turn (one round trip
-// each) and combines them in member order. The barrier is a dissemination
+// nodes a member gets the far members' shares many at a time (non-blocking
+// gets, one wait for each group) and combines them in member order. The barrier is a dissemination
 // barrier: log2(size) rounds of one store and one wait; team_world's
 // across nodes is the job's world barrier.
 #pragma once
@@ -219,40 +219,59 @@ class collective_calls {
   }
 
   // A reduction's share [first, first + elements) over a team with members
-  // on other nodes, a chunk at a time: the values of every member on
-  // another node fetched at once (a get each, all in flight, one wait),
-  // combined in member order in rank-private memory, then stored (a put to
-  // each member on another node, one wait before the next chunk).
-  static constexpr std::size_t across_nodes_chunk = 16384;  // bytes of all members' values
+  // on other nodes, a chunk at a time: the members' values combined in
+  // member order in rank-private memory, those of members on other nodes
+  // fetched a group at a time (a get each, all in flight, one wait), then
+  // stored (a put to each member on another node, one wait before the next
+  // chunk). A chunk is at least `across_nodes_least` elements, so a long
+  // vector over a large team is not fetched an element at a time, and
+  // `arrived` holds at most `across_nodes_bytes` (a GPU rank's own heap
+  // may be a few tens of KB).
+  static constexpr std::size_t across_nodes_bytes = 16384;
+  static constexpr std::size_t across_nodes_least = 256;
   template <class T>
   GRMA_INLINE void reduce_across_nodes(call where, const detail::team_members& m, T* dest, std::uint64_t to,
                                        std::uint64_t from, std::size_t first, std::size_t elements,
                                        reduce_op op, int root) {
     Rank& r = self();
-    const std::size_t fits = across_nodes_chunk / sizeof(T) / std::size_t(m.size);
-    const std::size_t chunk = elements < fits ? elements : fits > 0 ? fits : 1;
-    T* const result = static_cast<T*>(r.alloc((1 + std::size_t(m.size)) * chunk * sizeof(T)));
-    T* const arrived = result + chunk;  // member i's values at arrived + i * chunk
+    const std::size_t room = across_nodes_bytes / sizeof(T);  // elements `arrived` holds
+    const std::size_t spread = room / std::size_t(m.size);
+    const std::size_t least = elements < across_nodes_least ? elements : across_nodes_least;
+    const std::size_t chunk = elements < spread ? elements : spread > least ? spread : least;
+    const std::size_t fit = room / chunk, others = std::size_t(m.size - 1);
+    const int group = int(fit < others ? fit : others);  // far members fetched per wait
+    T* const result = static_cast<T*>(r.alloc((1 + std::size_t(group)) * chunk * sizeof(T)));
+    T* const arrived = result + chunk;  // the group's values, chunk elements each
     for (std::size_t done = 0; done < elements; done += chunk) {
       const std::size_t n = elements - done < chunk ? elements - done : chunk;
-      const std::uint64_t at = (first + done) * sizeof(T);  // of the chunk in every slice's vector
-      for (int i = 0; i < m.size; ++i)
-        if (r.team_place(m, i, from + at).address == nullptr)
-          pull(m, i, from + at, arrived + std::size_t(i) * chunk, n * sizeof(T), where);
-      wait_remote(where);
+      const std::uint64_t at = from + (first + done) * sizeof(T);  // the chunk in every member's slice
+      auto far = [&](int i) { return r.team_place(m, i, at).address == nullptr; };
+      int fetched_to = 0, slot = 0;  // members before fetched_to: fetched or near
       for (int i = 0; i < m.size; ++i) {
-        const T* values = reinterpret_cast<const T*>(r.team_place(m, i, from + at).address);
-        if (values == nullptr) values = arrived + std::size_t(i) * chunk;
+        const T* values = reinterpret_cast<const T*>(r.team_place(m, i, at).address);
+        if (values == nullptr) {
+          if (i >= fetched_to) {  // the next group of far members, from i on
+            r.sync_threads();     // every thread is done with the last group's values
+            int k = 0, j = i;
+            for (; j < m.size && k < group; ++j)
+              if (far(j)) pull(m, j, at, arrived + std::size_t(k++) * chunk, n * sizeof(T), where);
+            fetched_to = j;
+            slot = 0;
+            wait_remote(where);
+          }
+          values = arrived + std::size_t(slot++) * chunk;
+        }
         for (std::size_t e = std::size_t(r.thread()); e < n; e += std::size_t(r.threads()))
           result[e] = i == 0 ? values[e] : combine(op, result[e], values[e]);
       }
       r.sync_threads();  // `result` is whole before anyone stores it
+      const std::uint64_t out = to + (first + done) * sizeof(T);
       if (where == call::reduce_scatter)
         r.copy(dest + done, result, n * sizeof(T));
       else if (where == call::reduce)
-        push(m, root, to + at, result, n * sizeof(T), where);
+        push(m, root, out, result, n * sizeof(T), where);
       else
-        for (int i = 0; i < m.size; ++i) push(m, i, to + at, result, n * sizeof(T), where);
+        for (int i = 0; i < m.size; ++i) push(m, i, out, result, n * sizeof(T), where);
       wait_remote(where);  // every push has read `result` before the next chunk
     }
     r.free(result);

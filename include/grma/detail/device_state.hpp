@@ -67,9 +67,9 @@ struct window_table {
   window_entry* entries;  // capacity x max_ranks
   std::uint32_t* lock;
   // Host-visible, per slot: its window_state_word, stored after the slot.
-  // A network engine reads it with a load where reading the slot itself
-  // takes copies (a GPU's), and keeps what it copied of a live window until
-  // the word changes.
+  // A network engine reads it with a load, and keeps what it copied of a
+  // live window until the word changes (engine_windows: a copy of a GPU's
+  // table is a device copy, of a CPU's one taken under the lock).
   std::uint64_t* states;
 
   GRMA_INLINE window_entry& entry(std::uint32_t slot, int comm_rank) const {

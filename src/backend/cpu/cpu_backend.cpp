@@ -202,10 +202,15 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   }
   const int engines = nodes > 1 ? int(mine_parts.size()) : 0;
   const int ranks = per_process * info.ranks_per_device;
+  int node_processes = 0;  // this one's node's, whose threads share the machine when unbound
+  if (played > 1)
+    node_processes = 1;
+  else
+    for (int p = 0; p < parts; ++p) node_processes += node_of[std::size_t(p)] == node_of[std::size_t(me)];
   const bool spin = cores_to_spare(ranks + engines,
                                    std::to_string(ranks) + " ranks, " + std::to_string(engines) +
                                        " network engines",
-                                   me);
+                                   me, node_processes);
   for (device_view& v : views) v.waits_spin = spin ? 1u : 0u;
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)

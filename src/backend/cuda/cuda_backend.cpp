@@ -474,7 +474,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   std::unique_ptr<remote_engine> network;
   if (nodes > 1) {
     // The engine spins, and so may this thread while it waits for the kernel.
-    cores_to_spare(2, "the network engine, the thread that waits for the kernel", me);
+    cores_to_spare(2, "the network engine, the thread that waits for the kernel", me, 1);
     // Its own step: the engine's constructor makes MPI calls every process must make.
     std::unique_ptr<engine_memory> memory;
     transport_kind kind{};
