@@ -123,28 +123,25 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     ++acks_[c.origin];
     return;
   }
-  const int origin_device = cx_.device_of(c.origin);
-  auto [at, added] = outboxes_.try_emplace({c.target, origin_device});
+  const auto at = outboxes_.try_emplace({c.target, cx_.device_of(c.origin)}).first;
   outbox& o = at->second;
-  if (added) {
-    o.target = c.target;
-    o.origin_device = origin_device;
-  }
   // A put_notify's or get_notify's immediate travels as its signal_value.
   o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin});
   ++held_;
-  publish(o);
+  publish(at);
   if (!o.held.empty() && !o.listed) {
     o.listed = true;
-    holding_.push_back(&o);
+    holding_.push_back(at);
   }
 }
 
 // Publishes what the ring has room for, in order.
-bool engine_completion::publish(outbox& o) {
+bool engine_completion::publish(outbox_map::iterator at) {
   bool any = false;
-  const device_view& v = cx_.view_of(o.target);
-  notification_ring& q = v.queue(o.target, o.origin_device);
+  const auto [target, origin_device] = at->first;
+  outbox& o = at->second;
+  const device_view& v = cx_.view_of(target);
+  notification_ring& q = v.queue(target, origin_device);
   while (!o.held.empty() && ring_has_credit(v.queue_capacity, o.next, o.known_consumed,
                                             [&] { return cx_.memory->consumed(q); })) {
     // The data is visible before the notification (engine_memory).
@@ -161,23 +158,24 @@ bool engine_completion::publish_held() {
   bool any = false;
   // An outbox leaves the list once it is empty (publish may not empty it).
   std::size_t kept = 0;
-  for (outbox* o : holding_) {
-    any |= publish(*o);
-    if (!o->held.empty())
-      holding_[kept++] = o;
+  for (const auto at : holding_) {
+    any |= publish(at);
+    if (!at->second.held.empty())
+      holding_[kept++] = at;
     else
-      o->listed = false;
+      at->second.listed = false;
   }
   holding_.resize(kept);
   return any;
 }
 
 void engine_completion::drop_held() {
-  for (outbox* o : holding_) {
-    for (const held_notification& h : o->held) ++acks_[h.origin];
-    held_ -= o->held.size();
-    o->held.clear();
-    o->listed = false;
+  for (const auto at : holding_) {
+    outbox& o = at->second;
+    for (const held_notification& h : o.held) ++acks_[h.origin];
+    held_ -= o.held.size();
+    o.held.clear();
+    o.listed = false;
   }
   holding_.clear();
 }

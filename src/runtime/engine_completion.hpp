@@ -92,8 +92,6 @@ class engine_completion {
   // device) for an origin device on another node has no other producer, so
   // the engine keeps its tickets privately.
   struct outbox {
-    int target = 0;
-    int origin_device = 0;
     std::uint64_t next = 0;
     std::uint64_t known_consumed = 0;
     std::deque<held_notification> held;  // in order, behind a full ring
@@ -103,17 +101,18 @@ class engine_completion {
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n);
   void complete_in_order(int origin);
   void complete(const remote_command& c, unsigned char* range);
-  bool publish(outbox& o);
+  using outbox_map = std::map<std::pair<int, int>, outbox>;  // by (target, origin device)
+  bool publish(outbox_map::iterator at);
 
   engine_context& cx_;
   engine_intake& intake_;
   engine_operations& operations_;
   engine_liveness& liveness_;
   std::vector<std::deque<in_order>> completing_;  // by origin world rank: see complete_in_order()
-  std::map<std::pair<int, int>, outbox> outboxes_;  // by (target, origin device)
+  outbox_map outboxes_;
   // The outboxes that hold notifications, and how many: the loop looks at
   // these alone (a GPU job may have a thousand outboxes).
-  std::vector<outbox*> holding_;
+  std::vector<outbox_map::iterator> holding_;
   std::size_t held_ = 0;
   std::map<int, std::uint64_t> acks_;  // to send: origin -> count
   std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting_;  // acks, after a mark

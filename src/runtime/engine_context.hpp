@@ -50,8 +50,8 @@ struct engine_context {
   std::unique_ptr<engine_memory> memory;
   std::unique_ptr<transport> net;
   // When the engine loop's current turn began: the pieces read the clock
-  // here, once a turn (a clock read per batch of headers and per piece was
-  // a fifth of a busy engine's time).
+  // here, once a turn (a clock read per batch of headers and per piece
+  // costs a busy engine much of its time).
   engine_clock::time_point now = engine_clock::now();
 
   int device_of(int rank) const { return rank / ranks_per_device; }

@@ -23,10 +23,10 @@ inline constexpr std::size_t batch_headers = 32;
 // Messages of headers in flight to one process at most, and headers queued
 // (for all processes, replies and acknowledgements too) beyond which the
 // engine takes no more commands: under load the ranks wait for room in
-// their rings, not the transport's queues for the engine (thousands of
-// sends in flight made each poll of an MPI transport scan them all: 8
-// ranks' sustained rate fell to a fifth). One slow process thus holds up
-// the commands for every process, as a full ring would.
+// their rings, not the transport's queues for the engine (with thousands
+// of sends in flight each poll of an MPI transport scans them all). One
+// slow process thus holds up the commands for every process, as a full
+// ring would.
 inline constexpr int header_messages_in_flight = 4;
 inline constexpr std::size_t headers_queued_at_most = 1024;
 

@@ -46,8 +46,7 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
 // have its cores to itself. Where its CPU affinity leaves it fewer cores
 // than the machine has and than it needs, it says so on stderr, once per
 // process: Open MPI's mpirun binds each process to one core when it starts
-// two, and a CPU round trip across nodes then took 10 to 18 us instead of
-// 4 to 7 (a GPU's, 31 instead of 18).
+// two, and then every wait of the process takes turns on that core.
 bool cores_to_spare(int polling, const std::string& which, int process, int sharing);
 
 }  // namespace grma::detail

@@ -202,11 +202,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   }
   const int engines = nodes > 1 ? int(mine_parts.size()) : 0;
   const int ranks = per_process * info.ranks_per_device;
-  int node_processes = 0;  // this one's node's, whose threads share the machine when unbound
-  if (played > 1)
-    node_processes = 1;
-  else
-    for (int p = 0; p < parts; ++p) node_processes += node_of[std::size_t(p)] == node_of[std::size_t(me)];
+  // The processes of this one's node, whose threads share the machine when unbound.
+  const int node_processes = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(me)]));
   const bool spin = cores_to_spare(ranks + engines,
                                    std::to_string(ranks) + " ranks, " + std::to_string(engines) +
                                        " network engines",
