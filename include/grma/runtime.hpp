@@ -2,12 +2,15 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <memory>
 #include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "grma/rank.hpp"
 #include "grma/settings.hpp"
@@ -22,20 +25,53 @@
 
 namespace grma {
 
+namespace detail {
+class host_port;
+struct host_operation;
+}  // namespace detail
+
 // The rank type the CPU backend passes to rank programs.
 using cpu_rank = basic_rank<detail::cpu_platform>;
+
+// A one-sided operation a host thread issued into a running job (job::put,
+// get, ...). Once complete, a put's source may be reused, a get's
+// destination (an atomic's `old`) holds the answer, and the data, signal
+// or notification is in place at the target. test() says whether it is
+// complete; wait() waits for it, at most GRMA_TIMEOUT seconds. Both throw
+// grma::error when the operation failed (the job failed or ended first).
+class host_request {
+ public:
+  host_request() = default;
+  bool test() const;
+  void wait() const;
+
+ private:
+  friend class job;
+  host_request(std::shared_ptr<detail::host_port> port, std::shared_ptr<detail::host_operation> op)
+      : port_(std::move(port)), op_(std::move(op)) {}
+  std::shared_ptr<detail::host_port> port_;
+  std::shared_ptr<detail::host_operation> op_;
+};
 
 // A run started by runtime::launch: the calling thread goes on while the
 // ranks run. wait() returns when every rank of this process has finished,
 // and throws what run would have thrown; test() tells, without waiting,
 // whether wait() would return at once. A job that is destroyed unfinished
 // is waited for (its error, if wait() never saw it, is dropped).
-//
-// Host threads will issue one-sided operations into a running job through
-// this handle (papers/003's host-initiated access: the network engine's
-// intake takes them from a host ring next to the ranks' command rings);
-// until then a job's memory is the ranks' alone while it runs.
 // A job is waited for (or destroyed) before its runtime.
+//
+// Host access (papers/003): in a job launched with
+// launch_options::host_access, any host thread of any process may put
+// into, get from and update any rank's range of a world window while the
+// ranks run, with no part taken by the target's ranks: the network engine
+// of the target's process serves it (on the node through its own access to
+// the devices, from another node through the network). A host thread's
+// operations to one target complete in the order it issued them. A host's
+// notified put is matched like a rank's, its source host_source() (a
+// number after every world rank). Operations are taken until this
+// process's ranks have returned (test() is true); bad arguments throw
+// grma::error at once, and an offset beyond the target's registered range
+// fails the job with errc::request_refused.
 class job {
  public:
   job() = default;
@@ -54,6 +90,35 @@ class job {
   // Whether this handle holds a run (launched, not yet waited for).
   bool valid() const { return state_ != nullptr; }
   bool test() const { return state_ == nullptr || state_->finished.load(std::memory_order_acquire); }
+
+  // The world windows alive now, highest table slot first: in the order
+  // they were created while none has been freed (world windows take slots
+  // from the top down). Empty until the ranks create one.
+  std::vector<window> world_windows() const;
+  // The source a rank's matching sees in this process's host notifications.
+  int host_source() const;
+
+  // One-sided operations into `target`'s (a world rank's) range of world
+  // window `w`, at byte `offset`. The buffers stay the caller's until the
+  // request completes.
+  host_request put(window w, int target, std::size_t offset, const void* source, std::size_t bytes);
+  host_request get(window w, int target, std::size_t offset, void* destination, std::size_t bytes);
+  host_request put_notify(window w, int target, std::size_t offset, const void* source,
+                          std::size_t bytes, int tag, std::uint64_t immediate = 0);
+  host_request put_signal(window w, int target, std::size_t offset, const void* source,
+                          std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
+                          signal_op op);
+  // Atomics on the aligned 8-byte word at `offset`, atomic with the ranks'
+  // own atomics on it; the fetching ones write the word's old value to `old`.
+  host_request atomic_fetch(window w, int target, std::size_t offset, std::uint64_t* old);
+  host_request atomic_set(window w, int target, std::size_t offset, std::uint64_t value);
+  host_request atomic_swap(window w, int target, std::size_t offset, std::uint64_t value,
+                           std::uint64_t* old);
+  host_request atomic_compare_swap(window w, int target, std::size_t offset, std::uint64_t compare,
+                                   std::uint64_t value, std::uint64_t* old);
+  host_request atomic_fetch_add(window w, int target, std::size_t offset, std::uint64_t value,
+                                std::uint64_t* old);
+  host_request atomic_add(window w, int target, std::size_t offset, std::uint64_t value);
   void wait() {
     if (state_ == nullptr) return;
     const std::shared_ptr<state> s = std::move(state_);
@@ -67,9 +132,11 @@ class job {
     std::thread thread;
     std::atomic<bool> finished{false};
     std::exception_ptr error;
+    std::shared_ptr<detail::host_port> port;  // null without host_access
   };
   template <class Body>
-  explicit job(Body&& body) : state_(std::make_shared<state>()) {
+  job(std::shared_ptr<detail::host_port> port, Body&& body) : state_(std::make_shared<state>()) {
+    state_->port = std::move(port);
     state_->thread = std::thread([s = state_.get(), body = std::forward<Body>(body)]() mutable {
       try {
         body();
@@ -83,6 +150,11 @@ class job {
     if (state_ != nullptr && state_->thread.joinable()) state_->thread.join();
     state_.reset();
   }
+  detail::host_port& port(const char* call) const;
+  host_request submit(detail::host_port& port, std::shared_ptr<detail::host_operation> op);
+  host_request atomic(window w, int target, std::size_t offset, call where, std::uint8_t op,
+                      std::uint64_t operand, std::uint64_t compare, std::uint64_t* old,
+                      bool fetching);
   std::shared_ptr<state> state_;
 };
 
@@ -131,33 +203,37 @@ class runtime {
   void run(Program&& program, const launch_options& options = {}) {
     claim_run();
     const release_on_exit release{*this};
-    run_claimed(program, options);
+    run_claimed(program, options, nullptr);
   }
 
   // run in a thread of its own: returns at once with the job's handle. The
   // program is copied; options.userdata must stay valid until wait() (the
-  // ranks' results are copied back there).
+  // ranks' results are copied back there). With options.host_access, host
+  // threads reach the running job through the handle (job::put, ...).
   template <class Program>
   job launch(Program program, const launch_options& options = {}) {
     claim_run();  // refused here, in the caller's thread, while a job runs
-    return job([this, program = std::move(program), options]() mutable {
+    std::shared_ptr<detail::host_port> port = options.host_access ? make_host_port() : nullptr;
+    return job(port, [this, program = std::move(program), options, port]() mutable {
       const release_on_exit release{*this};
-      run_claimed(program, options);
+      run_claimed(program, options, port);
     });
   }
 
  private:
   template <class Program>
-  void run_claimed(Program& program, const launch_options& options) {
+  void run_claimed(Program& program, const launch_options& options,
+                   const std::shared_ptr<detail::host_port>& port) {
 #if defined(__CUDACC__)
     if (backend() == backend_kind::cuda) {
-      run_cuda(options, detail::cuda_kernel_for<std::remove_cvref_t<Program>>(program));
+      run_cuda(options, detail::cuda_kernel_for<std::remove_cvref_t<Program>>(program), port);
       return;
     }
 #endif
     require_cpu_allowed();
-    run_cpu(options, [&program](cpu_rank& r) { program(r); });
+    run_cpu(options, [&program](cpu_rank& r) { program(r); }, port);
   }
+  std::shared_ptr<detail::host_port> make_host_port() const;
 
   // Marks the runtime busy for a run; throws when it already is.
   void claim_run();
@@ -170,8 +246,10 @@ class runtime {
   void require_cpu_allowed() const;
   rank_info info_cpu(const launch_options& options) const;
   rank_info info_cuda(const detail::cuda_kernel& kernel, const launch_options& options) const;
-  void run_cpu(const launch_options& options, const std::function<void(cpu_rank&)>& body);
-  void run_cuda(const launch_options& options, const detail::cuda_kernel& kernel);
+  void run_cpu(const launch_options& options, const std::function<void(cpu_rank&)>& body,
+               const std::shared_ptr<detail::host_port>& port);
+  void run_cuda(const launch_options& options, const detail::cuda_kernel& kernel,
+                const std::shared_ptr<detail::host_port>& port);
 
   struct impl;
   std::unique_ptr<impl> impl_;

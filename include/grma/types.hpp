@@ -139,6 +139,11 @@ struct launch_options {
   int ranks_per_device = 0;
   void* userdata = nullptr;  // host buffer: copied in before, and back after, the run
   std::size_t userdata_size = 0;
+  // Host threads issue one-sided operations into the running job
+  // (job::put, get, ...; papers/003): every process runs a network engine
+  // that serves them, and on a GPU the job leaves it room (as across
+  // nodes: one rank fewer). Needs a job started with runtime::launch.
+  bool host_access = false;
 };
 
 }  // namespace grma

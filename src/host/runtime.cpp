@@ -175,9 +175,9 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   return info;
 }
 
-void runtime::run_cpu(const launch_options& options,
-                      const std::function<void(cpu_rank&)>& body) {
-  detail::run_cpu_job(impl_->settings, options, info_cpu(options), body);
+void runtime::run_cpu(const launch_options& options, const std::function<void(cpu_rank&)>& body,
+                      const std::shared_ptr<detail::host_port>& port) {
+  detail::run_cpu_job(impl_->settings, options, info_cpu(options), body, port);
 }
 
 #if GRMA_HAVE_CUDA
@@ -193,15 +193,17 @@ rank_info runtime::info_cuda(const detail::cuda_kernel& kernel, const launch_opt
   return info;
 }
 
-void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel) {
-  detail::run_cuda_ranks(impl_->settings, options, kernel);
+void runtime::run_cuda(const launch_options& options, const detail::cuda_kernel& kernel,
+                       const std::shared_ptr<detail::host_port>& port) {
+  detail::run_cuda_ranks(impl_->settings, options, kernel, port);
 }
 #else
 rank_info runtime::info_cuda(const detail::cuda_kernel&, const launch_options&) const {
   host_error(errc::backend_unavailable, "this build of grma has no CUDA backend");
 }
 
-void runtime::run_cuda(const launch_options&, const detail::cuda_kernel&) {
+void runtime::run_cuda(const launch_options&, const detail::cuda_kernel&,
+                       const std::shared_ptr<detail::host_port>&) {
   host_error(errc::backend_unavailable, "this build of grma has no CUDA backend");
 }
 #endif

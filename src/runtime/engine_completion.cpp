@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine_host.hpp"
 #include "engine_intake.hpp"
 #include "engine_liveness.hpp"
 #include "engine_operations.hpp"
@@ -9,12 +10,14 @@
 namespace grma::detail {
 
 engine_completion::engine_completion(engine_context& cx, engine_intake& intake,
-                                     engine_operations& operations, engine_liveness& liveness)
+                                     engine_operations& operations, engine_liveness& liveness,
+                                     engine_host& host)
     : cx_(cx),
       intake_(intake),
       operations_(operations),
       liveness_(liveness),
-      completing_(std::size_t(cx.world_size)),
+      host_(host),
+      completing_(std::size_t(cx.origins())),
       landed_(cx.own.size() * std::size_t(cx.ranks_per_device), 0),
       delivered_(cx.own.size() * std::size_t(cx.ranks_per_device), 0) {}
 
@@ -82,12 +85,15 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
   if (c.op == remote_op::atomic) {
     const std::uint64_t old = cx_.memory->atomic(range + c.offset, std::uint32_t(c.bytes),
                                                  remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
-    if (c.tag != 0) {  // the old value, as a get's inline data
+    const int to = cx_.process_of_origin(c.origin);
+    if (c.tag != 0 && to == cx_.nodes.process) {  // a host operation served here
+      host_.answer_here(old);
+    } else if (c.tag != 0) {  // the old value, as a get's inline data
       remote_command reply = c;
       reply.op = wire_get_reply;
       reply.inline_bytes = std::uint16_t(c.bytes);
       std::memcpy(reply.data, &old, c.bytes);
-      intake_.send_header(cx_.process_of_rank(c.origin), reply);
+      intake_.send_header(to, reply);
     }
     ++acks_[c.origin];
     return;
@@ -113,7 +119,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     // origin's later put to the same bytes before its quiet may be seen in
     // a large get's data (a program's race, as in OpenSHMEM).
     const int origin = c.origin;
-    operations_.reply_to_get(cx_.process_of_rank(origin), c, range + c.offset,
+    operations_.reply_to_get(cx_.process_of_origin(origin), c, range + c.offset,
                              [this, origin] { ++acks_[origin]; });
     return;
   }
@@ -123,10 +129,18 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     ++acks_[c.origin];
     return;
   }
-  const auto at = outboxes_.try_emplace({c.target, cx_.device_of(c.origin)}).first;
+  const bool host = cx_.is_host_origin(c.origin);
+  const int ring_device = cx_.device_of(host ? c.target : c.origin);
+  const auto at = outboxes_.try_emplace({c.target, ring_device}).first;
   outbox& o = at->second;
+  std::uint64_t ticket = 0;
+  if (host) {  // as the device's ranks take theirs (relaxed: it publishes nothing)
+    o.shared = true;
+    ticket = cx_.memory->atomic(&cx_.views[std::size_t(ring_device)]->tickets[c.target], 8,
+                                remote_atomic::add, 1, 0);
+  }
   // A put_notify's or get_notify's immediate travels as its signal_value.
-  o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin});
+  o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin, ticket});
   ++held_;
   publish(at);
   if (!o.held.empty() && !o.listed) {
@@ -142,10 +156,12 @@ bool engine_completion::publish(outbox_map::iterator at) {
   outbox& o = at->second;
   const device_view& v = cx_.view_of(target);
   notification_ring& q = v.queue(target, origin_device);
-  while (!o.held.empty() && ring_has_credit(v.queue_capacity, o.next, o.known_consumed,
+  const auto ticket = [&] { return o.shared ? o.held.front().ticket : o.next; };
+  while (!o.held.empty() && ring_has_credit(v.queue_capacity, ticket(), o.known_consumed,
                                             [&] { return cx_.memory->consumed(q); })) {
     // The data is visible before the notification (engine_memory).
-    cx_.memory->publish(q, v.queue_capacity, o.next++, o.held.front().n);
+    cx_.memory->publish(q, v.queue_capacity, ticket(), o.held.front().n);
+    ++o.next;
     ++acks_[o.held.front().origin];
     o.held.pop_front();
     --held_;
@@ -188,11 +204,16 @@ bool engine_completion::send_acks() {
   bool any = false;
   while (!acks_waiting_.empty() && cx_.memory->landed(acks_waiting_.front().first)) {
     for (auto& [origin, count] : acks_waiting_.front().second) {
+      const int to = cx_.process_of_origin(origin);
+      if (to == cx_.nodes.process) {  // host operations served here
+        host_.acknowledged(to, count);
+        continue;
+      }
       remote_command a{};
       a.op = wire_ack;
       a.origin = origin;
       a.bytes = count;
-      intake_.send_header(cx_.process_of_rank(origin), a);
+      intake_.send_header(to, a);
     }
     acks_waiting_.pop_front();
     any = true;

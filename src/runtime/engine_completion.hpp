@@ -18,6 +18,7 @@
 
 namespace grma::detail {
 
+class engine_host;
 class engine_intake;
 class engine_liveness;
 class engine_operations;
@@ -32,7 +33,7 @@ class engine_completion {
   };
 
   engine_completion(engine_context& cx, engine_intake& intake, engine_operations& operations,
-                    engine_liveness& liveness);
+                    engine_liveness& liveness, engine_host& host);
 
   // ---- at the origin ----
 
@@ -86,16 +87,20 @@ class engine_completion {
   struct held_notification {
     notification n;
     int origin;
+    std::uint64_t ticket;  // in a shared ring (outbox::shared)
   };
 
-  // This engine's side of one ring it produces into: ring (target, origin
-  // device) for an origin device on another node has no other producer, so
-  // the engine keeps its tickets privately.
+  // This engine's side of one ring it produces into. Ring (target, origin
+  // device) for an origin device on another node has no other producer,
+  // so the engine keeps its tickets privately. A host's notifications go
+  // into ring (target, target's device), which that device's ranks share:
+  // the engine takes a ticket for each as they do (shared).
   struct outbox {
     std::uint64_t next = 0;
     std::uint64_t known_consumed = 0;
-    std::deque<held_notification> held;  // in order, behind a full ring
+    std::deque<held_notification> held;  // in ticket order, behind a full ring
     bool listed = false;                  // in holding_
+    bool shared = false;
   };
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n);
@@ -108,7 +113,8 @@ class engine_completion {
   engine_intake& intake_;
   engine_operations& operations_;
   engine_liveness& liveness_;
-  std::vector<std::deque<in_order>> completing_;  // by origin world rank: see complete_in_order()
+  engine_host& host_;
+  std::vector<std::deque<in_order>> completing_;  // by origin (engine_context): see complete_in_order()
   outbox_map outboxes_;
   // The outboxes that hold notifications, and how many: the loop looks at
   // these alone (a GPU job may have a thousand outboxes).

@@ -49,9 +49,12 @@ engine_context::engine_context(const job_nodes& n, std::vector<const device_view
 }
 
 void engine_context::send_data(int to, const unsigned char* at, std::uint64_t bytes,
-                               std::function<void()> released) {
+                               std::function<void()> released, memory_kind kind) {
+  const bool host = kind == memory_kind::host;
   for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
-    lanes.enqueue(to, lane_direction::out, n, [this, to, from = at + offset, n, chunk_done](auto stage) {
+    // In the lane even unstaged: the pair's data messages go in header order.
+    lanes.enqueue(to, lane_direction::out, host ? 0 : n, [this, to, from = at + offset, n, chunk_done, host](auto stage) {
+      if (host) return net->send(to, channel::data, from, n, chunk_done);
       if (!stage) {
         memory->flush();  // the network reads the device itself: earlier writes first
         return net->send(to, channel::data, from, n, chunk_done);
@@ -64,11 +67,13 @@ void engine_context::send_data(int to, const unsigned char* at, std::uint64_t by
 }
 
 void engine_context::receive_data(int from, unsigned char* at, std::uint64_t bytes,
-                                  std::function<void()> done) {
+                                  std::function<void()> done, memory_kind kind) {
+  const bool host = kind == memory_kind::host;
   for_each_chunk(bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
-    lanes.enqueue(from, lane_direction::in, n, [this, from, to = at + offset, n, chunk_done](auto stage) {
+    lanes.enqueue(from, lane_direction::in, host ? 0 : n, [this, from, to = at + offset, n, chunk_done, host](auto stage) {
       if (!stage) {
-        memory->flush();  // the network writes the device itself: no earlier write lands over it
+        // The network writes the device itself: no earlier write lands over it.
+        if (!host) memory->flush();
         return net->receive(from, channel::data, to, n, [chunk_done](int, std::size_t) { chunk_done(); });
       }
       net->receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int, std::size_t) {

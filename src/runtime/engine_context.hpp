@@ -59,17 +59,35 @@ struct engine_context {
   bool remote_process(int p) const {
     return nodes.node_of[std::size_t(p)] != nodes.node_of[std::size_t(nodes.process)];
   }
+  // The engines this one exchanges messages with: other nodes' processes,
+  // and every other process where host threads issue operations.
+  bool peer(int p) const { return p != nodes.process && (nodes.host_access || remote_process(p)); }
+
+  // An operation's origin: a world rank, or a process's host threads,
+  // numbered after the world's ranks (a host notification's source).
+  int host_origin(int process) const { return world_size + process; }
+  bool is_host_origin(int origin) const { return origin >= world_size; }
+  int origins() const { return world_size + nodes.processes; }
+  int process_of_origin(int origin) const {
+    return is_host_origin(origin) ? origin - world_size : process_of_rank(origin);
+  }
   bool mine(int rank) const {
     return rank >= 0 && rank < world_size && process_of_rank(rank) == nodes.process;
   }
   const device_view& view_of(int rank) const { return *views[std::size_t(device_of(rank))]; }
   int first_rank() const { return nodes.process * nodes.devices_per_process * ranks_per_device; }
 
-  // Sends `bytes` of device memory at `at`; `released` runs once the engine
-  // no longer reads them (every chunk sent, or staged).
-  void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released);
-  // Receives `bytes` into device memory at `at`, then runs `done`.
-  void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done);
+  // Where the bytes of a transfer are: a device's memory, or a host
+  // thread's buffer (a host operation's), which the network reads and
+  // writes itself.
+  enum class memory_kind { device, host };
+  // Sends `bytes` at `at`; `released` runs once the engine no longer reads
+  // them (every chunk sent, or staged).
+  void send_data(int to, const unsigned char* at, std::uint64_t bytes, std::function<void()> released,
+                 memory_kind kind = memory_kind::device);
+  // Receives `bytes` into `at`, then runs `done`.
+  void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done,
+                    memory_kind kind = memory_kind::device);
 };
 
 }  // namespace grma::detail

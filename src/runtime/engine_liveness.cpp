@@ -39,7 +39,7 @@ void engine_liveness::receive_beat(int from, std::uint64_t signature) {
 
 bool engine_liveness::everyone_done() const {
   for (int p = 0; p < cx_.nodes.processes; ++p)
-    if (cx_.remote_process(p) && !done_from_[std::size_t(p)]) return false;
+    if (cx_.peer(p) && !done_from_[std::size_t(p)]) return false;
   return true;
 }
 
@@ -128,11 +128,16 @@ std::string engine_liveness::in_flight() const {
     if (!waiting[std::size_t(p)].empty())
       s << " " << waiting[std::size_t(p)].size() << " requests of process " << p
         << " wait for a window;";
-  for (int origin = 0; origin < cx_.world_size; ++origin) {
+  for (int origin = 0; origin < cx_.origins(); ++origin) {
     const std::deque<engine_completion::in_order>& queue = completion_.completing()[std::size_t(origin)];
     if (queue.empty()) continue;
     const remote_command& first_one = queue.front().c;
-    s << " " << queue.size() << " requests of rank " << origin << " in progress, the first ("
+    s << " " << queue.size() << " requests of ";
+    if (cx_.is_host_origin(origin))
+      s << "the host of process " << cx_.process_of_origin(origin);
+    else
+      s << "rank " << origin;
+    s << " in progress, the first ("
       << call_name(call_of(first_one)) << " to rank " << first_one.target << ", "
       << first_one.bytes << " bytes) " << (queue.front().ready ? "done;" : "still moving its data;");
   }
@@ -171,7 +176,7 @@ void engine_liveness::forward_abort() {
   c.op = wire_abort;
   c.bytes = report.size();
   for (int p = 0; p < cx_.nodes.processes; ++p)
-    if (cx_.remote_process(p)) {  // done ones too: they wait for the others
+    if (cx_.peer(p)) {  // done ones too: they wait for the others
       intake_.send_header(p, c);
       cx_.net->send(p, channel::record, message->data(), message->size(), [message] {});
     }
@@ -209,7 +214,7 @@ void engine_liveness::watch(engine_clock::time_point listened) {
   beat.op = wire_beat;
   beat.offset = progress_signature(cx_.own);
   for (int p = 0; p < cx_.nodes.processes; ++p) {
-    if (!cx_.remote_process(p)) continue;
+    if (!cx_.peer(p)) continue;
     intake_.send_header(p, beat);  // until this engine stops: others may still watch it
     if (done_from_[std::size_t(p)]) continue;
     const double silent = std::chrono::duration<double>(listened - heard_[std::size_t(p)]).count();

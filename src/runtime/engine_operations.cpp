@@ -5,6 +5,7 @@
 
 #include "engine_arrivals.hpp"
 #include "engine_completion.hpp"
+#include "engine_host.hpp"
 #include "engine_liveness.hpp"
 
 namespace grma::detail {
@@ -13,9 +14,11 @@ namespace {
 // Header receives posted at once: a poll can take as many batches.
 constexpr int header_receives = 4;
 
-// The core's operations on the symmetric heap (no window).
-bool on_symmetric_heap(remote_op op) {
-  return op == remote_op::put || op == remote_op::get || op == remote_op::atomic;
+// The core's operations on the symmetric heap (no window); a host's put,
+// get and atomic name a window (remote_flag_in_window).
+bool on_symmetric_heap(const remote_command& c) {
+  return (c.op == remote_op::put || c.op == remote_op::get || c.op == remote_op::atomic) &&
+         (c.flags & remote_flag_in_window) == 0;
 }
 
 }  // namespace
@@ -61,11 +64,17 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
     return true;
   };
   h[std::size_t(wire_get_reply)] = [](engine_operations& o, int from, const remote_command& c) {
-    o.completion_.land_get(from, c);
+    if (o.cx_.is_host_origin(c.origin))
+      o.host_.answer(from, c);
+    else
+      o.completion_.land_get(from, c);
     return true;
   };
-  h[std::size_t(wire_ack)] = [](engine_operations& o, int, const remote_command& c) {
-    o.completion_.acknowledged(c);
+  h[std::size_t(wire_ack)] = [](engine_operations& o, int from, const remote_command& c) {
+    if (o.cx_.is_host_origin(c.origin))
+      o.host_.acknowledged(from, c.bytes);
+    else
+      o.completion_.acknowledged(c);
     return true;
   };
   h[std::size_t(wire_abort)] = [](engine_operations& o, int from, const remote_command& c) {
@@ -85,12 +94,13 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
 
 engine_operations::engine_operations(engine_context& cx, engine_intake& intake,
                                      engine_completion& completion, engine_arrivals& arrivals,
-                                     engine_liveness& liveness)
+                                     engine_liveness& liveness, engine_host& host)
     : cx_(cx),
       intake_(intake),
       completion_(completion),
       arrivals_(arrivals),
       liveness_(liveness),
+      host_(host),
       windows_(*cx.memory),
       waiting_(std::size_t(cx.nodes.processes)),
       waiting_since_(std::size_t(cx.nodes.processes), engine_clock::now()) {}
@@ -124,16 +134,17 @@ void engine_operations::take_headers() {
     if (r->bytes == 0 || r->bytes % sizeof(remote_command) != 0) {
       liveness_.malformed(from, -1, call::runtime, "sent a malformed batch of headers");
     } else {
-      for (std::size_t i = 0; i < r->bytes / sizeof(remote_command); ++i) {
-        const remote_command& c = r->batch[i];
-        std::deque<remote_command>& queue = waiting_[std::size_t(from)];
-        if (!queue.empty() || !handle(from, c)) {
-          if (queue.empty()) waiting_since_[std::size_t(from)] = cx_.now;
-          queue.push_back(c);
-        }
-      }
+      for (std::size_t i = 0; i < r->bytes / sizeof(remote_command); ++i) receive(from, r->batch[i]);
     }
     post_header_receive(std::move(r));
+  }
+}
+
+void engine_operations::receive(int from, const remote_command& c) {
+  std::deque<remote_command>& queue = waiting_[std::size_t(from)];
+  if (!queue.empty() || !handle(from, c)) {
+    if (queue.empty()) waiting_since_[std::size_t(from)] = cx_.now;
+    queue.push_back(c);
   }
 }
 
@@ -182,12 +193,14 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   const window_table& t = cx_.first->windows;
   const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
   const call where = call_of(c);
+  const bool host = cx_.is_host_origin(c.origin);
   auto refuse = [&](refusal why, std::uint64_t registered) {
     error_record r{};
     r.code = std::int32_t(errc::request_refused);
     r.rank = cx_.mine(c.target) ? c.target : -1;
     r.where = std::int32_t(where);
-    r.values[0] = c.origin;
+    // A host origin as -1 - its process (error.cpp says "the host of process p").
+    r.values[0] = host ? -1 - cx_.process_of_origin(c.origin) : c.origin;
     r.values[1] = std::int64_t(why);
     r.values[2] = std::int64_t(why == refusal::signal_misaligned ? c.signal_offset : c.offset);
     r.values[3] = std::int64_t(c.bytes);
@@ -196,10 +209,16 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     liveness_.stop_trusting(from, r);
     return verdict::refused;
   };
-  if (!(c.origin >= 0 && c.origin < cx_.world_size && cx_.process_of_rank(c.origin) == from) ||
+  if (!(c.origin >= 0 && c.origin < cx_.origins() && cx_.process_of_origin(c.origin) == from) ||
       !cx_.mine(c.target))
     return refuse(refusal::wrong_process, 0);
-  if (on_symmetric_heap(c.op)) {  // the target's slice: every node's has the same size
+  // A host's operations: puts (notified, signalled or plain), gets and
+  // atomics, each on a window.
+  if (host && (c.op == remote_op::get_notify || c.op == remote_op::arrive ||
+               ((c.op == remote_op::put || c.op == remote_op::get || c.op == remote_op::atomic) &&
+                (c.flags & remote_flag_in_window) == 0)))
+    return refuse(refusal::wrong_process, 0);
+  if (on_symmetric_heap(c)) {  // the target's slice: every node's has the same size
     const device_view& v = cx_.view_of(c.target);
     const std::uint64_t slice = v.symmetric_slice;
     if (c.offset > slice || c.bytes > slice - c.offset ||
@@ -234,6 +253,10 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     if ((e.offset + c.signal_offset) % sizeof(std::uint64_t) != 0)
       return refuse(refusal::signal_misaligned, e.size);
   }
+  if (c.op == remote_op::atomic &&
+      ((c.bytes != 4 && c.bytes != 8) || (e.offset + c.offset) % c.bytes != 0 ||
+       c.signal_op >= std::uint8_t(remote_atomic::count_)))
+    return refuse(refusal::bad_atomic, e.size);
   range = cx_.views[e.device]->heap + e.offset;
   return verdict::ok;
 }
@@ -264,12 +287,21 @@ bool engine_operations::serve(int from, const remote_command& c) {
     done();
     return true;
   }
+  if (from == cx_.nodes.process) {  // this process's host: its buffer is here
+    cx_.memory->write(at, reinterpret_cast<const void*>(c.address), c.bytes);
+    done();
+    return true;
+  }
   cx_.receive_data(from, at, c.bytes, done);
   return true;
 }
 
 void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,
                                      std::function<void()> read) {
+  if (to == cx_.nodes.process) {  // a host operation this engine served itself
+    host_.answer_here(at);
+    return read();
+  }
   remote_command reply = c;
   reply.op = wire_get_reply;
   if (c.bytes <= remote_inline_bytes) {

@@ -23,6 +23,7 @@ namespace grma::detail {
 
 class engine_arrivals;
 class engine_completion;
+class engine_host;
 class engine_liveness;
 
 // The rank's call that a request from another node carries out (for a
@@ -32,10 +33,14 @@ call call_of(const remote_command& c);
 class engine_operations {
  public:
   engine_operations(engine_context& cx, engine_intake& intake, engine_completion& completion,
-                    engine_arrivals& arrivals, engine_liveness& liveness);
+                    engine_arrivals& arrivals, engine_liveness& liveness, engine_host& host);
 
   // Posts the receives of header batches.
   void listen();
+  // Handles a request or message from process `from` (this engine's own
+  // for a host operation it serves itself), or queues it behind those of
+  // `from` that wait for a window.
+  void receive(int from, const remote_command& c);
   // Handles what waits for a window its node has not created yet, in order.
   bool handle_waiting();
   bool waits_any() const;
@@ -74,6 +79,7 @@ class engine_operations {
   engine_completion& completion_;
   engine_arrivals& arrivals_;
   engine_liveness& liveness_;
+  engine_host& host_;
   engine_windows windows_;
   std::deque<std::unique_ptr<header_receive>> inbound_;  // posted, oldest first
   std::vector<std::deque<remote_command>> waiting_;      // by process: see handle()

@@ -159,7 +159,10 @@ std::string describe_values(const error_record& r) {
     case errc::device_error:
     case errc::process_failed: s << r.text; break;
     case errc::request_refused:
-      s << "refused a request from rank " << v[0] << " (another node): ";
+      if (v[0] < 0)  // engine_operations::check: a host thread's operation
+        s << "refused a request from the host of process " << -1 - v[0] << ": ";
+      else
+        s << "refused a request from rank " << v[0] << " (another node): ";
       switch (static_cast<refusal>(v[1])) {
         case refusal::outside_range:
           s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the " << u(v[4])

@@ -8,6 +8,7 @@
 #include "engine_arrivals.hpp"
 #include "engine_completion.hpp"
 #include "engine_context.hpp"
+#include "engine_host.hpp"
 #include "engine_intake.hpp"
 #include "engine_liveness.hpp"
 #include "engine_operations.hpp"
@@ -34,17 +35,21 @@ struct remote_engine::state {
   engine_completion completion;
   engine_arrivals arrivals;
   engine_liveness liveness;
+  engine_host host;
   bool said_done = false;
+  bool stopped_taking = false;
   std::atomic<bool> local_done{false};
 
   state(const job_nodes& n, std::vector<const device_view*> v, double silence,
-        std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t)
+        std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t,
+        std::shared_ptr<host_port> port)
       : cx(n, std::move(v), silence, std::move(m), std::move(t)),
         intake(cx, completion, arrivals),
-        operations(cx, intake, completion, arrivals, liveness),
-        completion(cx, intake, operations, liveness),
+        operations(cx, intake, completion, arrivals, liveness, host),
+        completion(cx, intake, operations, liveness, host),
         arrivals(cx, intake, liveness),
-        liveness(cx, intake, operations, completion) {}
+        liveness(cx, intake, operations, completion),
+        host(cx, std::move(port), intake, operations) {}
 
   // This process's ranks are done and every operation of theirs is
   // acknowledged: the other processes may stop once they are done too.
@@ -53,13 +58,13 @@ struct remote_engine::state {
     remote_command c{};
     c.op = wire_done;
     for (int p = 0; p < cx.nodes.processes; ++p)
-      if (cx.remote_process(p)) intake.send_header(p, c);
+      if (cx.peer(p)) intake.send_header(p, c);
   }
 
   // Every process is done, and nothing of this engine's is still moving.
   bool finished() const {
     return said_done && liveness.everyone_done() && cx.net->idle() && cx.lanes.idle() &&
-           completion.settled() && arrivals.idle() && !operations.waits_any();
+           completion.settled() && arrivals.idle() && !operations.waits_any() && host.answered();
   }
 
   void loop() {
@@ -69,9 +74,11 @@ struct remote_engine::state {
     try {
       cx.memory->bind();
       operations.listen();
+      host.attach();
       while (true) {
         cx.now = engine_clock::now();
         bool busy = intake.take_commands();
+        busy |= host.take();
         intake.flush_headers();  // what the ranks asked for goes at once
         int polls = 0;
         // Replies (a get's data, a fetching atomic's old value) go as soon
@@ -92,9 +99,13 @@ struct remote_engine::state {
         // here has been forwarded when the loop ends on it.
         const bool aborted = load_acquire<scope::system>(cx.first->control->abort) != 0;
         if (local) completion.drop_held();
+        if (local && !stopped_taking) {
+          stopped_taking = true;
+          host.stop_taking();
+        }
         busy |= completion.send_acks();
         liveness.watch(listened);
-        if (local && !aborted && !said_done && completion.answered()) say_done();
+        if (local && !aborted && !said_done && completion.answered() && host.answered()) say_done();
         intake.flush_headers();  // replies, acknowledgements, beats
         if (local && aborted) {
           intake.flush_all_headers();  // an abort to forward
@@ -112,6 +123,8 @@ struct remote_engine::state {
     } catch (const error& e) {
       liveness.lose(e.what());
     }
+    host.close("grma: the job ended before this host operation completed (the job's wait() "
+               "says why)");
     cx.memory->unbind();
     // Ending in failure: nothing more will complete.
     if (load_acquire<scope::system>(cx.first->control->abort) != 0) cx.net->abandon();
@@ -120,9 +133,9 @@ struct remote_engine::state {
 
 remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
                              std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
-                             double silence_seconds)
+                             double silence_seconds, std::shared_ptr<host_port> port)
     : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, std::move(memory),
-                                 std::move(net))) {}
+                                 std::move(net), std::move(port))) {}
 
 void remote_engine::start() {
   s_->liveness.hear_all();

@@ -29,7 +29,14 @@ struct job_nodes {
   int process;  // this one
   int devices_per_process;
   std::vector<int> node_of;  // per process
+  // Host threads may issue operations into the job (launch_options::
+  // host_access): every process's engine is a peer of every other, those
+  // of its node too, since a host operation goes to the engine of its
+  // target's process.
+  bool host_access = false;
 };
+
+class host_port;
 
 class remote_engine {
  public:
@@ -40,9 +47,11 @@ class remote_engine {
   // (`nodes.process` is the process the engine serves: where one process
   // plays several nodes, each has its engine, and each engine a process
   // number of its own.)
+  // `port`: where this process's host threads hand it their operations
+  // (null: none; one engine of a process that plays several nodes).
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
                 std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
-                double silence_seconds);
+                double silence_seconds, std::shared_ptr<host_port> port = nullptr);
   // Starts the engine's thread, which uses the transport from then on (an
   // MPI one: only once the thread in run() makes no MPI calls,
   // MPI_THREAD_SERIALIZED).

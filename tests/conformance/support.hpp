@@ -392,8 +392,10 @@ class job {
       per_device_ = config_.ranks;
     else if (config_.ranks == 0 && rt_.backend() == grma::backend_kind::cpu)
       per_device_ = cpu_max_ranks;
-    const grma::rank_info info = rt_.info(
-        program, {.threads_per_rank = config_.threads, .ranks_per_device = per_device_});
+    const grma::rank_info info =
+        rt_.info(program, {.threads_per_rank = config_.threads,
+                           .ranks_per_device = per_device_,
+                           .host_access = host_access});
     per_device_ = info.ranks_per_device;
     ranks_ = info.rank_count;
     first_ = info.rank_start;
@@ -459,8 +461,12 @@ class job {
     return {.threads_per_rank = config_.threads,
             .ranks_per_device = per_device_,
             .userdata = data_.data(),
-            .userdata_size = userdata_bytes_};
+            .userdata_size = userdata_bytes_,
+            .host_access = host_access};
   }
+
+  // Runs take host operations (launch_options::host_access); set before resolve.
+  bool host_access = false;
 
   // A test failure for every rank of this process whose checks failed (the
   // first few shown).

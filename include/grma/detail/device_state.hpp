@@ -392,7 +392,7 @@ struct remote_command {
   std::uint32_t window;        // window_key
   std::int32_t target;         // rank in the window's communicator (world)
   std::int32_t tag;
-  std::uint32_t pad;
+  std::uint32_t flags;   // remote_flag_*
   std::uint64_t offset;  // in the target's range (arrive: the epoch)
   std::uint64_t bytes;
   std::uint64_t address;  // the origin's source (put) or destination (get)
@@ -401,6 +401,11 @@ struct remote_command {
   unsigned char data[remote_inline_bytes];  // a small put's bytes
 };
 static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (sequenced_slot)");
+
+// A put, get or atomic (the core's, on the symmetric heap) that names a
+// window instead: a host thread's (papers/003), `offset` in the target's
+// range of `window`.
+inline constexpr std::uint32_t remote_flag_in_window = 1;
 
 // Whether the operation carries the origin's bytes to the target.
 GRMA_INLINE bool remote_is_put(remote_op op) {

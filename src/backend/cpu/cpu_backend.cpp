@@ -118,7 +118,7 @@ void merge_userdata(const launch_options& o, const std::vector<const unsigned ch
 }  // namespace
 
 void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
-                 const std::function<void(cpu_rank&)>& body) {
+                 const std::function<void(cpu_rank&)>& body, const std::shared_ptr<host_port>& port) {
   const process_group& group = process_group::get();
   const int processes = group.count(), me = group.index();
   const int per_process = info.rank_responsible / info.ranks_per_device;
@@ -200,7 +200,10 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       }
     });
   }
-  const int engines = nodes > 1 ? int(mine_parts.size()) : 0;
+  // A network engine per part where nodes are several, or where host
+  // threads issue operations (it serves them).
+  const bool networked = nodes > 1 || o.host_access;
+  const int engines = networked ? int(mine_parts.size()) : 0;
   const int ranks = per_process * info.ranks_per_device;
   // The processes of this one's node, whose threads share the machine when unbound.
   const int node_processes = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(me)]));
@@ -251,15 +254,19 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     userdata.push_back(u);
   }
 
-  if (nodes > 1) {
-    const transport_kind kind = choose_transport(s, played);
-    std::shared_ptr<loopback_hub> hub = played > 1 ? make_loopback_hub(parts) : nullptr;
+  if (networked) {
+    // A job of one process on one node has no other engine to reach: its
+    // engine gets a loopback endpoint of its own.
+    const bool alone = parts == 1;
+    const transport_kind kind = alone ? transport_kind::loopback : choose_transport(s, played);
+    std::shared_ptr<loopback_hub> hub = played > 1 || alone ? make_loopback_hub(parts) : nullptr;
     // Collective where the transport joins processes (MPI).
     on_all_processes(group, "while starting its network engine", [&] {
       for (node_here& n : on)
         n.network = std::make_unique<remote_engine>(
-            job_nodes{parts, n.part, per_part, node_of}, n.reachable, make_host_engine_memory(spin),
-            make_transport(kind, hub, n.part), /*silence_seconds=*/5.0);
+            job_nodes{parts, n.part, per_part, node_of, o.host_access}, n.reachable,
+            make_host_engine_memory(spin), make_transport(kind, hub, n.part),
+            /*silence_seconds=*/5.0, n.part == mine_parts[0] ? port : nullptr);
     });
     for (node_here& n : on) n.network->start();
   }

@@ -3,6 +3,7 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "grma/runtime.hpp"
@@ -21,7 +22,8 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
 // and the watchdog. In a job of several processes (process_group) the arenas
 // are shared-memory segments that every process maps, and a watch ends the
 // run when another process exits or hangs. Throws grma::error on failure.
+// `port`: where host threads hand in operations (o.host_access), or null.
 void run_cpu_job(const settings& s, const launch_options& o, const rank_info& info,
-                 const std::function<void(cpu_rank&)>& body);
+                 const std::function<void(cpu_rank&)>& body, const std::shared_ptr<host_port>& port);
 
 }  // namespace grma::detail

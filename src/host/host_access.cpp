@@ -1,0 +1,205 @@
+// Host access (papers/003): what a host thread's job::put, get, ... check
+// and hand to the process's network engine (src/runtime/host_port.hpp).
+#include <cstring>
+#include <string>
+
+#include "grma/runtime.hpp"
+#include "../runtime/engine_operations.hpp"
+#include "../runtime/host_port.hpp"
+
+namespace grma {
+
+namespace {
+
+[[noreturn]] void refuse(errc code, call where, const std::string& message) {
+  throw error(code, -1, where, std::string("grma: job::") + call_name(where) + ": " + message);
+}
+
+std::string window_text(window w) {
+  return "window {" + std::to_string(w.slot) + ", " + std::to_string(w.generation) + "}";
+}
+
+// The command of an operation on `target`'s range of `w`, checked as far
+// as the host can: the target's engine checks the range.
+std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& port, call where,
+                                                     detail::remote_op op, window w, int target,
+                                                     std::size_t offset, std::size_t bytes) {
+  const detail::host_port::job_shape shape = port.shape();
+  if (target < 0 || target >= shape.world_size)
+    refuse(errc::rank_out_of_range, where,
+           "target " + std::to_string(target) + " is not a world rank (the world has " +
+               std::to_string(shape.world_size) + ")");
+  if (!port.live_world_window(w))
+    refuse(errc::window_not_created, where,
+           window_text(w) + " is not a live world window of the job (job::world_windows() lists them)");
+  auto o = std::make_shared<detail::host_operation>();
+  o->c.op = op;
+  o->c.window = detail::window_key(w.slot, w.generation);
+  o->c.target = target;
+  o->c.offset = offset;
+  o->c.bytes = bytes;
+  return o;
+}
+
+// A put's bytes: inside the command when they fit, else sent from `source`.
+void carry(detail::host_operation& o, const void* source, std::size_t bytes, call where) {
+  if (bytes != 0 && source == nullptr)
+    refuse(errc::null_buffer, where, "a null source for " + std::to_string(bytes) + " bytes");
+  o.c.address = reinterpret_cast<std::uint64_t>(source);
+  if (bytes != 0 && bytes <= detail::remote_inline_bytes) {
+    std::memcpy(o.c.data, source, bytes);
+    o.c.inline_bytes = std::uint16_t(bytes);
+  }
+}
+
+}  // namespace
+
+bool host_request::test() const {
+  if (!op_) return true;
+  switch (op_->outcome.load(std::memory_order_acquire)) {
+    case detail::host_operation::in_flight: return false;
+    case detail::host_operation::failed:
+      throw error(errc::process_failed, -1, call::runtime, op_->failure);
+    default: return true;
+  }
+}
+
+void host_request::wait() const {
+  if (!op_) return;
+  if (!port_->wait(*op_, port_->timeout_seconds()))
+    throw error(errc::timeout, -1, call::runtime,
+                "grma: a host operation (" + std::string(call_name(detail::call_of(op_->c))) +
+                    " to rank " + std::to_string(op_->c.target) + ", " +
+                    std::to_string(op_->c.bytes) + " bytes) did not complete in " +
+                    std::to_string(port_->timeout_seconds()) + " s (GRMA_TIMEOUT)");
+  test();
+}
+
+detail::host_port& job::port(const char* call) const {
+  if (state_ == nullptr)
+    throw error(errc::invalid_config, -1, call::runtime,
+                std::string("grma: job::") + call + ": this handle holds no job (not launched, or waited for)");
+  if (state_->port == nullptr)
+    throw error(errc::invalid_config, -1, call::runtime,
+                std::string("grma: job::") + call +
+                    ": the job was launched without launch_options::host_access");
+  return *state_->port;
+}
+
+host_request job::submit(detail::host_port& port, std::shared_ptr<detail::host_operation> op) {
+  port.submit(op);
+  return host_request(state_->port, std::move(op));
+}
+
+std::vector<window> job::world_windows() const { return port("world_windows").world_windows(); }
+
+int job::host_source() const { return port("host_source").shape().origin; }
+
+host_request job::put(window w, int target, std::size_t offset, const void* source, std::size_t bytes) {
+  detail::host_port& p = port("put");
+  auto o = operation_on(p, call::put, detail::remote_op::put, w, target, offset, bytes);
+  o->c.flags = detail::remote_flag_in_window;
+  carry(*o, source, bytes, call::put);
+  return submit(p, std::move(o));
+}
+
+host_request job::get(window w, int target, std::size_t offset, void* destination, std::size_t bytes) {
+  detail::host_port& p = port("get");
+  auto o = operation_on(p, call::get, detail::remote_op::get, w, target, offset, bytes);
+  if (bytes != 0 && destination == nullptr)
+    refuse(errc::null_buffer, call::get, "a null destination for " + std::to_string(bytes) + " bytes");
+  o->c.flags = detail::remote_flag_in_window;
+  o->c.address = reinterpret_cast<std::uint64_t>(destination);
+  return submit(p, std::move(o));
+}
+
+host_request job::put_notify(window w, int target, std::size_t offset, const void* source,
+                             std::size_t bytes, int tag, std::uint64_t immediate) {
+  detail::host_port& p = port("put_notify");
+  if (tag < 0) refuse(errc::negative_tag, call::put_notify, "tag " + std::to_string(tag) + " is negative");
+  auto o = operation_on(p, call::put_notify, detail::remote_op::put_notify, w, target, offset, bytes);
+  o->c.tag = tag;
+  o->c.signal_value = immediate;
+  carry(*o, source, bytes, call::put_notify);
+  return submit(p, std::move(o));
+}
+
+host_request job::put_signal(window w, int target, std::size_t offset, const void* source,
+                             std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
+                             signal_op op) {
+  detail::host_port& p = port("put_signal");
+  if (op != signal_op::set && op != signal_op::add)
+    refuse(errc::invalid_enum, call::put_signal,
+           "signal_op " + std::to_string(std::uint32_t(op)) + " is neither set nor add");
+  if (signal_offset % sizeof(std::uint64_t) != 0)
+    refuse(errc::signal_misaligned, call::put_signal,
+           "signal offset " + std::to_string(signal_offset) + " is not 8-byte aligned");
+  auto o = operation_on(p, call::put_signal, detail::remote_op::put_signal, w, target, offset, bytes);
+  o->c.signal_op = std::uint8_t(op);
+  o->c.signal_offset = signal_offset;
+  o->c.signal_value = value;
+  carry(*o, source, bytes, call::put_signal);
+  return submit(p, std::move(o));
+}
+
+// Every atomic: the 8-byte word at `offset`; `tag` 1 when the old value
+// comes back (a fetching one), written to `old`.
+host_request job::atomic(window w, int target, std::size_t offset, call where, std::uint8_t op,
+                         std::uint64_t operand, std::uint64_t compare, std::uint64_t* old,
+                         bool fetching) {
+  detail::host_port& p = port(call_name(where));
+  if (fetching && old == nullptr) refuse(errc::null_buffer, where, "a null `old` for the old value");
+  if (offset % sizeof(std::uint64_t) != 0)
+    refuse(errc::word_misaligned, where,
+           "offset " + std::to_string(offset) + " is not 8-byte aligned (an atomic's word is 8 bytes)");
+  auto o = operation_on(p, where, detail::remote_op::atomic, w, target, offset, sizeof(std::uint64_t));
+  o->c.flags = detail::remote_flag_in_window;
+  o->c.signal_op = op;
+  o->c.signal_value = operand;
+  o->c.signal_offset = compare;
+  o->c.tag = fetching ? 1 : 0;
+  o->c.address = reinterpret_cast<std::uint64_t>(old);
+  o->old = fetching ? old : nullptr;
+  return submit(p, std::move(o));
+}
+
+host_request job::atomic_fetch(window w, int target, std::size_t offset, std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_fetch, std::uint8_t(detail::remote_atomic::fetch), 0,
+                0, old, true);
+}
+
+host_request job::atomic_set(window w, int target, std::size_t offset, std::uint64_t value) {
+  return atomic(w, target, offset, call::atomic_set, std::uint8_t(detail::remote_atomic::set), value,
+                0, nullptr, false);
+}
+
+host_request job::atomic_swap(window w, int target, std::size_t offset, std::uint64_t value,
+                              std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_swap, std::uint8_t(detail::remote_atomic::swap),
+                value, 0, old, true);
+}
+
+host_request job::atomic_compare_swap(window w, int target, std::size_t offset, std::uint64_t compare,
+                                      std::uint64_t value, std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_compare_swap,
+                std::uint8_t(detail::remote_atomic::compare_swap), value, compare, old, true);
+}
+
+host_request job::atomic_fetch_add(window w, int target, std::size_t offset, std::uint64_t value,
+                                   std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_fetch_add, std::uint8_t(detail::remote_atomic::add),
+                value, 0, old, true);
+}
+
+host_request job::atomic_add(window w, int target, std::size_t offset, std::uint64_t value) {
+  return atomic(w, target, offset, call::atomic_add, std::uint8_t(detail::remote_atomic::add), value,
+                0, nullptr, false);
+}
+
+std::shared_ptr<detail::host_port> runtime::make_host_port() const {
+  // GRMA_TIMEOUT=0 turns the watchdog off: a wait is unbounded then.
+  const double timeout = settings().timeout_seconds;
+  return std::make_shared<detail::host_port>(timeout > 0 ? timeout : 1e9);
+}
+
+}  // namespace grma

@@ -1,0 +1,100 @@
+#include "host_port.hpp"
+
+#include <chrono>
+#include <thread>
+#include <utility>
+
+#include "grma/error.hpp"
+
+namespace grma::detail {
+
+void host_port::submit(std::shared_ptr<host_operation> op) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (closed_) throw error(errc::invalid_config, -1, call::runtime, closed_why_);
+  if (!attached_)
+    throw error(errc::invalid_config, -1, call::runtime,
+                "grma: host operation before the job's network engine started (no world "
+                "window exists yet)");
+  submitted_.push_back(std::move(op));
+}
+
+std::vector<window> host_port::world_windows() const {
+  const job_shape s = shape();
+  std::vector<window> live;
+  // World windows take slots from the top down (window_table_claim_world).
+  for (std::uint32_t slot = s.window_capacity; slot-- > 0;) {
+    const window_slot w = window_slot_of_state(load_acquire<scope::system>(s.window_states[slot]));
+    if (w.active != 0 && w.generation % 2 == 1) live.push_back(window{slot, w.generation});
+  }
+  return live;
+}
+
+bool host_port::live_world_window(window w) const {
+  const job_shape s = shape();
+  if (w.slot >= s.window_capacity || w.generation % 2 == 0) return false;
+  const window_slot now = window_slot_of_state(load_acquire<scope::system>(s.window_states[w.slot]));
+  return now.active != 0 && now.generation == w.generation;
+}
+
+host_port::job_shape host_port::shape() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shape_;
+}
+
+void host_port::attach(const job_shape& shape) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  shape_ = shape;
+  attached_ = true;
+}
+
+bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (submitted_.empty()) return false;
+  for (auto& op : submitted_) into.push_back(std::move(op));
+  submitted_.clear();
+  return true;
+}
+
+void host_port::close(const std::string& why) {
+  std::deque<std::shared_ptr<host_operation>> left;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return;
+    closed_ = true;
+    closed_why_ = why;
+    left.swap(submitted_);
+  }
+  for (auto& op : left) fail(*op, why);
+}
+
+void host_port::finish(host_operation& op) {
+  // Release: the answer written into the host's buffer before it.
+  op.outcome.store(host_operation::complete, std::memory_order_release);
+  { std::lock_guard<std::mutex> lock(mutex_); }  // a waiter is in wait_for, or sees the outcome
+  changed_.notify_all();
+}
+
+void host_port::fail(host_operation& op, const std::string& why) {
+  op.failure = why;
+  op.outcome.store(host_operation::failed, std::memory_order_release);
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  changed_.notify_all();
+}
+
+bool host_port::wait(const host_operation& op, double seconds) const {
+  // A short spin first: an operation on the node completes in microseconds,
+  // and a sleep and wakeup cost more than that.
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_until = start + std::chrono::microseconds(50);
+  while (op.outcome.load(std::memory_order_acquire) == host_operation::in_flight) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= spin_until) break;
+    std::this_thread::yield();
+  }
+  std::unique_lock<std::mutex> lock(mutex_);
+  return changed_.wait_for(lock, std::chrono::duration<double>(seconds), [&] {
+    return op.outcome.load(std::memory_order_acquire) != host_operation::in_flight;
+  });
+}
+
+}  // namespace grma::detail

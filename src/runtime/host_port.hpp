@@ -1,0 +1,89 @@
+// Host-initiated one-sided access into a running job (papers/003): what a
+// host thread's operation is while it is in flight, and the port through
+// which host threads hand operations to their process's network engine.
+//
+// Any thread may submit; only the engine's thread takes. The port exists
+// from runtime::launch (launch_options::host_access) to the end of the
+// job; the engine attaches to it when it starts and closes it when it
+// stops, failing whatever is still in flight, so nothing waits for ever.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "grma/types.hpp"
+#include "grma/detail/device_state.hpp"
+
+namespace grma::detail {
+
+// One host-issued operation. The engine's thread completes it: it writes
+// the answer (a get's data, an atomic's old value) into the host's buffer,
+// then stores `outcome` with release; the issuing thread loads it with
+// acquire before it reads the buffer.
+struct host_operation {
+  enum : std::uint32_t { in_flight = 0, complete = 1, failed = 2 };
+  remote_command c{};             // origin, target, window, sizes; `address`: the host's buffer
+  std::uint64_t* old = nullptr;   // a fetching atomic's: where its old value goes
+  int parts_left = 0;             // engine thread only: acknowledgement, answer
+  std::atomic<std::uint32_t> outcome{in_flight};
+  std::string failure;            // written before outcome = failed
+};
+
+class host_port {
+ public:
+  // What the host needs to know of the running job, set when its engine
+  // attaches: the node's window table (its state words are host-visible),
+  // the world size and the origin number of this process's host.
+  struct job_shape {
+    const std::uint64_t* window_states = nullptr;
+    std::uint32_t window_capacity = 0;
+    int world_size = 0;
+    int origin = 0;  // world_size + the engine's process: a host notification's source
+  };
+
+  // `timeout_seconds`: how long a wait for one operation may take (GRMA_TIMEOUT).
+  explicit host_port(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
+  double timeout_seconds() const { return timeout_seconds_; }
+
+  // Any thread. Throws grma::error when the job is not running (before its
+  // engine attached, or after it stopped: the reason it stopped is said).
+  void submit(std::shared_ptr<host_operation> op);
+  // The live world windows of the job now, highest slot first.
+  std::vector<window> world_windows() const;
+  // Whether `w` is a live world window now.
+  bool live_world_window(window w) const;
+  job_shape shape() const;
+
+  // The engine's thread.
+  void attach(const job_shape& shape);
+  // Moves what was submitted into `into`; whether there was any.
+  bool take(std::deque<std::shared_ptr<host_operation>>& into);
+  // No more operations: those submitted and not taken fail with `why`.
+  void close(const std::string& why);
+
+  // Completes or fails `op` (the engine's thread), and wakes its waiters.
+  void finish(host_operation& op);
+  void fail(host_operation& op, const std::string& why);
+
+  // Any thread: waits until `op` is no longer in flight or `seconds` have
+  // passed; whether it is no longer in flight.
+  bool wait(const host_operation& op, double seconds) const;
+
+ private:
+  const double timeout_seconds_;
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  job_shape shape_{};
+  bool attached_ = false;
+  bool closed_ = false;
+  std::string closed_why_;
+  std::deque<std::shared_ptr<host_operation>> submitted_;
+};
+
+}  // namespace grma::detail

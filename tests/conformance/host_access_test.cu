@@ -1,0 +1,226 @@
+// Host access (papers/003): host threads of every process put into, get
+// from, signal, notify and update every rank's window while the ranks
+// compute, taking no part; the data is checked byte for byte on both sides,
+// every notification counted once, every atomic's old value accounted for.
+// On every path: the host's own process, another process of the node and
+// another node.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support.hpp"
+
+namespace conformance {
+namespace {
+
+class HostAccess : public testing::TestWithParam<config> {};
+
+// Per host (a process's host threads), into every rank's window.
+constexpr std::size_t small_bytes = 40;    // inside the command
+constexpr std::size_t large_bytes = 1500;  // after it
+constexpr std::size_t notify_bytes = 24;
+constexpr std::size_t get_bytes = 1000;
+constexpr int adds = 3;                    // fetch_adds per host and rank
+constexpr int notify_tag = 7;
+constexpr int most_hosts = 4;              // the suite's largest job has 4 processes
+
+// A rank's window: for each host its small, large and notified put; the
+// bytes hosts get; the words atomics and the signal change.
+struct host_slots {
+  static constexpr std::size_t per_host = round64(small_bytes + large_bytes + notify_bytes);
+  static constexpr std::size_t puts = 0;
+  static constexpr std::size_t gets = most_hosts * per_host;
+  static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
+  static constexpr std::size_t swapped = counter + 8;
+  static constexpr std::size_t signal = swapped + 8;
+  static constexpr std::size_t bytes = signal + 8;
+  static constexpr std::size_t small(int host) { return puts + std::size_t(host) * per_host; }
+  static constexpr std::size_t large(int host) { return small(host) + small_bytes; }
+  static constexpr std::size_t notified(int host) { return large(host) + large_bytes; }
+};
+
+std::uint64_t seed_of(int host, int target, int what) {
+  return mix(std::uint64_t(host) + 1, std::uint64_t(target), std::uint64_t(what));
+}
+GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) { return mix(std::uint64_t(rank), 77); }
+
+// Userdata after the records: how many hosts issue, and the first host source.
+struct host_params {
+  std::uint64_t hosts;
+  std::uint64_t first_source;
+};
+
+struct computing_target {
+  buffers mem;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const host_params p = *extra_area<host_params>(r);
+    const int me = r.rank(grma::world);
+    auto* base = mem.get<unsigned char>(r, host_slots::bytes + 64);
+    auto* cell = reinterpret_cast<int*>(base + host_slots::bytes);
+    for (std::size_t i = std::size_t(r.thread()); i < host_slots::bytes; i += std::size_t(r.threads()))
+      base[i] = 0;
+    r.sync_threads();
+    fill(r, base + host_slots::gets, get_bytes, rank_seed(me));
+    grma::window w = r.window_create(grma::world, base, host_slots::bytes);
+    // Compute until every host has signalled: the hosts' operations land
+    // meanwhile, served by the engines alone.
+    auto* signal = reinterpret_cast<std::uint64_t*>(base + host_slots::signal);
+    std::uint64_t acc = std::uint64_t(me);
+    unsigned long long turns = 0;
+    while (!agree(r, r.read(signal) >= p.hosts, cell)) {
+      for (int i = 0; i < 64; ++i) acc = acc * 6364136223846793005ull + 1442695040888963407ull;
+      ++turns;
+      relax();
+    }
+    CONF_EXPECT(r, rec, acc != 0 || turns == 0, 0, 0, 0);  // the loop's work is used
+    r.wait_signal(w, host_slots::signal, grma::cmp::eq, p.hosts);  // acquire
+    auto* words = reinterpret_cast<std::uint64_t*>(base + host_slots::counter);
+    CONF_EXPECT(r, rec, r.read(words) == p.hosts * adds, 1, r.read(words), p.hosts * adds);
+    // compare_swap(0 -> host + 1) by every host: exactly one succeeded.
+    const std::uint64_t swapped = r.read(words + 1);
+    CONF_EXPECT(r, rec, swapped >= 1 && swapped <= p.hosts, 2, swapped, p.hosts);
+    for (int h = 0; h < int(p.hosts); ++h) {
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::small(h), small_bytes,
+                         mix(std::uint64_t(h) + 1, std::uint64_t(me), 1), 0, h);
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::large(h), large_bytes,
+                         mix(std::uint64_t(h) + 1, std::uint64_t(me), 2), 0, 100 + h);
+    }
+    // One notification per host, its source the host's, its data there.
+    for (int h = 0; h < int(p.hosts); ++h) {
+      const grma::envelope e = r.wait_notification(w, grma::any_source, notify_tag);
+      const int host = e.source - int(p.first_source);
+      CONF_EXPECT(r, rec, host >= 0 && host < int(p.hosts), 3, e.source, p.first_source);
+      if (host < 0 || host >= int(p.hosts)) continue;
+      CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me)), 4, host,
+                  e.immediate);
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
+                         mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
+      tally(r, rec, 0);
+    }
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag, 1), 5, 0, 0);
+    r.window_free(w);
+    mem.release(r, base);
+  }
+};
+
+// What one host thread issued to one target, checked after completion.
+struct issued {
+  int target;
+  std::vector<unsigned char> got = std::vector<unsigned char>(get_bytes);
+  std::uint64_t olds[adds] = {};
+  std::uint64_t swap_old = 0;
+};
+
+TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.host_access = true;
+  const int ranks = j.resolve(computing_target{});
+  const grma::rank_info info = rt.info(computing_target{}, j.options());
+  const int hosts = info.process_count;
+  ASSERT_LE(hosts, most_hosts);
+  const buffers mem = j.prepare(sizeof(host_params), host_slots::bytes + 64);
+  *j.extra<host_params>() = {std::uint64_t(hosts), std::uint64_t(ranks)};
+  const int me = info.process_index;
+
+  grma::job running = rt.launch(computing_target{mem}, j.options());
+  std::vector<grma::window> windows;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((windows = running.world_windows()).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(windows.size(), 1u);
+  const grma::window w = windows[0];
+  EXPECT_EQ(running.host_source(), ranks + me);
+
+  // Bad arguments are refused in the caller, before anything is sent.
+  std::uint64_t word = 0;
+  const auto refused = [](auto&& call, grma::errc code, const std::string& text) {
+    try {
+      call();
+      ADD_FAILURE() << "not refused: " << text;
+    } catch (const grma::error& e) {
+      EXPECT_EQ(e.code(), code) << e.what();
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+  };
+  refused([&] { running.put(w, ranks, 0, &word, 8); }, grma::errc::rank_out_of_range,
+          "job::put: target " + std::to_string(ranks) + " is not a world rank");
+  refused([&] { running.get(grma::window{w.slot, w.generation + 2}, 0, 0, &word, 8); },
+          grma::errc::window_not_created, "is not a live world window of the job");
+  refused([&] { running.atomic_fetch_add(w, 0, host_slots::counter + 4, 1, &word); },
+          grma::errc::word_misaligned, "offset " + std::to_string(host_slots::counter + 4) + " is not 8-byte aligned");
+  refused([&] { running.put(w, 0, 0, nullptr, 8); }, grma::errc::null_buffer, "a null source");
+  refused([&] { running.put_notify(w, 0, 0, &word, 8, -1); }, grma::errc::negative_tag, "tag -1");
+
+  // Several host threads at once, each taking every fourth target.
+  constexpr int threads = 4;
+  std::vector<std::deque<issued>> work(threads);  // deque: answers land in place
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      std::vector<grma::host_request> requests;
+      std::vector<unsigned char> small(small_bytes), large(large_bytes), notified(notify_bytes);
+      std::vector<std::vector<unsigned char>> keep;  // sources stay until complete
+      for (int target = t; target < ranks; target += threads) {
+        issued& mine = work[std::size_t(t)].emplace_back();
+        mine.target = target;
+        auto pattern = [&](std::size_t bytes, int what) {
+          std::vector<unsigned char>& v = keep.emplace_back(bytes);
+          for (std::size_t i = 0; i < bytes; ++i) v[i] = pattern_byte(seed_of(me, target, what), i);
+          return v.data();
+        };
+        requests.push_back(running.put(w, target, host_slots::small(me), pattern(small_bytes, 1), small_bytes));
+        requests.push_back(running.put(w, target, host_slots::large(me), pattern(large_bytes, 2), large_bytes));
+        requests.push_back(running.put_notify(w, target, host_slots::notified(me),
+                                              pattern(notify_bytes, 3), notify_bytes, notify_tag,
+                                              mix(std::uint64_t(me), std::uint64_t(target))));
+        for (int a = 0; a < adds; ++a)
+          requests.push_back(running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));
+        requests.push_back(running.atomic_compare_swap(w, target, host_slots::swapped, 0,
+                                                       std::uint64_t(me) + 1, &mine.swap_old));
+        requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
+        // Last: a host's operations to a target complete in order, so the
+        // target that sees this signal finds all the above in place.
+        requests.push_back(running.put_signal(w, target, host_slots::small(me), pattern(8, 1), 8,
+                                              host_slots::signal, 1, grma::signal_op::add));
+      }
+      for (const grma::host_request& q : requests) q.wait();
+      for (const grma::host_request& q : requests) EXPECT_TRUE(q.test());
+    });
+  for (std::thread& t : pool) t.join();
+  running.wait();
+  j.expect_no_failures(__FILE__);
+  j.expect_counts(0, [&](int) { return std::uint64_t(hosts); }, "host notifications taken");
+
+  // Each host's fetch_adds to a target saw increasing old values, all below
+  // the total; its get found the target's bytes.
+  for (const auto& list : work)
+    for (const issued& x : list) {
+      for (int a = 0; a < adds; ++a) {
+        EXPECT_LT(x.olds[a], std::uint64_t(hosts * adds)) << "target " << x.target;
+        if (a > 0) {
+          EXPECT_LT(x.olds[a - 1], x.olds[a]) << "target " << x.target;
+        }
+      }
+      EXPECT_TRUE(x.swap_old == 0 || (x.swap_old >= 1 && x.swap_old <= std::uint64_t(hosts)))
+          << "target " << x.target << ": " << x.swap_old;
+      for (std::size_t i = 0; i < get_bytes; ++i)
+        if (x.got[i] != pattern_byte(rank_seed(x.target), i)) {
+          ADD_FAILURE() << "target " << x.target << ": byte " << i << " of a host's get";
+          break;
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Conformance, HostAccess, testing::ValuesIn(suite_configs()), config_name);
+
+}  // namespace
+}  // namespace conformance
