@@ -246,6 +246,23 @@ struct bandwidth {
 // rank `offset` on, as fast as they can, while that rank takes the
 // notifications `batch` at a time; rank 0 times it all. Message k lands in
 // word k of the target's window, checked after the run's last barrier.
+// Host access: every rank registers `bytes` and a signal word after them,
+// and waits (without taking part) until a host sets its signal.
+struct host_target {
+  std::size_t bytes;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    auto* buffer = static_cast<unsigned char*>(r.alloc(bytes + sizeof(std::uint64_t)));
+    for (std::size_t i = r.thread(); i < bytes + sizeof(std::uint64_t); i += r.threads()) buffer[i] = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, buffer, bytes + sizeof(std::uint64_t));
+    r.wait_signal(w, bytes, grma::cmp::ne, 0);
+    r.window_free(w);
+    r.free(buffer);
+  }
+};
+
 struct message_rate {
   int messages;  // a multiple of batch
   int batch;

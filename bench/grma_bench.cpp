@@ -3,7 +3,7 @@
 // its progress on stderr, writes JSON (scripts/grma-model.py fits the
 // Hockney model to it and plots it).
 //
-//   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching|collectives]
+//   grma-bench [--json FILE] [--quick] [--threads N] [--only paths|host|halo|matching|collectives]
 //              [--backends all|cuda|cpu]
 //
 // Each backend the machine has runs in turn (the CUDA backend when a GPU is
@@ -20,7 +20,13 @@
 // 8-byte allreduce latency over team_world where the path's two ends are
 // the whole job, one rank a device on the peer path, as NVSHMEM's two PEs
 // are); bandwidth of one rank and of all ranks; the message rate of many
-// 8-byte notified puts in flight. Once per job: a halo exchange of all
+// 8-byte notified puts in flight. Host access (--only host): a host
+// thread's 8-byte put, get and fetch_add round trips (issue, then wait),
+// its rate of 8-byte puts in flight and its 1 MiB put bandwidth, into rank
+// 0 (its own process) and into the next node's first rank, beside a host
+// thread handing a flag to another and back (CPU), an 8-byte cudaMemcpy to
+// the GPU (CUDA) and MPI between the two processes (measured after the
+// job: MPI's calls are the engine's while it runs). Once per job: a halo exchange of all
 // ranks (each puts a row to both neighbours and waits for theirs: the
 // stage of a stencil code, for the model), notification matching
 // throughput, and the world barrier, team barrier and 8-byte allreduce of
@@ -92,12 +98,13 @@ options parse(int argc, char** argv) {
                 !std::strcmp(argv[i + 1], "cpu"))) {
       o.backends = argv[++i];
     } else if (a == "--only" && i + 1 < argc &&
-               (!std::strcmp(argv[i + 1], "paths") || !std::strcmp(argv[i + 1], "halo") ||
+               (!std::strcmp(argv[i + 1], "paths") || !std::strcmp(argv[i + 1], "host") ||
+                !std::strcmp(argv[i + 1], "halo") ||
                 !std::strcmp(argv[i + 1], "matching") || !std::strcmp(argv[i + 1], "collectives"))) {
       o.only = argv[++i];
     } else {
       std::fprintf(stderr,
-                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|halo|matching|collectives] "
+                   "usage: grma-bench [--json FILE] [--quick] [--threads N] [--only paths|host|halo|matching|collectives] "
                    "[--backends all|cuda|cpu]\n");
       std::exit(2);
     }
@@ -181,6 +188,128 @@ double figure_at(const std::map<std::size_t, double>& by_size, std::size_t bytes
   return it == by_size.end() ? NAN : it->second;
 }
 
+// Seconds per call of `f` over `iterations` (after 10 not timed).
+template <class F>
+double per_call_us(int iterations, F&& f) {
+  for (int i = 0; i < 10; ++i) f();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) f();
+  const std::chrono::duration<double, std::micro> spent = std::chrono::steady_clock::now() - start;
+  return spent.count() / iterations;
+}
+
+// Host access (see the top of the file): the job's ranks wait while the
+// first process's host thread measures; then it releases every rank.
+// Returns the report (the first process's) and writes the JSON object.
+std::string measure_host_access(grma::runtime& rt, const options& o, const grma::rank_info& job,
+                                int threads, [[maybe_unused]] int far_process, std::FILE* json) {
+  constexpr std::size_t wide = std::size_t(1) << 20;
+  const bool lead = job.process_index == 0;
+  const bool cuda = rt.backend() == grma::backend_kind::cuda;
+  // As many ranks as fit beside the engine (on a GPU one fewer than `full`).
+  const grma::launch_options host_job{.threads_per_rank = threads, .host_access = true};
+  const grma::rank_info shape = rt.info(bench::host_target{wide}, host_job);  // before MPI is the engine's
+  grma::job running = rt.launch(bench::host_target{wide}, host_job);
+  std::vector<grma::window> windows;
+  while ((windows = running.world_windows()).empty()) std::this_thread::yield();
+  const grma::window w = windows[0];
+  struct figures {
+    int target;
+    double put_us, get_us, fetch_add_us, puts_per_s, put_gbs;
+  };
+  std::vector<figures> measured;
+  if (lead) {
+    const int latency = o.quick ? 200 : 2000, rate = o.quick ? 2000 : 20000, wide_puts = o.quick ? 8 : 64;
+    std::vector<int> targets{0};
+    const int ranks_per_process = shape.rank_responsible;
+    if (job.node_count >= 2) targets.push_back(far_process * ranks_per_process);
+    std::vector<unsigned char> source(wide, 1);
+    std::uint64_t word = 1, old = 0;
+    for (const int t : targets) {
+      figures f{t, 0, 0, 0, 0, 0};
+      f.put_us = per_call_us(latency, [&] { running.put(w, t, 0, &word, 8).wait(); });
+      f.get_us = per_call_us(latency, [&] { running.get(w, t, 8, &old, 8).wait(); });
+      f.fetch_add_us = per_call_us(latency, [&] { running.atomic_fetch_add(w, t, 16, 1, &old).wait(); });
+      std::vector<grma::host_request> requests(static_cast<std::size_t>(rate));
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < rate; ++i) requests[std::size_t(i)] = running.put(w, t, 8 * std::size_t(i % 64), &word, 8);
+      for (const grma::host_request& q : requests) q.wait();
+      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+      f.puts_per_s = rate / spent.count();
+      running.put(w, t, 0, source.data(), wide).wait();  // the pages touched first
+      const auto wide_start = std::chrono::steady_clock::now();
+      requests.assign(static_cast<std::size_t>(wide_puts), {});
+      for (int i = 0; i < wide_puts; ++i) requests[std::size_t(i)] = running.put(w, t, 0, source.data(), wide);
+      for (const grma::host_request& q : requests) q.wait();
+      const std::chrono::duration<double> wide_spent = std::chrono::steady_clock::now() - wide_start;
+      f.put_gbs = double(wide) * wide_puts / wide_spent.count() / 1e9;
+      measured.push_back(f);
+    }
+    const std::uint64_t one = 1;
+    for (int t = 0; t < shape.rank_count; ++t)
+      running.put_signal(w, t, 0, nullptr, 0, wide, one, grma::signal_op::set).wait();
+  }
+  running.wait();
+  // Baselines, after the job (MPI is the engine's while it runs).
+  double local_floor_us = NAN;
+  const char* local_floor = "-";
+  if (lead && cuda) {
+#if defined(__CUDACC__)
+    bench::device_buffer device(8);
+    std::uint64_t v = 1;
+    local_floor_us = per_call_us(o.quick ? 200 : 2000, [&] { device.to_device(&v, 8); });
+    local_floor = "cudaMemcpy 8 B to the GPU";
+#endif
+  } else if (lead) {
+    local_floor_us = cpu_raw_flag_round_trip_us(o.quick ? 2000 : 20000);
+    local_floor = "raw flag between threads";
+  }
+  double mpi_us = NAN, mpi_rate = NAN, mpi_gbs = NAN;
+#if GRMA_BENCH_MPI
+  int mpi_ready = 0;
+  MPI_Initialized(&mpi_ready);
+  if (mpi_ready && job.node_count >= 2 && job.process_count > 1 &&
+      (job.process_index == 0 || job.process_index == far_process)) {
+    mpi_us = bench::mpi_round_trip_us(8, o.quick ? 200 : 2000, far_process);
+    mpi_rate = bench::mpi_message_rate(8, o.quick ? 2000 : 20000, 64, far_process);
+    mpi_gbs = bench::mpi_stream_gbs(wide, o.quick ? 8 : 64, far_process);
+  }
+#endif
+  if (!lead) return "";
+  std::string report = "\nhost access: a host thread into rank 0 (this process) and the next node's first rank\n";
+  char line[320];
+  std::snprintf(line, sizeof line, "%8s %11s %11s %13s %14s %13s %16s\n", "target", "put [us]", "get [us]",
+                "fetch_add [us]", "puts per s", "1 MiB [GB/s]", "baseline");
+  report += line;
+  if (json) std::fprintf(json, "{\"targets\": [\n");
+  for (std::size_t i = 0; i < measured.size(); ++i) {
+    const figures& f = measured[i];
+    const bool far = i > 0;
+    std::snprintf(line, sizeof line, "%8d %11.2f %11.2f %13.2f %14.3g %13.2f %16s\n", f.target, f.put_us,
+                  f.get_us, f.fetch_add_us, f.puts_per_s, f.put_gbs, far ? "MPI (below)" : local_floor);
+    report += line;
+    if (json)
+      std::fprintf(json,
+                   "%s    {\"target\": %d, \"other_node\": %s, \"put_us\": %.4f, \"get_us\": %.4f, "
+                   "\"fetch_add_us\": %.4f, \"puts_per_s\": %.1f, \"put_1mib_gbs\": %.4f}",
+                   i ? ",\n" : "", f.target, far ? "true" : "false", f.put_us, f.get_us, f.fetch_add_us,
+                   f.puts_per_s, f.put_gbs);
+  }
+  std::snprintf(line, sizeof line,
+                "baselines: %s %s us; MPI between the processes (host buffers): round trip 8 B %s us, "
+                "rate %s per s (window 64), 1 MiB stream %s GB/s\n",
+                local_floor, format(local_floor_us, "%.2f").c_str(), format(mpi_us, "%.2f").c_str(),
+                format(mpi_rate, "%.3g").c_str(), format(mpi_gbs, "%.2f").c_str());
+  report += line;
+  if (json)
+    std::fprintf(json,
+                 "\n  ], \"local_floor\": \"%s\", \"local_floor_us\": %s, \"mpi_round_trip_us\": %s, "
+                 "\"mpi_messages_per_s\": %s, \"mpi_1mib_gbs\": %s}",
+                 local_floor, format(local_floor_us, "%.4f", "null").c_str(), format(mpi_us, "%.4f", "null").c_str(),
+                 format(mpi_rate, "%.1f", "null").c_str(), format(mpi_gbs, "%.4f", "null").c_str());
+  return report;
+}
+
 // Every figure of one backend: the paths of the job, the halo exchange and
 // matching. Writes the run's JSON object (json is null on other processes)
 // and returns the text report.
@@ -239,7 +368,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   };
   const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3 + 3)) +
                     int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
-                    (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
+                    (wanted("host") ? 1 : 0) + (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
                     (wanted("collectives") ? 3 : 0);
   progress show(steps, lead);
 
@@ -521,8 +650,15 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    "\"mpi_messages_per_s\": %s}\n    }",
                    per_second, pairs, format(mpi_rate, "%.1f", "null").c_str());
   }
+  if (json) std::fprintf(json, "\n  ],\n  \"host\": ");
+  if (wanted("host")) {
+    show.step("host access");
+    report += measure_host_access(rt, o, job, threads, far_process, json);
+  } else if (json) {
+    std::fprintf(json, "null");
+  }
   // Halo exchange of all ranks of the job, rows of 8 B to 128 KiB.
-  if (json) std::fprintf(json, "\n  ],\n  \"halo\": [\n");
+  if (json) std::fprintf(json, ",\n  \"halo\": [\n");
   if (wanted("halo")) {
     std::snprintf(line, sizeof line, "\nhalo exchange, all %d ranks [us per round]\n%10s %13s\n",
                   job.rank_count, "bytes", "round");

@@ -193,5 +193,56 @@ TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {
   rt.run([](grma::cpu_rank& r) { r.barrier(grma::world); });
 }
 
+// Host access is for jobs launched with it; an offset the host cannot check
+// (the target's range is the target engine's to know) fails the job with the
+// target engine's refusal, and the host's request with it.
+TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
+  grma::runtime rt(test_settings(2));
+  grma::job plain = rt.launch([](grma::cpu_rank& r) { r.barrier(grma::world); });
+  try {
+    (void)plain.world_windows();
+    ADD_FAILURE() << "a job without host access listed its windows";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_STREQ(e.what(),
+                 "grma: job::world_windows: the job was launched without "
+                 "launch_options::host_access");
+  }
+  plain.wait();
+
+  grma::job j = rt.launch(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
+        range[7] = 0;
+        grma::window w = r.window_create(grma::world, range, 64);
+        r.wait_signal(w, 56, grma::cmp::ge, 1);  // never set: the refusal aborts it
+        r.window_free(w);
+      },
+      {.host_access = true});
+  std::vector<grma::window> windows;
+  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::uint64_t bytes[2] = {1, 2};
+  const grma::host_request beyond = j.put(windows[0], 1, 60, bytes, sizeof bytes);
+  try {
+    beyond.wait();
+    ADD_FAILURE() << "a put beyond the range completed";
+  } catch (const grma::error& e) {
+    EXPECT_STREQ(e.what(),
+                 "grma: the job ended before this host operation completed (the job's wait() "
+                 "says why)");
+  }
+  try {
+    j.wait();
+    ADD_FAILURE() << "the job ended well";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::request_refused);
+    EXPECT_NE(std::string(e.what()).find(
+                  "refused a request from the host of process 0: offset 60 + size 16 exceeds the "
+                  "64 bytes registered with window"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace grma_test

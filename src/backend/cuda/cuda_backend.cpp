@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../../runtime/launch.hpp"
+#include "../../runtime/loopback_transport.hpp"
 #include "../../runtime/transport.hpp"
 #include "../../runtime/remote_engine.hpp"
 #include "../../runtime/watchdog.hpp"
@@ -82,7 +83,10 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   int per_sm = 0;
   cuda_check(kernel.blocks_per_sm(plan.threads, plan.shared_bytes, per_sm),
              "cudaOccupancyMaxActiveBlocksPerMultiprocessor (the rank kernel)");
-  const int most = per_sm * prop.multiProcessorCount - (across_nodes ? 1 : 0);
+  // The network engine (across nodes, or serving host access) needs room
+  // for its proxy or its one-thread kernels.
+  const bool engine = across_nodes || o.host_access;
+  const int most = per_sm * prop.multiProcessorCount - (engine ? 1 : 0);
   if (most <= 0)
     config_error("no rank of this program fits on " + std::string(prop.name) + " with " +
                  std::to_string(plan.threads) + " threads, " + std::to_string(registers) +
@@ -96,7 +100,7 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
                  std::to_string(per_sm) + " per multiprocessor x " +
                  std::to_string(prop.multiProcessorCount) + " multiprocessors at " +
                  std::to_string(plan.threads) + " threads per rank" +
-                 (across_nodes ? ", less one for the network engine" : "") + ")");
+                 (engine ? ", less one for the network engine" : "") + ")");
   return plan;
 }
 
@@ -389,7 +393,8 @@ namespace {
 // first process's). Processes on other nodes, and on this host with a GPU
 // this one cannot reach peer to peer (cuda_job_nodes), are reached through
 // the network engine, as on the CPU backend.
-void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+void run_cuda_processes(const settings& s, const launch_options& o, const cuda_kernel& kernel,
+                        const std::shared_ptr<host_port>& port) {
   const process_group& group = process_group::get();
   const int processes = group.count(), me = group.index();
   const std::vector<int> node_of = cuda_job_nodes(s);
@@ -472,7 +477,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   if (o.userdata_size != 0)
     arena->copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
   std::unique_ptr<remote_engine> network;
-  if (nodes > 1) {
+  if (nodes > 1 || o.host_access) {
     // The engine spins, and so may this thread while it waits for the kernel.
     cores_to_spare(2, "the network engine, the thread that waits for the kernel", me, 1);
     // Its own step: the engine's constructor makes MPI calls every process must make.
@@ -484,9 +489,9 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     std::unique_ptr<transport> net = make_transport(kind, nullptr, me);
     on_all_processes(group, "while starting its network engine", [&] {
       memory = make_cuda_engine_memory(gpu, net->reaches_cuda_memory(), s.engine_proxy);
-      network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of}, reachable,
-                                                std::move(memory), std::move(net),
-                                                /*silence_seconds=*/5.0);
+      network = std::make_unique<remote_engine>(
+          job_nodes{processes, me, 1, node_of, o.host_access}, reachable, std::move(memory),
+          std::move(net), /*silence_seconds=*/5.0, port);
     });
   }
   if (network) network->start();
@@ -535,14 +540,18 @@ void cuda_refuse_after_failed_kernel() {
   failed_kernels.refuse_another_run();
 }
 
-void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel) {
+void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel,
+                    const std::shared_ptr<host_port>& port) {
   const process_group& group = process_group::get();
   // Before any CUDA call (after a trap they fail): every process learns
   // that one cannot run, which the others would otherwise wait for.
   on_all_processes(group, "before the run", cuda_refuse_after_failed_kernel);
   cuda_select_device();
-  if (group.count() > 1) return run_cuda_processes(s, o, kernel);
+  if (group.count() > 1) return run_cuda_processes(s, o, kernel, port);
   const int devices = cuda_job_devices(s);
+  if (o.host_access && devices > 1)
+    config_error("host access (launch_options::host_access) serves one GPU per process: run one "
+                 "process per GPU under mpirun, not GRMA_DEVICES=" + std::to_string(devices));
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
   const current_device_guard restore(first);
@@ -586,6 +595,18 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
         g.arena->host_view(), std::vector<const device_view*>(host_views.begin(), host_views.end()),
         s.timeout_seconds, stdout);
   }
+  // Host access: the engine serves the host's operations on this GPU (a
+  // job of one process: a loopback endpoint with no other end).
+  std::unique_ptr<remote_engine> network;
+  if (o.host_access) {
+    cores_to_spare(2, "the network engine, the thread that waits for the kernel", 0, 1);
+    network = std::make_unique<remote_engine>(
+        job_nodes{1, 0, 1, {0}, true}, std::vector<const device_view*>{host_views[0]},
+        make_cuda_engine_memory(parts[0].device, false, s.engine_proxy),
+        make_transport(transport_kind::loopback, make_loopback_hub(1), 0),
+        /*silence_seconds=*/5.0, port);
+    network->start();
+  }
   job_control& control = *host_views[0]->control;
   auto launch = [&](gpu_part& g) {
     cudaSetDevice(g.device);
@@ -597,6 +618,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   for (int d = 1; d < devices; ++d) host_threads.emplace_back(launch, std::ref(parts[std::size_t(d)]));
   launch(parts[0]);
   for (std::thread& t : host_threads) t.join();
+  if (network) network->finish();
 
   std::string report;
   for (gpu_part& g : parts) {

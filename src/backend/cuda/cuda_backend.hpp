@@ -2,6 +2,7 @@
 // and running it there.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "grma/settings.hpp"
@@ -10,6 +11,8 @@
 #include "grma/detail/cuda_kernel.hpp"
 
 namespace grma::detail {
+
+class host_port;
 
 // True when the CUDA runtime sees at least one device.
 bool cuda_device_available();
@@ -22,8 +25,9 @@ struct cuda_plan {
 
 // Ranks and threads for `kernel` under these settings and options; an
 // impossible request is an error that gives the numbers. A job across nodes
-// leaves room for one block beside the ranks: the network engine's atomics
-// on the GPU run in a kernel of their own (cuda_engine_memory).
+// (or with host access) leaves room for one block beside the ranks: the
+// network engine's atomics on the GPU run in a kernel of their own
+// (cuda_engine_memory).
 cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kernel& kernel,
                     bool across_nodes);
 
@@ -54,6 +58,8 @@ topology cuda_topology(const settings& s);
 // Runs the kernel on each GPU of the job (one host thread per GPU) with
 // userdata, progress threads and the watchdog; throws grma::error when a rank
 // failed, the watchdog ended the run or CUDA failed.
-void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel);
+// `port`: where host threads hand in operations (o.host_access), or null.
+void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kernel& kernel,
+                    const std::shared_ptr<host_port>& port);
 
 }  // namespace grma::detail
