@@ -33,15 +33,19 @@ constexpr int most_hosts = 4;              // the suite's largest job has 4 proc
 // bytes hosts get; the words atomics and the signal change.
 struct host_slots {
   static constexpr std::size_t per_host = round64(small_bytes + large_bytes + notify_bytes);
-  static constexpr std::size_t puts = 0;
-  static constexpr std::size_t gets = most_hosts * per_host;
+  static constexpr std::size_t first_put = 0;
+  static constexpr std::size_t gets = first_put + most_hosts * per_host;
   static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
   static constexpr std::size_t swapped = counter + 8;
   static constexpr std::size_t signal = swapped + 8;
   static constexpr std::size_t bytes = signal + 8;
-  static constexpr std::size_t small(int host) { return puts + std::size_t(host) * per_host; }
-  static constexpr std::size_t large(int host) { return small(host) + small_bytes; }
-  static constexpr std::size_t notified(int host) { return large(host) + large_bytes; }
+  GRMA_HOST_DEVICE static constexpr std::size_t small(int host) {
+    return first_put + std::size_t(host) * per_host;
+  }
+  GRMA_HOST_DEVICE static constexpr std::size_t large(int host) { return small(host) + small_bytes; }
+  GRMA_HOST_DEVICE static constexpr std::size_t notified(int host) {
+    return large(host) + large_bytes;
+  }
 };
 
 std::uint64_t seed_of(int host, int target, int what) {
@@ -49,19 +53,14 @@ std::uint64_t seed_of(int host, int target, int what) {
 }
 GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) { return mix(std::uint64_t(rank), 77); }
 
-// Userdata after the records: how many hosts issue, and the first host source.
-struct host_params {
-  std::uint64_t hosts;
-  std::uint64_t first_source;
-};
-
 struct computing_target {
   buffers mem;
+  int hosts;         // processes whose host threads issue
+  int first_source;  // the first host's source (the world size)
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
-    const host_params p = *extra_area<host_params>(r);
     const int me = r.rank(grma::world);
     auto* base = mem.get<unsigned char>(r, host_slots::bytes + 64);
     auto* cell = reinterpret_cast<int*>(base + host_slots::bytes);
@@ -75,37 +74,42 @@ struct computing_target {
     auto* signal = reinterpret_cast<std::uint64_t*>(base + host_slots::signal);
     std::uint64_t acc = std::uint64_t(me);
     unsigned long long turns = 0;
-    while (!agree(r, r.read(signal) >= p.hosts, cell)) {
+    while (!agree(r, r.read(signal) >= std::uint64_t(hosts), cell)) {
       for (int i = 0; i < 64; ++i) acc = acc * 6364136223846793005ull + 1442695040888963407ull;
       ++turns;
       relax();
     }
     CONF_EXPECT(r, rec, acc != 0 || turns == 0, 0, 0, 0);  // the loop's work is used
-    r.wait_signal(w, host_slots::signal, grma::cmp::eq, p.hosts);  // acquire
+    r.wait_signal(w, host_slots::signal, grma::cmp::eq, std::uint64_t(hosts));  // acquire
     auto* words = reinterpret_cast<std::uint64_t*>(base + host_slots::counter);
-    CONF_EXPECT(r, rec, r.read(words) == p.hosts * adds, 1, r.read(words), p.hosts * adds);
+    CONF_EXPECT(r, rec, r.read(words) == std::uint64_t(hosts * adds), 1, r.read(words), hosts * adds);
     // compare_swap(0 -> host + 1) by every host: exactly one succeeded.
     const std::uint64_t swapped = r.read(words + 1);
-    CONF_EXPECT(r, rec, swapped >= 1 && swapped <= p.hosts, 2, swapped, p.hosts);
-    for (int h = 0; h < int(p.hosts); ++h) {
+    CONF_EXPECT(r, rec, swapped >= 1 && swapped <= std::uint64_t(hosts), 2, swapped, hosts);
+    for (int h = 0; h < hosts; ++h) {
+      tally(r, rec, 2);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::small(h), small_bytes,
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 1), 0, h);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::large(h), large_bytes,
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 2), 0, 100 + h);
     }
     // One notification per host, its source the host's, its data there.
-    for (int h = 0; h < int(p.hosts); ++h) {
+    for (int h = 0; h < hosts; ++h) {
       const grma::envelope e = r.wait_notification(w, grma::any_source, notify_tag);
-      const int host = e.source - int(p.first_source);
-      CONF_EXPECT(r, rec, host >= 0 && host < int(p.hosts), 3, e.source, p.first_source);
-      if (host < 0 || host >= int(p.hosts)) continue;
-      CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me)), 4, host,
-                  e.immediate);
-      CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
-                         mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
-      tally(r, rec, 0);
+      const int host = e.source - first_source;
+      const bool known = host >= 0 && host < hosts;
+      CONF_EXPECT(r, rec, known, 3, e.source, first_source);
+      if (known) {
+        CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me)), 4, host,
+                    e.immediate);
+        CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
+                           mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
+        tally(r, rec, 0);
+      }
     }
-    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag, 1), 5, 0, 0);
+    grma::envelope stray{};
+    const bool more = r.test_notification(w, grma::any_source, grma::any_tag, stray);
+    CONF_EXPECT(r, rec, !more, 5, stray.source, stray.tag);
     r.window_free(w);
     mem.release(r, base);
   }
@@ -129,11 +133,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   const grma::rank_info info = rt.info(computing_target{}, j.options());
   const int hosts = info.process_count;
   ASSERT_LE(hosts, most_hosts);
-  const buffers mem = j.prepare(sizeof(host_params), host_slots::bytes + 64);
-  *j.extra<host_params>() = {std::uint64_t(hosts), std::uint64_t(ranks)};
+  const buffers mem = j.prepare(0, host_slots::bytes + 64);
   const int me = info.process_index;
 
-  grma::job running = rt.launch(computing_target{mem}, j.options());
+  grma::job running = rt.launch(computing_target{mem, hosts, ranks}, j.options());
   std::vector<grma::window> windows;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while ((windows = running.world_windows()).empty() && std::chrono::steady_clock::now() < deadline)
@@ -201,6 +204,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   running.wait();
   j.expect_no_failures(__FILE__);
   j.expect_counts(0, [&](int) { return std::uint64_t(hosts); }, "host notifications taken");
+  j.expect_counts(2, [&](int) { return std::uint64_t(hosts); }, "hosts' puts checked");
 
   // Each host's fetch_adds to a target saw increasing old values, all below
   // the total; its get found the target's bytes.
