@@ -3,9 +3,9 @@
 #include <cstring>
 #include <string>
 
-#include "grma/runtime.hpp"
 #include "../runtime/engine_operations.hpp"
 #include "../runtime/host_port.hpp"
+#include "grma/runtime.hpp"
 
 namespace grma {
 
@@ -31,7 +31,8 @@ std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& po
                std::to_string(shape.world_size) + ")");
   if (!port.live_world_window(w))
     refuse(errc::window_not_created, where,
-           window_text(w) + " is not a live world window of the job (job::world_windows() lists them)");
+           window_text(w) +
+               " is not a live world window of the job (job::world_windows() lists them)");
   auto o = std::make_shared<detail::host_operation>();
   o->c.op = op;
   o->c.window = detail::window_key(w.slot, w.generation);
@@ -57,10 +58,12 @@ void carry(detail::host_operation& o, const void* source, std::size_t bytes, cal
 bool host_request::test() const {
   if (!op_) return true;
   switch (op_->outcome.load(std::memory_order_acquire)) {
-    case detail::host_operation::in_flight: return false;
+    case detail::host_operation::in_flight:
+      return false;
     case detail::host_operation::failed:
       throw error(errc::process_failed, -1, call::runtime, op_->failure);
-    default: return true;
+    default:
+      return true;
   }
 }
 
@@ -78,7 +81,8 @@ void host_request::wait() const {
 detail::host_port& job::port(const char* call) const {
   if (state_ == nullptr)
     throw error(errc::invalid_config, -1, call::runtime,
-                std::string("grma: job::") + call + ": this handle holds no job (not launched, or waited for)");
+                std::string("grma: job::") + call +
+                    ": this handle holds no job (not launched, or waited for)");
   if (state_->port == nullptr)
     throw error(errc::invalid_config, -1, call::runtime,
                 std::string("grma: job::") + call +
@@ -91,11 +95,16 @@ host_request job::submit(detail::host_port& port, std::shared_ptr<detail::host_o
   return host_request(state_->port, std::move(op));
 }
 
-std::vector<window> job::world_windows() const { return port("world_windows").world_windows(); }
+std::vector<window> job::world_windows() const {
+  return port("world_windows").world_windows();
+}
 
-int job::host_source() const { return port("host_source").shape().origin; }
+int job::host_source() const {
+  return port("host_source").shape().origin;
+}
 
-host_request job::put(window w, int target, std::size_t offset, const void* source, std::size_t bytes) {
+host_request job::put(window w, int target, std::size_t offset, const void* source,
+                      std::size_t bytes) {
   detail::host_port& p = port("put");
   auto o = operation_on(p, call::put, detail::remote_op::put, w, target, offset, bytes);
   o->c.flags = detail::remote_flag_in_window;
@@ -103,11 +112,13 @@ host_request job::put(window w, int target, std::size_t offset, const void* sour
   return submit(p, std::move(o));
 }
 
-host_request job::get(window w, int target, std::size_t offset, void* destination, std::size_t bytes) {
+host_request job::get(window w, int target, std::size_t offset, void* destination,
+                      std::size_t bytes) {
   detail::host_port& p = port("get");
   auto o = operation_on(p, call::get, detail::remote_op::get, w, target, offset, bytes);
   if (bytes != 0 && destination == nullptr)
-    refuse(errc::null_buffer, call::get, "a null destination for " + std::to_string(bytes) + " bytes");
+    refuse(errc::null_buffer, call::get,
+           "a null destination for " + std::to_string(bytes) + " bytes");
   o->c.flags = detail::remote_flag_in_window;
   o->c.address = reinterpret_cast<std::uint64_t>(destination);
   return submit(p, std::move(o));
@@ -116,8 +127,10 @@ host_request job::get(window w, int target, std::size_t offset, void* destinatio
 host_request job::put_notify(window w, int target, std::size_t offset, const void* source,
                              std::size_t bytes, int tag, std::uint64_t immediate) {
   detail::host_port& p = port("put_notify");
-  if (tag < 0) refuse(errc::negative_tag, call::put_notify, "tag " + std::to_string(tag) + " is negative");
-  auto o = operation_on(p, call::put_notify, detail::remote_op::put_notify, w, target, offset, bytes);
+  if (tag < 0)
+    refuse(errc::negative_tag, call::put_notify, "tag " + std::to_string(tag) + " is negative");
+  auto o =
+      operation_on(p, call::put_notify, detail::remote_op::put_notify, w, target, offset, bytes);
   o->c.tag = tag;
   o->c.signal_value = immediate;
   carry(*o, source, bytes, call::put_notify);
@@ -134,7 +147,8 @@ host_request job::put_signal(window w, int target, std::size_t offset, const voi
   if (signal_offset % sizeof(std::uint64_t) != 0)
     refuse(errc::signal_misaligned, call::put_signal,
            "signal offset " + std::to_string(signal_offset) + " is not 8-byte aligned");
-  auto o = operation_on(p, call::put_signal, detail::remote_op::put_signal, w, target, offset, bytes);
+  auto o =
+      operation_on(p, call::put_signal, detail::remote_op::put_signal, w, target, offset, bytes);
   o->c.signal_op = std::uint8_t(op);
   o->c.signal_offset = signal_offset;
   o->c.signal_value = value;
@@ -148,11 +162,14 @@ host_request job::atomic(window w, int target, std::size_t offset, call where, s
                          std::uint64_t operand, std::uint64_t compare, std::uint64_t* old,
                          bool fetching) {
   detail::host_port& p = port(call_name(where));
-  if (fetching && old == nullptr) refuse(errc::null_buffer, where, "a null `old` for the old value");
+  if (fetching && old == nullptr)
+    refuse(errc::null_buffer, where, "a null `old` for the old value");
   if (offset % sizeof(std::uint64_t) != 0)
     refuse(errc::word_misaligned, where,
-           "offset " + std::to_string(offset) + " is not 8-byte aligned (an atomic's word is 8 bytes)");
-  auto o = operation_on(p, where, detail::remote_op::atomic, w, target, offset, sizeof(std::uint64_t));
+           "offset " + std::to_string(offset) +
+               " is not 8-byte aligned (an atomic's word is 8 bytes)");
+  auto o =
+      operation_on(p, where, detail::remote_op::atomic, w, target, offset, sizeof(std::uint64_t));
   o->c.flags = detail::remote_flag_in_window;
   o->c.signal_op = op;
   o->c.signal_value = operand;
@@ -164,13 +181,13 @@ host_request job::atomic(window w, int target, std::size_t offset, call where, s
 }
 
 host_request job::atomic_fetch(window w, int target, std::size_t offset, std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch, std::uint8_t(detail::remote_atomic::fetch), 0,
-                0, old, true);
+  return atomic(w, target, offset, call::atomic_fetch, std::uint8_t(detail::remote_atomic::fetch),
+                0, 0, old, true);
 }
 
 host_request job::atomic_set(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_set, std::uint8_t(detail::remote_atomic::set), value,
-                0, nullptr, false);
+  return atomic(w, target, offset, call::atomic_set, std::uint8_t(detail::remote_atomic::set),
+                value, 0, nullptr, false);
 }
 
 host_request job::atomic_swap(window w, int target, std::size_t offset, std::uint64_t value,
@@ -179,8 +196,9 @@ host_request job::atomic_swap(window w, int target, std::size_t offset, std::uin
                 value, 0, old, true);
 }
 
-host_request job::atomic_compare_swap(window w, int target, std::size_t offset, std::uint64_t compare,
-                                      std::uint64_t value, std::uint64_t* old) {
+host_request job::atomic_compare_swap(window w, int target, std::size_t offset,
+                                      std::uint64_t compare, std::uint64_t value,
+                                      std::uint64_t* old) {
   return atomic(w, target, offset, call::atomic_compare_swap,
                 std::uint8_t(detail::remote_atomic::compare_swap), value, compare, old, true);
 }
@@ -192,8 +210,8 @@ host_request job::atomic_fetch_add(window w, int target, std::size_t offset, std
 }
 
 host_request job::atomic_add(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_add, std::uint8_t(detail::remote_atomic::add), value,
-                0, nullptr, false);
+  return atomic(w, target, offset, call::atomic_add, std::uint8_t(detail::remote_atomic::add),
+                value, 0, nullptr, false);
 }
 
 std::shared_ptr<detail::host_port> runtime::make_host_port() const {

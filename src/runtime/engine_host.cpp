@@ -51,12 +51,14 @@ void engine_host::start(const operation& op) {
   // A put's bytes from the host's buffer, which the operation holds until
   // its acknowledgement (after they were sent).
   if (remote_sends_source(c))
-    cx_.send_data(to, reinterpret_cast<const unsigned char*>(c.address), c.bytes, [] {},
-                  engine_context::memory_kind::host);
+    cx_.send_data(
+        to, reinterpret_cast<const unsigned char*>(c.address), c.bytes, [] {},
+        engine_context::memory_kind::host);
 }
 
 void engine_host::part_done(const operation& op) {
-  if (--op->parts_left != 0 || op->outcome.load(std::memory_order_relaxed) != host_operation::in_flight)
+  if (--op->parts_left != 0 ||
+      op->outcome.load(std::memory_order_relaxed) != host_operation::in_flight)
     return;
   --in_flight_;
   port_->finish(*op);
@@ -82,7 +84,8 @@ engine_host::operation engine_host::oldest_unanswered(int from) {
 void engine_host::answer(int from, const remote_command& reply) {
   const operation op = oldest_unanswered(from);
   if (!op) return;
-  if (reply.bytes != op->c.bytes || (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes)) {
+  if (reply.bytes != op->c.bytes ||
+      (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes)) {
     --in_flight_;
     return port_->fail(*op, "grma: process " + std::to_string(from) +
                                 " answered a host operation with a bad size");
@@ -96,8 +99,9 @@ void engine_host::answer(int from, const remote_command& reply) {
     std::memcpy(destination, reply.data, reply.inline_bytes);
     return part_done(op);
   }
-  cx_.receive_data(from, destination, reply.bytes, [this, op] { part_done(op); },
-                   engine_context::memory_kind::host);
+  cx_.receive_data(
+      from, destination, reply.bytes, [this, op] { part_done(op); },
+      engine_context::memory_kind::host);
 }
 
 void engine_host::answer_here(const unsigned char* at) {
@@ -118,8 +122,9 @@ void engine_host::answer_here(std::uint64_t old) {
 void engine_host::stop_taking() {
   if (!port_) return;
   take();  // what came before is served
-  port_->close("grma: host operation after this process's ranks returned (the job has ended "
-               "here; issue host operations while job.test() is false)");
+  port_->close(
+      "grma: host operation after this process's ranks returned (the job has ended "
+      "here; issue host operations while job.test() is false)");
 }
 
 void engine_host::close(const std::string& why) {

@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "grma/detail/device_state.hpp"
 #include "engine_context.hpp"
+#include "grma/detail/device_state.hpp"
 #include "host_port.hpp"
 
 namespace grma::detail {

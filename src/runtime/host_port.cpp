@@ -32,7 +32,8 @@ std::vector<window> host_port::world_windows() const {
 bool host_port::live_world_window(window w) const {
   const job_shape s = shape();
   if (w.slot >= s.window_capacity || w.generation % 2 == 0) return false;
-  const window_slot now = window_slot_of_state(load_acquire<scope::system>(s.window_states[w.slot]));
+  const window_slot now =
+      window_slot_of_state(load_acquire<scope::system>(s.window_states[w.slot]));
   return now.active != 0 && now.generation == w.generation;
 }
 

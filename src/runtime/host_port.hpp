@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "grma/types.hpp"
 #include "grma/detail/device_state.hpp"
+#include "grma/types.hpp"
 
 namespace grma::detail {
 
@@ -28,11 +28,11 @@ namespace grma::detail {
 // acquire before it reads the buffer.
 struct host_operation {
   enum : std::uint32_t { in_flight = 0, complete = 1, failed = 2 };
-  remote_command c{};             // origin, target, window, sizes; `address`: the host's buffer
-  std::uint64_t* old = nullptr;   // a fetching atomic's: where its old value goes
-  int parts_left = 0;             // engine thread only: acknowledgement, answer
+  remote_command c{};            // origin, target, window, sizes; `address`: the host's buffer
+  std::uint64_t* old = nullptr;  // a fetching atomic's: where its old value goes
+  int parts_left = 0;            // engine thread only: acknowledgement, answer
   std::atomic<std::uint32_t> outcome{in_flight};
-  std::string failure;            // written before outcome = failed
+  std::string failure;  // written before outcome = failed
 };
 
 class host_port {

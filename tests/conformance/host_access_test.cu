@@ -25,9 +25,9 @@ constexpr std::size_t small_bytes = 40;    // inside the command
 constexpr std::size_t large_bytes = 1500;  // after it
 constexpr std::size_t notify_bytes = 24;
 constexpr std::size_t get_bytes = 1000;
-constexpr int adds = 3;                    // fetch_adds per host and rank
+constexpr int adds = 3;  // fetch_adds per host and rank
 constexpr int notify_tag = 7;
-constexpr int most_hosts = 4;              // the suite's largest job has 4 processes
+constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
 
 // A rank's window: for each host its small, large and notified put; the
 // bytes hosts get; the words atomics and the signal change.
@@ -42,7 +42,9 @@ struct host_slots {
   GRMA_HOST_DEVICE static constexpr std::size_t small(int host) {
     return first_put + std::size_t(host) * per_host;
   }
-  GRMA_HOST_DEVICE static constexpr std::size_t large(int host) { return small(host) + small_bytes; }
+  GRMA_HOST_DEVICE static constexpr std::size_t large(int host) {
+    return small(host) + small_bytes;
+  }
   GRMA_HOST_DEVICE static constexpr std::size_t notified(int host) {
     return large(host) + large_bytes;
   }
@@ -51,7 +53,9 @@ struct host_slots {
 std::uint64_t seed_of(int host, int target, int what) {
   return mix(std::uint64_t(host) + 1, std::uint64_t(target), std::uint64_t(what));
 }
-GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) { return mix(std::uint64_t(rank), 77); }
+GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) {
+  return mix(std::uint64_t(rank), 77);
+}
 
 struct computing_target {
   buffers mem;
@@ -64,7 +68,8 @@ struct computing_target {
     const int me = r.rank(grma::world);
     auto* base = mem.get<unsigned char>(r, host_slots::bytes + 64);
     auto* cell = reinterpret_cast<int*>(base + host_slots::bytes);
-    for (std::size_t i = std::size_t(r.thread()); i < host_slots::bytes; i += std::size_t(r.threads()))
+    for (std::size_t i = std::size_t(r.thread()); i < host_slots::bytes;
+         i += std::size_t(r.threads()))
       base[i] = 0;
     r.sync_threads();
     fill(r, base + host_slots::gets, get_bytes, rank_seed(me));
@@ -82,7 +87,8 @@ struct computing_target {
     CONF_EXPECT(r, rec, acc != 0 || turns == 0, 0, 0, 0);  // the loop's work is used
     r.wait_signal(w, host_slots::signal, grma::cmp::eq, std::uint64_t(hosts));  // acquire
     auto* words = reinterpret_cast<std::uint64_t*>(base + host_slots::counter);
-    CONF_EXPECT(r, rec, r.read(words) == std::uint64_t(hosts * adds), 1, r.read(words), hosts * adds);
+    CONF_EXPECT(r, rec, r.read(words) == std::uint64_t(hosts * adds), 1, r.read(words),
+                hosts * adds);
     // compare_swap(0 -> host + 1) by every host: exactly one succeeded.
     const std::uint64_t swapped = r.read(words + 1);
     CONF_EXPECT(r, rec, swapped >= 1 && swapped <= std::uint64_t(hosts), 2, swapped, hosts);
@@ -158,10 +164,14 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   };
   refused([&] { running.put(w, ranks, 0, &word, 8); }, grma::errc::rank_out_of_range,
           "job::put: target " + std::to_string(ranks) + " is not a world rank");
-  refused([&] { running.get(grma::window{w.slot, w.generation + 2}, 0, 0, &word, 8); },
-          grma::errc::window_not_created, "is not a live world window of the job");
+  refused(
+      [&] {
+        running.get(grma::window{w.slot, w.generation + 2}, 0, 0, &word, 8);
+      },
+      grma::errc::window_not_created, "is not a live world window of the job");
   refused([&] { running.atomic_fetch_add(w, 0, host_slots::counter + 4, 1, &word); },
-          grma::errc::word_misaligned, "offset " + std::to_string(host_slots::counter + 4) + " is not 8-byte aligned");
+          grma::errc::word_misaligned,
+          "offset " + std::to_string(host_slots::counter + 4) + " is not 8-byte aligned");
   refused([&] { running.put(w, 0, 0, nullptr, 8); }, grma::errc::null_buffer, "a null source");
   refused([&] { running.put_notify(w, 0, 0, &word, 8, -1); }, grma::errc::negative_tag, "tag -1");
 
@@ -182,13 +192,16 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
           for (std::size_t i = 0; i < bytes; ++i) v[i] = pattern_byte(seed_of(me, target, what), i);
           return v.data();
         };
-        requests.push_back(running.put(w, target, host_slots::small(me), pattern(small_bytes, 1), small_bytes));
-        requests.push_back(running.put(w, target, host_slots::large(me), pattern(large_bytes, 2), large_bytes));
+        requests.push_back(
+            running.put(w, target, host_slots::small(me), pattern(small_bytes, 1), small_bytes));
+        requests.push_back(
+            running.put(w, target, host_slots::large(me), pattern(large_bytes, 2), large_bytes));
         requests.push_back(running.put_notify(w, target, host_slots::notified(me),
                                               pattern(notify_bytes, 3), notify_bytes, notify_tag,
                                               mix(std::uint64_t(me), std::uint64_t(target))));
         for (int a = 0; a < adds; ++a)
-          requests.push_back(running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));
+          requests.push_back(
+              running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));
         requests.push_back(running.atomic_compare_swap(w, target, host_slots::swapped, 0,
                                                        std::uint64_t(me) + 1, &mine.swap_old));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
@@ -203,8 +216,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   for (std::thread& t : pool) t.join();
   running.wait();
   j.expect_no_failures(__FILE__);
-  j.expect_counts(0, [&](int) { return std::uint64_t(hosts); }, "host notifications taken");
-  j.expect_counts(2, [&](int) { return std::uint64_t(hosts); }, "hosts' puts checked");
+  j.expect_counts(
+      0, [&](int) { return std::uint64_t(hosts); }, "host notifications taken");
+  j.expect_counts(
+      2, [&](int) { return std::uint64_t(hosts); }, "hosts' puts checked");
 
   // Each host's fetch_adds to a target saw increasing old values, all below
   // the total; its get found the target's bytes.
