@@ -1,6 +1,7 @@
 #include "loopback_transport.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -18,6 +19,7 @@ struct message {
   int from;
   channel c;
   std::vector<unsigned char> bytes;
+  std::uint64_t order = 0;  // of arrival at the receiving endpoint
 };
 
 }  // namespace
@@ -36,7 +38,8 @@ namespace {
 
 class loopback_transport final : public transport {
  public:
-  loopback_transport(std::shared_ptr<loopback_hub> hub, int index) : hub_(std::move(hub)), me_(index) {}
+  loopback_transport(std::shared_ptr<loopback_hub> hub, int index)
+      : hub_(std::move(hub)), me_(index), arrived_(channels * hub_->inboxes.size()) {}
   ~loopback_transport() override = default;
   loopback_transport(const loopback_transport&) = delete;
   loopback_transport& operator=(const loopback_transport&) = delete;
@@ -69,32 +72,38 @@ class loopback_transport final : public transport {
     take_arrivals();
     // Receives take the earliest message that matches them, in the order
     // they were posted; then everything complete runs, in the order started.
+    // Messages wait by channel and sender, so a receive looks at the first
+    // of its sender's (or of every sender's, for any sender): under load
+    // thousands wait, and a scan of them all per receive made every poll
+    // quadratic.
     for (operation& o : started_) {
       if (o.sending || o.complete) continue;
-      auto m = std::find_if(arrived_.begin(), arrived_.end(), [&](const message& a) {
-        return a.c == o.c && (o.from < 0 || a.from == o.from);
-      });
-      if (m == arrived_.end()) continue;
-      if (m->bytes.size() > o.bytes)
-        throw error(errc::process_failed, -1, call::runtime,
-                    "grma: network (loopback): a message of " + std::to_string(m->bytes.size()) +
-                        " bytes from process " + std::to_string(m->from) + " for a receive of " +
-                        std::to_string(o.bytes));
-      std::memcpy(o.buffer, m->bytes.data(), m->bytes.size());
-      o.from = m->from;
-      o.bytes = m->bytes.size();
-      o.complete = true;
-      arrived_.erase(m);
-    }
-    std::vector<operation> finished;
-    for (auto it = started_.begin(); it != started_.end();) {
-      if (it->complete) {
-        finished.push_back(std::move(*it));
-        it = started_.erase(it);
+      std::deque<message>* from = nullptr;
+      if (o.from >= 0) {
+        from = &waiting(o.c, o.from);
       } else {
-        ++it;
+        for (int p = 0; p < int(hub_->inboxes.size()); ++p) {
+          std::deque<message>& q = waiting(o.c, p);
+          if (!q.empty() && (from == nullptr || from->empty() || q.front().order < from->front().order))
+            from = &q;
+        }
       }
+      if (from == nullptr || from->empty()) continue;
+      message& m = from->front();
+      if (m.bytes.size() > o.bytes)
+        throw error(errc::process_failed, -1, call::runtime,
+                    "grma: network (loopback): a message of " + std::to_string(m.bytes.size()) +
+                        " bytes from process " + std::to_string(m.from) + " for a receive of " +
+                        std::to_string(o.bytes));
+      std::memcpy(o.buffer, m.bytes.data(), m.bytes.size());
+      o.from = m.from;
+      o.bytes = m.bytes.size();
+      o.complete = true;
+      from->pop_front();
     }
+    std::deque<operation> finished, going_on;
+    for (operation& o : started_) (o.complete ? finished : going_on).push_back(std::move(o));
+    started_.swap(going_on);
     for (operation& o : finished) o.done(o.from, o.bytes);
     return !finished.empty();
   }
@@ -106,7 +115,7 @@ class loopback_transport final : public transport {
 
   void abandon() override {
     started_.clear();
-    arrived_.clear();
+    for (std::deque<message>& q : arrived_) q.clear();
   }
 
  private:
@@ -120,11 +129,19 @@ class loopback_transport final : public transport {
     bool complete;
   };
 
+  static constexpr std::size_t channels = 3;  // header, data, record
+
+  std::deque<message>& waiting(channel c, int from) {
+    return arrived_[(std::size_t(c) - 1) * hub_->inboxes.size() + std::size_t(from)];
+  }
+
   void take_arrivals() {
     loopback_hub::inbox& box = hub_->inboxes[std::size_t(me_)];
     std::lock_guard<std::mutex> lock(box.lock);
     while (!box.messages.empty()) {
-      arrived_.push_back(std::move(box.messages.front()));
+      message& m = box.messages.front();
+      m.order = arrivals_++;
+      waiting(m.c, m.from).push_back(std::move(m));
       box.messages.pop_front();
     }
   }
@@ -132,7 +149,9 @@ class loopback_transport final : public transport {
   std::shared_ptr<loopback_hub> hub_;
   int me_;
   std::deque<operation> started_;
-  std::deque<message> arrived_;  // taken from the inbox, not yet received
+  // Taken from the inbox, not yet received: by channel, then sender.
+  std::vector<std::deque<message>> arrived_;
+  std::uint64_t arrivals_ = 0;
 };
 
 }  // namespace
