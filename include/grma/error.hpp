@@ -137,6 +137,7 @@ enum class refusal : std::int32_t {
   signal_misaligned,  // the signal word is not 8-byte aligned
   outside_slice,      // offset + size exceed the target's symmetric heap slice (v5 unused)
   bad_atomic,         // an atomic's word is not 4 or 8 bytes at an aligned offset, or its operation unknown
+  not_for_hosts,      // an operation a host does not issue (a get_notify, a collective, no window)
 };
 
 // Bytes of an error record's text, its terminating zero included: room for

@@ -201,6 +201,7 @@ class runtime {
   // has not been waited for is an error.
   template <class Program>
   void run(Program&& program, const launch_options& options = {}) {
+    refuse_host_access_in_run(options);
     claim_run();
     const release_on_exit release{*this};
     run_claimed(program, options, nullptr);
@@ -216,6 +217,7 @@ class runtime {
     std::shared_ptr<detail::host_port> port = options.host_access ? make_host_port() : nullptr;
     return job(port, [this, program = std::move(program), options, port]() mutable {
       const release_on_exit release{*this};
+      const host_access_end end{port.get()};
       run_claimed(program, options, port);
     });
   }
@@ -234,6 +236,14 @@ class runtime {
     run_cpu(options, [&program](cpu_rank& r) { program(r); }, port);
   }
   std::shared_ptr<detail::host_port> make_host_port() const;
+  static void refuse_host_access_in_run(const launch_options& options);
+  // However the run ends (its engine never started, too), host calls fail
+  // from then on rather than wait.
+  static void end_host_access(detail::host_port* port) noexcept;
+  struct host_access_end {
+    detail::host_port* port;
+    ~host_access_end() { end_host_access(port); }
+  };
 
   // Marks the runtime busy for a run; throws when it already is.
   void claim_run();

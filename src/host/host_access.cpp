@@ -3,7 +3,6 @@
 #include <cstring>
 #include <string>
 
-#include "../runtime/engine_operations.hpp"
 #include "../runtime/host_port.hpp"
 #include "grma/runtime.hpp"
 
@@ -71,10 +70,10 @@ void host_request::wait() const {
   if (!op_) return;
   if (!port_->wait(*op_, port_->timeout_seconds()))
     throw error(errc::timeout, -1, call::runtime,
-                "grma: a host operation (" + std::string(call_name(detail::call_of(op_->c))) +
-                    " to rank " + std::to_string(op_->c.target) + ", " +
-                    std::to_string(op_->c.bytes) + " bytes) did not complete in " +
-                    std::to_string(port_->timeout_seconds()) + " s (GRMA_TIMEOUT)");
+                "grma: job::" + std::string(call_name(detail::host_call(op_->c))) + " to rank " +
+                    std::to_string(op_->c.target) + " (" + std::to_string(op_->c.bytes) +
+                    " bytes) did not complete in " + std::to_string(port_->timeout_seconds()) +
+                    " s (GRMA_TIMEOUT)");
   test();
 }
 
@@ -212,6 +211,17 @@ host_request job::atomic_fetch_add(window w, int target, std::size_t offset, std
 host_request job::atomic_add(window w, int target, std::size_t offset, std::uint64_t value) {
   return atomic(w, target, offset, call::atomic_add, std::uint8_t(detail::remote_atomic::add),
                 value, 0, nullptr, false);
+}
+
+void runtime::refuse_host_access_in_run(const launch_options& options) {
+  if (options.host_access)
+    throw error(errc::invalid_config, -1, call::runtime,
+                "grma: launch_options::host_access needs runtime::launch (host threads reach "
+                "the job through its handle): runtime::run returns only after the job");
+}
+
+void runtime::end_host_access(detail::host_port* port) noexcept {
+  if (port != nullptr) port->close("grma: the job has ended (its wait() says how)");
 }
 
 std::shared_ptr<detail::host_port> runtime::make_host_port() const {

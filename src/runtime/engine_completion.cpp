@@ -82,12 +82,13 @@ void engine_completion::complete_in_order(int origin) {
 // The data is in place (or read): publish the notification or signal, then
 // acknowledge.
 void engine_completion::complete(const remote_command& c, unsigned char* range) {
+  const std::uint32_t place = ack_key(c);
   if (c.op == remote_op::atomic) {
     const std::uint64_t old = cx_.memory->atomic(range + c.offset, std::uint32_t(c.bytes),
                                                  remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
     const int to = cx_.process_of_origin(c.origin);
     if (c.tag != 0 && to == cx_.nodes.process) {  // a host operation served here
-      host_.answer_here(old);
+      host_.answer_here(c, old);
     } else if (c.tag != 0) {  // the old value, as a get's inline data
       remote_command reply = c;
       reply.op = wire_get_reply;
@@ -95,7 +96,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
       std::memcpy(reply.data, &old, c.bytes);
       intake_.send_header(to, reply);
     }
-    ++acks_[c.origin];
+    acknowledge(c.origin, place);
     return;
   }
   if (c.op == remote_op::put) {
@@ -111,7 +112,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     } else if (c.inline_bytes != 0) {
       cx_.memory->write(at, c.data, c.inline_bytes);
     }
-    ++acks_[c.origin];
+    acknowledge(c.origin, place);
     return;
   }
   if (c.op == remote_op::get) {
@@ -120,13 +121,13 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     // a large get's data (a program's race, as in OpenSHMEM).
     const int origin = c.origin;
     operations_.reply_to_get(cx_.process_of_origin(origin), c, range + c.offset,
-                             [this, origin] { ++acks_[origin]; });
+                             [this, origin, place] { acknowledge(origin, place); });
     return;
   }
   if (c.op == remote_op::put_signal) {
     cx_.memory->signal(*reinterpret_cast<std::uint64_t*>(range + c.signal_offset),
                        signal_op(c.signal_op), c.signal_value);
-    ++acks_[c.origin];
+    acknowledge(c.origin, place);
     return;
   }
   const bool host = cx_.is_host_origin(c.origin);
@@ -140,7 +141,8 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
                                 remote_atomic::add, 1, 0);
   }
   // A put_notify's or get_notify's immediate travels as its signal_value.
-  o.held.push_back({notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin, ticket});
+  o.held.push_back(
+      {notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin, ticket, place});
   ++held_;
   publish(at);
   if (!o.held.empty() && !o.listed) {
@@ -162,7 +164,7 @@ bool engine_completion::publish(outbox_map::iterator at) {
     // The data is visible before the notification (engine_memory).
     cx_.memory->publish(q, v.queue_capacity, ticket(), o.held.front().n);
     ++o.next;
-    ++acks_[o.held.front().origin];
+    acknowledge(o.held.front().origin, o.held.front().ack);
     o.held.pop_front();
     --held_;
     any = true;
@@ -188,7 +190,7 @@ bool engine_completion::publish_held() {
 void engine_completion::drop_held() {
   for (const auto at : holding_) {
     outbox& o = at->second;
-    for (const held_notification& h : o.held) ++acks_[h.origin];
+    for (const held_notification& h : o.held) acknowledge(h.origin, h.ack);
     held_ -= o.held.size();
     o.held.clear();
     o.listed = false;
@@ -203,16 +205,18 @@ bool engine_completion::send_acks() {
   }
   bool any = false;
   while (!acks_waiting_.empty() && cx_.memory->landed(acks_waiting_.front().first)) {
-    for (auto& [origin, count] : acks_waiting_.front().second) {
+    for (auto& [key, count] : acks_waiting_.front().second) {
+      const auto [origin, number] = key;
       const int to = cx_.process_of_origin(origin);
-      if (to == cx_.nodes.process) {  // host operations served here
-        host_.acknowledged(to, count);
+      if (to == cx_.nodes.process) {  // a host operation served here
+        host_.acknowledged(to, number);
         continue;
       }
       remote_command a{};
       a.op = wire_ack;
       a.origin = origin;
       a.bytes = count;
+      a.flags = number << remote_flag_bits;
       intake_.send_header(to, a);
     }
     acks_waiting_.pop_front();

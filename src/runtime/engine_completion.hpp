@@ -88,6 +88,7 @@ class engine_completion {
     notification n;
     int origin;
     std::uint64_t ticket;  // in a shared ring (outbox::shared)
+    std::uint32_t ack;     // acknowledge's key
   };
 
   // This engine's side of one ring it produces into. Ring (target, origin
@@ -104,6 +105,12 @@ class engine_completion {
   };
 
   void store_count(std::vector<std::uint64_t>& counts, int rank, bool is_landed, std::uint64_t n);
+  // Request `c` is in place: acknowledged by count for a rank (it waits
+  // until all it issued are), one by one for a host (each operation
+  // completes on its own: one held behind a full ring does not complete
+  // a later one, nor hold it back).
+  static std::uint32_t ack_key(const remote_command& c) { return host_operation_number(c); }
+  void acknowledge(int origin, std::uint32_t key) { ++acks_[{origin, key}]; }
   void complete_in_order(int origin);
   void complete(const remote_command& c, unsigned char* range);
   using outbox_map = std::map<std::pair<int, int>, outbox>;  // by (target, origin device)
@@ -120,8 +127,10 @@ class engine_completion {
   // these alone (a GPU job may have a thousand outboxes).
   std::vector<outbox_map::iterator> holding_;
   std::size_t held_ = 0;
-  std::map<int, std::uint64_t> acks_;  // to send: origin -> count
-  std::deque<std::pair<std::uint64_t, std::map<int, std::uint64_t>>> acks_waiting_;  // acks, after a mark
+  // To send: (origin, host operation's number or 0) -> count.
+  using ack_counts = std::map<std::pair<int, std::uint32_t>, std::uint64_t>;
+  ack_counts acks_;
+  std::deque<std::pair<std::uint64_t, ack_counts>> acks_waiting_;  // acks, after a mark
   // Answers to come: (origin, destination) -> bytes. A rank may have many
   // (get_nbi), each into its own destination; replies echo the command.
   std::multimap<std::pair<int, std::uint64_t>, std::uint64_t> gets_;

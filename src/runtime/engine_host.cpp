@@ -4,18 +4,18 @@
 #include <utility>
 
 #include "engine_intake.hpp"
+#include "engine_liveness.hpp"
 #include "engine_operations.hpp"
 
 namespace grma::detail {
 
 engine_host::engine_host(engine_context& cx, std::shared_ptr<host_port> port, engine_intake& intake,
-                         engine_operations& operations)
+                         engine_operations& operations, engine_liveness& liveness)
     : cx_(cx),
       port_(std::move(port)),
       intake_(intake),
       operations_(operations),
-      acks_due_(std::size_t(cx.nodes.processes)),
-      answers_due_(std::size_t(cx.nodes.processes)) {}
+      liveness_(liveness) {}
 
 void engine_host::attach() {
   if (!port_) return;
@@ -28,11 +28,9 @@ void engine_host::attach() {
 }
 
 bool engine_host::take() {
-  if (!port_ || !port_->take(taken_)) return false;
-  while (!taken_.empty()) {
-    start(taken_.front());
-    taken_.pop_front();
-  }
+  std::deque<operation> taken;
+  if (!port_ || !port_->take(taken, batch_headers * header_messages_in_flight)) return false;
+  for (const operation& op : taken) start(op);
   return true;
 }
 
@@ -40,12 +38,16 @@ bool engine_host::take() {
 // world window, a world rank, sizes); the target's engine checks the rest.
 void engine_host::start(const operation& op) {
   remote_command& c = op->c;
+  // A number of 24 bits, not 0 (a rank's), not one in flight.
+  constexpr std::uint32_t numbers = std::uint32_t{1} << (32 - remote_flag_bits);
+  std::uint32_t number = 0;
+  do number = next_number_++ % numbers;
+  while (number == 0 || in_flight_.count(number) != 0);
   c.origin = cx_.host_origin(cx_.nodes.process);
-  const int to = cx_.process_of_rank(c.target);
+  c.flags |= number << remote_flag_bits;
   op->parts_left = remote_answered(c) ? 2 : 1;
-  ++in_flight_;
-  acks_due_[std::size_t(to)].push_back(op);
-  if (remote_answered(c)) answers_due_[std::size_t(to)].push_back(op);
+  in_flight_.emplace(number, op);
+  const int to = cx_.process_of_rank(c.target);
   if (to == cx_.nodes.process) return operations_.receive(to, c);
   intake_.send_header(to, c);
   // A put's bytes from the host's buffer, which the operation holds until
@@ -56,89 +58,86 @@ void engine_host::start(const operation& op) {
         engine_context::memory_kind::host);
 }
 
-void engine_host::part_done(const operation& op) {
-  if (--op->parts_left != 0 ||
-      op->outcome.load(std::memory_order_relaxed) != host_operation::in_flight)
-    return;
-  --in_flight_;
-  port_->finish(*op);
+engine_host::operation engine_host::find(std::uint32_t number) const {
+  const auto it = in_flight_.find(number);
+  return it == in_flight_.end() ? nullptr : it->second;
 }
 
-void engine_host::acknowledged(int from, std::uint64_t count) {
-  std::deque<operation>& due = acks_due_[std::size_t(from)];
-  for (; count != 0 && !due.empty(); --count) {
-    const operation op = std::move(due.front());
-    due.pop_front();
-    part_done(op);
-  }
+void engine_host::fail(const operation& op, const std::string& why) {
+  port_->fail(*op, "grma: job::" + std::string(call_name(host_call(op->c))) + " to rank " +
+                       std::to_string(op->c.target) + " (" + std::to_string(op->c.bytes) +
+                       " bytes): " + why);
 }
 
-engine_host::operation engine_host::oldest_unanswered(int from) {
-  std::deque<operation>& due = answers_due_[std::size_t(from)];
-  if (due.empty()) return nullptr;
-  operation op = std::move(due.front());
-  due.pop_front();
-  return op;
+void engine_host::part_done(std::uint32_t number) {
+  const auto it = in_flight_.find(number);
+  if (it == in_flight_.end() || --it->second->parts_left != 0) return;
+  port_->finish(*it->second);
+  in_flight_.erase(it);
+}
+
+void engine_host::acknowledged(int, std::uint32_t number) {
+  part_done(number);
 }
 
 void engine_host::answer(int from, const remote_command& reply) {
-  const operation op = oldest_unanswered(from);
+  const std::uint32_t number = host_operation_number(reply);
+  const operation op = find(number);
   if (!op) return;
   if (reply.bytes != op->c.bytes ||
       (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes)) {
-    --in_flight_;
-    return port_->fail(*op, "grma: process " + std::to_string(from) +
-                                " answered a host operation with a bad size");
+    fail(op, "process " + std::to_string(from) + " answered it with a bad size");
+    in_flight_.erase(number);
+    // Its data channel is out of step now: nothing more of it is used.
+    return liveness_.malformed(from, -1, host_call(op->c),
+                               "answered a host operation with a bad size");
   }
   if (op->old != nullptr) {  // a fetching atomic's old value: a word of 8 bytes
     std::memcpy(op->old, reply.data, sizeof *op->old);
-    return part_done(op);
+    return part_done(number);
   }
   auto* destination = reinterpret_cast<unsigned char*>(op->c.address);
   if (reply.inline_bytes != 0 || reply.bytes == 0) {
     std::memcpy(destination, reply.data, reply.inline_bytes);
-    return part_done(op);
+    return part_done(number);
   }
   cx_.receive_data(
-      from, destination, reply.bytes, [this, op] { part_done(op); },
+      from, destination, reply.bytes, [this, number] { part_done(number); },
       engine_context::memory_kind::host);
 }
 
-void engine_host::answer_here(const unsigned char* at) {
-  const operation op = oldest_unanswered(cx_.nodes.process);
+void engine_host::answer_here(const remote_command& c, const unsigned char* at) {
+  const std::uint32_t number = host_operation_number(c);
+  const operation op = find(number);
   if (!op) return;
   // A device's memory read into the host's buffer; done when read() returns.
   cx_.memory->read(reinterpret_cast<void*>(op->c.address), at, op->c.bytes);
-  part_done(op);
+  part_done(number);
 }
 
-void engine_host::answer_here(std::uint64_t old) {
-  const operation op = oldest_unanswered(cx_.nodes.process);
+void engine_host::answer_here(const remote_command& c, std::uint64_t old) {
+  const std::uint32_t number = host_operation_number(c);
+  const operation op = find(number);
   if (!op) return;
   *op->old = old;
-  part_done(op);
+  part_done(number);
 }
 
 void engine_host::stop_taking() {
   if (!port_) return;
   take();  // what came before is served
   port_->close(
-      "grma: host operation after this process's ranks returned (the job has ended "
-      "here; issue host operations while job.test() is false)");
+      "grma: host operation after this process's ranks returned (the job has ended here: "
+      "issue host operations while its ranks run)");
 }
 
+// A get's data may still be on its way into the host's buffer: the engine
+// stops polling the network, or abandons it where the job failed.
 void engine_host::close(const std::string& why) {
   if (!port_) return;
-  port_->close(why);
-  for (auto* lists : {&acks_due_, &answers_due_})
-    for (std::deque<operation>& due : *lists) {
-      for (const operation& op : due)
-        if (op->outcome.load(std::memory_order_relaxed) == host_operation::in_flight) {
-          --in_flight_;
-          port_->fail(*op, why);
-        }
-      due.clear();
-    }
+  port_->close("grma: the job has ended (its wait() says how)");
+  for (const auto& [number, op] : in_flight_) fail(op, why);
+  in_flight_.clear();
 }
 
 }  // namespace grma::detail

@@ -4,15 +4,15 @@
 // device access, no network), and sends the others to the engine of their
 // target's process, which serves them as it serves ranks' requests from
 // other nodes: checked, in order per origin, acknowledged once in place.
-// An operation completes once acknowledged and, for a get or a fetching
-// atomic, answered: the answer written into the host's buffer.
+// Each operation has a number its acknowledgement and answer carry back,
+// and completes once acknowledged and, for a get or a fetching atomic,
+// answered: the answer written into the host's buffer.
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <map>
 #include <memory>
 #include <string>
-#include <vector>
 
 #include "engine_context.hpp"
 #include "grma/detail/device_state.hpp"
@@ -21,54 +21,54 @@
 namespace grma::detail {
 
 class engine_intake;
+class engine_liveness;
 class engine_operations;
 
 class engine_host {
  public:
   engine_host(engine_context& cx, std::shared_ptr<host_port> port, engine_intake& intake,
-              engine_operations& operations);
+              engine_operations& operations, engine_liveness& liveness);
 
   // The engine's thread starts: the port learns the job's shape.
   void attach();
-  // Takes and starts what host threads submitted; whether there was any.
+  // Takes and starts what host threads submitted (a turn's worth: the
+  // headers they send count toward the intake's bound); whether any.
   bool take();
 
-  // At the origin. `count` host operations that process `from` served are
-  // in place (`from` may be this engine's own process).
-  void acknowledged(int from, std::uint64_t count);
-  // The answer of process `from` to the oldest unanswered host operation
-  // sent there: inline (a get's data, an atomic's old value), or a get's
-  // data following on the data channel.
+  // At the origin. Operation `number`, which process `from` served (this
+  // engine's own process too), is in place.
+  void acknowledged(int from, std::uint32_t number);
+  // Process `from`'s answer to an operation (the number in its flags):
+  // inline (a get's data, an atomic's old value), or a get's data
+  // following on the data channel.
   void answer(int from, const remote_command& reply);
-  // The answer to the oldest unanswered host operation this engine served
-  // itself: a get's data read from `at`, or an atomic's old value.
-  void answer_here(const unsigned char* at);
-  void answer_here(std::uint64_t old);
+  // The answer to operation `c` this engine served itself: a get's data
+  // read from `at`, or an atomic's old value.
+  void answer_here(const remote_command& c, const unsigned char* at);
+  void answer_here(const remote_command& c, std::uint64_t old);
 
   // Every operation taken is complete.
-  bool answered() const { return in_flight_ == 0; }
+  bool answered() const { return in_flight_.empty(); }
   // The process's ranks have returned: host threads may submit no more.
   void stop_taking();
   // The engine stops: what is still in flight fails with `why`.
   void close(const std::string& why);
-  std::size_t in_flight() const { return in_flight_; }
 
  private:
   using operation = std::shared_ptr<host_operation>;
   void start(const operation& op);
-  void part_done(const operation& op);
-  operation oldest_unanswered(int from);
+  void part_done(std::uint32_t number);
+  void fail(const operation& op, const std::string& why);
+  // Operation `number`, or null (one that failed or completed already).
+  operation find(std::uint32_t number) const;
 
   engine_context& cx_;
   std::shared_ptr<host_port> port_;
   engine_intake& intake_;
   engine_operations& operations_;
-  std::deque<operation> taken_;
-  // By the target's process: operations sent there (or served here) that
-  // wait for their acknowledgement, and for their answer; each process
-  // serves a host origin's operations in order, so both come in order.
-  std::vector<std::deque<operation>> acks_due_, answers_due_;
-  std::size_t in_flight_ = 0;
+  engine_liveness& liveness_;
+  std::map<std::uint32_t, operation> in_flight_;  // by number
+  std::uint32_t next_number_ = 1;
 };
 
 }  // namespace grma::detail

@@ -72,7 +72,7 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
   };
   h[std::size_t(wire_ack)] = [](engine_operations& o, int from, const remote_command& c) {
     if (o.cx_.is_host_origin(c.origin))
-      o.host_.acknowledged(from, c.bytes);
+      o.host_.acknowledged(from, host_operation_number(c));
     else
       o.completion_.acknowledged(c);
     return true;
@@ -209,7 +209,8 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     liveness_.stop_trusting(from, r);
     return verdict::refused;
   };
-  if (!(c.origin >= 0 && c.origin < cx_.origins() && cx_.process_of_origin(c.origin) == from) ||
+  const int origins = cx_.nodes.host_access ? cx_.origins() : cx_.world_size;
+  if (!(c.origin >= 0 && c.origin < origins && cx_.process_of_origin(c.origin) == from) ||
       !cx_.mine(c.target))
     return refuse(refusal::wrong_process, 0);
   // A host's operations: puts (notified, signalled or plain), gets and
@@ -217,7 +218,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   if (host && (c.op == remote_op::get_notify || c.op == remote_op::arrive ||
                ((c.op == remote_op::put || c.op == remote_op::get || c.op == remote_op::atomic) &&
                 (c.flags & remote_flag_in_window) == 0)))
-    return refuse(refusal::wrong_process, 0);
+    return refuse(refusal::not_for_hosts, 0);
   if (on_symmetric_heap(c)) {  // the target's slice: every node's has the same size
     const device_view& v = cx_.view_of(c.target);
     const std::uint64_t slice = v.symmetric_slice;
@@ -299,7 +300,7 @@ bool engine_operations::serve(int from, const remote_command& c) {
 void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,
                                      std::function<void()> read) {
   if (to == cx_.nodes.process) {  // a host operation this engine served itself
-    host_.answer_here(at);
+    host_.answer_here(c, at);
     return read();
   }
   remote_command reply = c;

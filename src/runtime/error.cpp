@@ -179,6 +179,9 @@ std::string describe_values(const error_record& r) {
           s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the target's " << u(v[4])
             << "-byte slice of the symmetric heap";
           break;
+        case refusal::not_for_hosts:
+          s << "a host issues puts, gets and atomics on a window, and no other operation";
+          break;
         case refusal::bad_atomic:
           s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])
             << " of the symmetric heap (a word of 4 or 8 bytes, aligned, and a known operation)";

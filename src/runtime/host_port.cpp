@@ -4,13 +4,22 @@
 #include <thread>
 #include <utility>
 
+#include "engine_operations.hpp"
 #include "grma/error.hpp"
 
 namespace grma::detail {
 
+call host_call(const remote_command& c) {
+  return c.op == remote_op::put ? call::put : call_of(c);  // not `p`: a host has no p
+}
+
+void host_port::throw_if_closed() const {
+  if (closed_) throw error(errc::invalid_config, -1, call::runtime, closed_why_);
+}
+
 void host_port::submit(std::shared_ptr<host_operation> op) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (closed_) throw error(errc::invalid_config, -1, call::runtime, closed_why_);
+  throw_if_closed();
   if (!attached_)
     throw error(errc::invalid_config, -1, call::runtime,
                 "grma: host operation before the job's network engine started (no world "
@@ -19,7 +28,9 @@ void host_port::submit(std::shared_ptr<host_operation> op) {
 }
 
 std::vector<window> host_port::world_windows() const {
-  const job_shape s = shape();
+  std::lock_guard<std::mutex> lock(mutex_);  // the engine closes the port before the memory goes
+  throw_if_closed();
+  const job_shape& s = shape_;
   std::vector<window> live;
   // World windows take slots from the top down (window_table_claim_world).
   for (std::uint32_t slot = s.window_capacity; slot-- > 0;) {
@@ -30,7 +41,9 @@ std::vector<window> host_port::world_windows() const {
 }
 
 bool host_port::live_world_window(window w) const {
-  const job_shape s = shape();
+  std::lock_guard<std::mutex> lock(mutex_);
+  throw_if_closed();
+  const job_shape& s = shape_;
   if (w.slot >= s.window_capacity || w.generation % 2 == 0) return false;
   const window_slot now =
       window_slot_of_state(load_acquire<scope::system>(s.window_states[w.slot]));
@@ -48,11 +61,13 @@ void host_port::attach(const job_shape& shape) {
   attached_ = true;
 }
 
-bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into) {
+bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into, std::size_t most) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (submitted_.empty()) return false;
-  for (auto& op : submitted_) into.push_back(std::move(op));
-  submitted_.clear();
+  for (; most != 0 && !submitted_.empty(); --most) {
+    into.push_back(std::move(submitted_.front()));
+    submitted_.pop_front();
+  }
   return true;
 }
 

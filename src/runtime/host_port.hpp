@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "grma/detail/device_state.hpp"
+#include "grma/error.hpp"
 #include "grma/types.hpp"
 
 namespace grma::detail {
@@ -34,6 +35,9 @@ struct host_operation {
   std::atomic<std::uint32_t> outcome{in_flight};
   std::string failure;  // written before outcome = failed
 };
+
+// The job:: call an operation came from (its name in messages).
+call host_call(const remote_command& c);
 
 class host_port {
  public:
@@ -54,16 +58,18 @@ class host_port {
   // Any thread. Throws grma::error when the job is not running (before its
   // engine attached, or after it stopped: the reason it stopped is said).
   void submit(std::shared_ptr<host_operation> op);
-  // The live world windows of the job now, highest slot first.
+  // The live world windows of the job now, highest slot first; empty
+  // before the engine attached. Throws once the port is closed: the state
+  // words are in the job's memory, which goes after the engine stops.
   std::vector<window> world_windows() const;
-  // Whether `w` is a live world window now.
+  // Whether `w` is a live world window now (throws as world_windows does).
   bool live_world_window(window w) const;
   job_shape shape() const;
 
   // The engine's thread.
   void attach(const job_shape& shape);
-  // Moves what was submitted into `into`; whether there was any.
-  bool take(std::deque<std::shared_ptr<host_operation>>& into);
+  // Moves up to `most` of what was submitted into `into`; whether any.
+  bool take(std::deque<std::shared_ptr<host_operation>>& into, std::size_t most);
   // No more operations: those submitted and not taken fail with `why`.
   void close(const std::string& why);
 
@@ -77,6 +83,8 @@ class host_port {
 
  private:
   const double timeout_seconds_;
+  void throw_if_closed() const;  // under mutex_
+
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   job_shape shape_{};

@@ -60,12 +60,14 @@ class loopback_transport final : public transport {
       std::lock_guard<std::mutex> lock(box.lock);
       box.messages.push_back(std::move(m));
     }
-    started_.push_back({true, -1, c, nullptr, 0, [done = std::move(done)](int, std::size_t) { done(); }, true});
+    started_.push_back(
+        {true, -1, c, nullptr, 0, [done = std::move(done)](int, std::size_t) { done(); }, true});
   }
 
   void receive(int from, channel c, void* buffer, std::size_t bytes,
                std::function<void(int, std::size_t)> done) override {
-    started_.push_back({false, from, c, static_cast<unsigned char*>(buffer), bytes, std::move(done), false});
+    started_.push_back(
+        {false, from, c, static_cast<unsigned char*>(buffer), bytes, std::move(done), false});
   }
 
   bool poll() override {
@@ -84,7 +86,8 @@ class loopback_transport final : public transport {
       } else {
         for (int p = 0; p < int(hub_->inboxes.size()); ++p) {
           std::deque<message>& q = waiting(o.c, p);
-          if (!q.empty() && (from == nullptr || from->empty() || q.front().order < from->front().order))
+          if (!q.empty() &&
+              (from == nullptr || from->empty() || q.front().order < from->front().order))
             from = &q;
         }
       }

@@ -49,7 +49,7 @@ struct remote_engine::state {
         completion(cx, intake, operations, liveness, host),
         arrivals(cx, intake, liveness),
         liveness(cx, intake, operations, completion),
-        host(cx, std::move(port), intake, operations) {}
+        host(cx, std::move(port), intake, operations, liveness) {}
 
   // This process's ranks are done and every operation of theirs is
   // acknowledged: the other processes may stop once they are done too.
@@ -123,8 +123,7 @@ struct remote_engine::state {
     } catch (const error& e) {
       liveness.lose(e.what());
     }
-    host.close("grma: the job ended before this host operation completed (the job's wait() "
-               "says why)");
+    host.close("the job ended before it completed (the job's wait() says why)");
     cx.memory->unbind();
     // Ending in failure: nothing more will complete.
     if (load_acquire<scope::system>(cx.first->control->abort) != 0) cx.net->abandon();

@@ -228,8 +228,8 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
     ADD_FAILURE() << "a put beyond the range completed";
   } catch (const grma::error& e) {
     EXPECT_STREQ(e.what(),
-                 "grma: the job ended before this host operation completed (the job's wait() "
-                 "says why)");
+                 "grma: job::put to rank 1 (16 bytes): the job ended before it completed (the "
+                 "job's wait() says why)");
   }
   try {
     j.wait();
@@ -242,6 +242,46 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
               std::string::npos)
         << e.what();
   }
+}
+
+// Each host operation completes on its own: notifications held behind a
+// target's full queue complete once it takes them, while a later get (and
+// the signal that lets the target take them) completes at once.
+TEST(Runtime, HostNotificationsBehindAFullQueueCompleteOnTheirOwn) {
+  grma::settings s = test_settings(2);
+  s.queue_capacity = 4;
+  grma::runtime rt(s);
+  constexpr int notifications = 6;
+  grma::job j = rt.launch(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(9 * sizeof(std::uint64_t)));
+        for (int i = 0; i < 9; ++i) range[i] = i < 8 ? std::uint64_t(i) : 0;  // 8: the signal
+        grma::window w = r.window_create(grma::world, range, 9 * sizeof(std::uint64_t));
+        if (r.rank(grma::world) == 0) {
+          r.wait_signal(w, 64, grma::cmp::ge, 1);
+          r.wait_notifications(w, grma::any_source, 7, notifications);
+        }
+        r.barrier(grma::world);
+        r.window_free(w);
+      },
+      {.host_access = true});
+  std::vector<grma::window> windows;
+  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const grma::window w = windows[0];
+  std::uint64_t values[notifications];
+  std::vector<grma::host_request> notified;
+  for (int i = 0; i < notifications; ++i) {
+    values[i] = 100 + std::uint64_t(i);
+    notified.push_back(j.put_notify(w, 0, 8 * std::size_t(i), &values[i], 8, 7));
+  }
+  std::uint64_t got = 0;
+  j.get(w, 0, 56, &got, 8).wait();  // behind the notifications, not held by them
+  EXPECT_EQ(got, 7u);
+  EXPECT_FALSE(notified[notifications - 1].test()) << "a notification behind a full queue";
+  const std::uint64_t one = 1;
+  j.put_signal(w, 0, 0, nullptr, 0, 64, one, grma::signal_op::add).wait();
+  for (const grma::host_request& q : notified) q.wait();
+  j.wait();
 }
 
 }  // namespace

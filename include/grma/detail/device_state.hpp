@@ -406,6 +406,12 @@ static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (
 // window instead: a host thread's (papers/003), `offset` in the target's
 // range of `window`.
 inline constexpr std::uint32_t remote_flag_in_window = 1;
+// `flags` above its flags: a host operation's number (from its origin's
+// engine), which the target's acknowledgement and answer carry back.
+inline constexpr std::uint32_t remote_flag_bits = 8;
+GRMA_INLINE std::uint32_t host_operation_number(const remote_command& c) {
+  return c.flags >> remote_flag_bits;
+}
 
 // Whether the operation carries the origin's bytes to the target.
 GRMA_INLINE bool remote_is_put(remote_op op) {
