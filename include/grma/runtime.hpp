@@ -65,13 +65,14 @@ class host_request {
 // into, get from and update any rank's range of a world window while the
 // ranks run, with no part taken by the target's ranks: the network engine
 // of the target's process serves it (on the node through its own access to
-// the devices, from another node through the network). A host thread's
-// operations to one target complete in the order it issued them. A host's
-// notified put is matched like a rank's, its source host_source() (a
-// number after every world rank). Operations are taken until this
-// process's ranks have returned (test() is true); bad arguments throw
-// grma::error at once, and an offset beyond the target's registered range
-// fails the job with errc::request_refused.
+// the devices, from another node through the network). One process's host
+// operations to one target take effect in the order issued, and each
+// completes on its own. A host's notified put is matched with any_source;
+// its envelope's source is host_source() (a number after every world
+// rank). Operations are taken while this process's ranks run; bad
+// arguments throw grma::error at once, and an offset beyond the target's
+// registered range fails the job with errc::request_refused. Host threads
+// may call these concurrently, but not while one calls wait().
 class job {
  public:
   job() = default;
