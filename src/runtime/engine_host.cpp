@@ -29,7 +29,8 @@ void engine_host::attach() {
 
 bool engine_host::take() {
   std::deque<operation> taken;
-  if (!port_ || !port_->take(taken, batch_headers * header_messages_in_flight)) return false;
+  if (!port_ || intake_.full() || !port_->take(taken, batch_headers * header_messages_in_flight))
+    return false;
   for (const operation& op : taken) start(op);
   return true;
 }

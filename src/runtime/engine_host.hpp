@@ -49,6 +49,7 @@ class engine_host {
 
   // Every operation taken is complete.
   bool answered() const { return in_flight_.empty(); }
+  std::size_t in_flight() const { return in_flight_.size(); }
   // The process's ranks have returned: host threads may submit no more.
   void stop_taking();
   // The engine stops: what is still in flight fails with `why`.

@@ -31,7 +31,7 @@ bool engine_intake::take_commands() {
       reader.released = reader.head;
     };
     remote_command c;
-    while (queued_ < headers_queued_at_most && ring_try_pop<scope::system>(*v.commands, reader, c)) {
+    while (!full() && ring_try_pop<scope::system>(*v.commands, reader, c)) {
       start(c);
       any = true;
       if (reader.head - reader.released > reader.mask / 4) release();

@@ -49,6 +49,9 @@ class engine_intake {
   void flush_headers();
   // The same without waiting for messages in flight: the engine's last.
   void flush_all_headers();
+  // As many headers queued as the engine lets wait: it takes no more
+  // commands (nor host operations) until some have gone.
+  bool full() const { return queued_ >= headers_queued_at_most; }
 
  private:
   void flush_headers(int to, bool now);

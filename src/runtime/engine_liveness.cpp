@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "engine_completion.hpp"
+#include "engine_host.hpp"
 #include "engine_intake.hpp"
 #include "engine_operations.hpp"
 #include "watchdog.hpp"
@@ -19,11 +20,13 @@ constexpr double beat_seconds = 0.1;
 }  // namespace
 
 engine_liveness::engine_liveness(engine_context& cx, engine_intake& intake,
-                                 const engine_operations& operations, const engine_completion& completion)
+                                 const engine_operations& operations, const engine_completion& completion,
+                                 const engine_host& host)
     : cx_(cx),
       intake_(intake),
       operations_(operations),
       completion_(completion),
+      host_(host),
       heard_(std::size_t(cx.nodes.processes), engine_clock::now()),
       signatures_(std::size_t(cx.nodes.processes), 0),
       done_from_(std::size_t(cx.nodes.processes), false),
@@ -144,6 +147,8 @@ std::string engine_liveness::in_flight() const {
   if (const std::size_t held = completion_.held(); held != 0)
     s << " " << held << " notifications wait for room in their targets' queues;";
   if (!cx_.lanes.idle()) s << " data waits for staging room;";
+  if (const std::size_t host = host_.in_flight(); host != 0)
+    s << " " << host << " operations of this process's host threads in flight;";
   if (std::size_t(s.tellp()) == before) s << " nothing in flight";
   return s.str();
 }

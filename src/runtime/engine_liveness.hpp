@@ -18,13 +18,14 @@
 namespace grma::detail {
 
 class engine_completion;
+class engine_host;
 class engine_intake;
 class engine_operations;
 
 class engine_liveness {
  public:
   engine_liveness(engine_context& cx, engine_intake& intake, const engine_operations& operations,
-                  const engine_completion& completion);
+                  const engine_completion& completion, const engine_host& host);
 
   // Every process counts as heard from now: the engine's thread starts.
   void hear_all();
@@ -59,6 +60,7 @@ class engine_liveness {
   engine_intake& intake_;
   const engine_operations& operations_;
   const engine_completion& completion_;
+  const engine_host& host_;
   std::vector<engine_clock::time_point> heard_;  // by process
   std::vector<std::uint64_t> signatures_;        // by process: the progress it last reported
   std::vector<bool> done_from_, refused_from_;   // by process

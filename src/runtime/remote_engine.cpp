@@ -48,7 +48,7 @@ struct remote_engine::state {
         operations(cx, intake, completion, arrivals, liveness, host),
         completion(cx, intake, operations, liveness, host),
         arrivals(cx, intake, liveness),
-        liveness(cx, intake, operations, completion),
+        liveness(cx, intake, operations, completion, host),
         host(cx, std::move(port), intake, operations, liveness) {}
 
   // This process's ranks are done and every operation of theirs is
