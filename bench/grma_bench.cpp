@@ -198,6 +198,45 @@ double per_call_us(int iterations, F&& f) {
   return spent.count() / iterations;
 }
 
+struct host_figures {
+  int target;
+  double put_us, get_us, fetch_add_us, puts_per_s, put_gbs;
+};
+
+// A host thread's operations into rank 0 (this process) and, where the job
+// spans nodes, the next node's first rank (nodes hold equal runs of ranks).
+std::vector<host_figures> measure_host_operations(grma::job& running, grma::window w,
+                                                  const options& o, const grma::rank_info& shape) {
+  constexpr std::size_t wide = std::size_t(1) << 20;
+  const int latency = o.quick ? 200 : 2000, rate = o.quick ? 2000 : 20000, wide_puts = o.quick ? 8 : 64;
+  std::vector<int> targets{0};
+  if (shape.node_count >= 2) targets.push_back(shape.rank_count / shape.node_count);
+  std::vector<unsigned char> source(wide, 1);
+  std::uint64_t word = 1, old = 0;
+  std::vector<host_figures> measured;
+  for (const int t : targets) {
+    host_figures f{t, 0, 0, 0, 0, 0};
+    f.put_us = per_call_us(latency, [&] { running.put(w, t, 0, &word, 8).wait(); });
+    f.get_us = per_call_us(latency, [&] { running.get(w, t, 8, &old, 8).wait(); });
+    f.fetch_add_us = per_call_us(latency, [&] { running.atomic_fetch_add(w, t, 16, 1, &old).wait(); });
+    std::vector<grma::host_request> requests(static_cast<std::size_t>(rate));
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < rate; ++i) requests[std::size_t(i)] = running.put(w, t, 8 * std::size_t(i % 64), &word, 8);
+    for (const grma::host_request& q : requests) q.wait();
+    const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+    f.puts_per_s = rate / spent.count();
+    running.put(w, t, 0, source.data(), wide).wait();  // the pages touched first
+    const auto wide_start = std::chrono::steady_clock::now();
+    requests.assign(static_cast<std::size_t>(wide_puts), {});
+    for (int i = 0; i < wide_puts; ++i) requests[std::size_t(i)] = running.put(w, t, 0, source.data(), wide);
+    for (const grma::host_request& q : requests) q.wait();
+    const std::chrono::duration<double> wide_spent = std::chrono::steady_clock::now() - wide_start;
+    f.put_gbs = double(wide) * wide_puts / wide_spent.count() / 1e9;
+    measured.push_back(f);
+  }
+  return measured;
+}
+
 // Host access (see the top of the file): the job's ranks wait while the
 // first process's host thread measures; then it releases every rank.
 // Returns the report (the first process's) and writes the JSON object.
@@ -213,41 +252,22 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   std::vector<grma::window> windows;
   while ((windows = running.world_windows()).empty()) std::this_thread::yield();
   const grma::window w = windows[0];
-  struct figures {
-    int target;
-    double put_us, get_us, fetch_add_us, puts_per_s, put_gbs;
-  };
-  std::vector<figures> measured;
+  std::vector<host_figures> measured;
   if (lead) {
-    const int latency = o.quick ? 200 : 2000, rate = o.quick ? 2000 : 20000, wide_puts = o.quick ? 8 : 64;
-    std::vector<int> targets{0};
-    const int ranks_per_process = shape.rank_responsible;
-    if (job.node_count >= 2) targets.push_back(far_process * ranks_per_process);
-    std::vector<unsigned char> source(wide, 1);
-    std::uint64_t word = 1, old = 0;
-    for (const int t : targets) {
-      figures f{t, 0, 0, 0, 0, 0};
-      f.put_us = per_call_us(latency, [&] { running.put(w, t, 0, &word, 8).wait(); });
-      f.get_us = per_call_us(latency, [&] { running.get(w, t, 8, &old, 8).wait(); });
-      f.fetch_add_us = per_call_us(latency, [&] { running.atomic_fetch_add(w, t, 16, 1, &old).wait(); });
-      std::vector<grma::host_request> requests(static_cast<std::size_t>(rate));
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < rate; ++i) requests[std::size_t(i)] = running.put(w, t, 8 * std::size_t(i % 64), &word, 8);
-      for (const grma::host_request& q : requests) q.wait();
-      const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
-      f.puts_per_s = rate / spent.count();
-      running.put(w, t, 0, source.data(), wide).wait();  // the pages touched first
-      const auto wide_start = std::chrono::steady_clock::now();
-      requests.assign(static_cast<std::size_t>(wide_puts), {});
-      for (int i = 0; i < wide_puts; ++i) requests[std::size_t(i)] = running.put(w, t, 0, source.data(), wide);
-      for (const grma::host_request& q : requests) q.wait();
-      const std::chrono::duration<double> wide_spent = std::chrono::steady_clock::now() - wide_start;
-      f.put_gbs = double(wide) * wide_puts / wide_spent.count() / 1e9;
-      measured.push_back(f);
+    // Every rank waits for its signal: released however the measuring ends
+    // (an error too), since the job is waited for after.
+    const auto release_ranks = [&] {
+      const std::uint64_t one = 1;
+      for (int t = 0; t < shape.rank_count; ++t)
+        running.put_signal(w, t, 0, nullptr, 0, wide, one, grma::signal_op::set).wait();
+    };
+    try {
+      measured = measure_host_operations(running, w, o, shape);
+    } catch (...) {
+      release_ranks();
+      throw;
     }
-    const std::uint64_t one = 1;
-    for (int t = 0; t < shape.rank_count; ++t)
-      running.put_signal(w, t, 0, nullptr, 0, wide, one, grma::signal_op::set).wait();
+    release_ranks();
   }
   running.wait();
   // Baselines, after the job (MPI is the engine's while it runs).
@@ -283,7 +303,7 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   report += line;
   if (json) std::fprintf(json, "{\"targets\": [\n");
   for (std::size_t i = 0; i < measured.size(); ++i) {
-    const figures& f = measured[i];
+    const host_figures& f = measured[i];
     const bool far = i > 0;
     std::snprintf(line, sizeof line, "%8d %11.2f %11.2f %13.2f %14.3g %13.2f %16s\n", f.target, f.put_us,
                   f.get_us, f.fetch_add_us, f.puts_per_s, f.put_gbs, far ? "MPI (below)" : local_floor);
