@@ -82,7 +82,7 @@ void engine_completion::complete_in_order(int origin) {
 // The data is in place (or read): publish the notification or signal, then
 // acknowledge.
 void engine_completion::complete(const remote_command& c, unsigned char* range) {
-  const std::uint32_t place = ack_key(c);
+  const std::uint32_t number = host_operation_number(c);  // 0 for a rank
   if (c.op == remote_op::atomic) {
     const std::uint64_t old = cx_.memory->atomic(range + c.offset, std::uint32_t(c.bytes),
                                                  remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
@@ -96,7 +96,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
       std::memcpy(reply.data, &old, c.bytes);
       intake_.send_header(to, reply);
     }
-    acknowledge(c.origin, place);
+    acknowledge(c.origin, number);
     return;
   }
   if (c.op == remote_op::put) {
@@ -112,7 +112,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     } else if (c.inline_bytes != 0) {
       cx_.memory->write(at, c.data, c.inline_bytes);
     }
-    acknowledge(c.origin, place);
+    acknowledge(c.origin, number);
     return;
   }
   if (c.op == remote_op::get) {
@@ -121,13 +121,13 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     // a large get's data (a program's race, as in OpenSHMEM).
     const int origin = c.origin;
     operations_.reply_to_get(cx_.process_of_origin(origin), c, range + c.offset,
-                             [this, origin, place] { acknowledge(origin, place); });
+                             [this, origin, number] { acknowledge(origin, number); });
     return;
   }
   if (c.op == remote_op::put_signal) {
     cx_.memory->signal(*reinterpret_cast<std::uint64_t*>(range + c.signal_offset),
                        signal_op(c.signal_op), c.signal_value);
-    acknowledge(c.origin, place);
+    acknowledge(c.origin, number);
     return;
   }
   const bool host = cx_.is_host_origin(c.origin);
@@ -142,7 +142,7 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
   }
   // A put_notify's or get_notify's immediate travels as its signal_value.
   o.held.push_back(
-      {notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin, ticket, place});
+      {notification{c.window, c.origin, c.tag, 0, c.signal_value}, c.origin, ticket, number});
   ++held_;
   publish(at);
   if (!o.held.empty() && !o.listed) {
@@ -209,7 +209,7 @@ bool engine_completion::send_acks() {
       const auto [origin, number] = key;
       const int to = cx_.process_of_origin(origin);
       if (to == cx_.nodes.process) {  // a host operation served here
-        host_.acknowledged(to, number);
+        host_.acknowledged(number);
         continue;
       }
       remote_command a{};

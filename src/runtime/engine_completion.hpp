@@ -109,7 +109,6 @@ class engine_completion {
   // until all it issued are), one by one for a host (each operation
   // completes on its own: one held behind a full ring does not complete
   // a later one, nor hold it back).
-  static std::uint32_t ack_key(const remote_command& c) { return host_operation_number(c); }
   void acknowledge(int origin, std::uint32_t key) { ++acks_[{origin, key}]; }
   void complete_in_order(int origin);
   void complete(const remote_command& c, unsigned char* range);

@@ -77,10 +77,6 @@ void engine_host::part_done(std::uint32_t number) {
   in_flight_.erase(it);
 }
 
-void engine_host::acknowledged(int, std::uint32_t number) {
-  part_done(number);
-}
-
 void engine_host::answer(int from, const remote_command& reply) {
   const std::uint32_t number = host_operation_number(reply);
   const operation op = find(number);

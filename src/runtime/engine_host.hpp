@@ -35,9 +35,9 @@ class engine_host {
   // headers they send count toward the intake's bound); whether any.
   bool take();
 
-  // At the origin. Operation `number`, which process `from` served (this
-  // engine's own process too), is in place.
-  void acknowledged(int from, std::uint32_t number);
+  // At the origin. Operation `number` is in place at its target (served
+  // by another process's engine, or by this one).
+  void acknowledged(std::uint32_t number) { part_done(number); }
   // Process `from`'s answer to an operation (the number in its flags):
   // inline (a get's data, an atomic's old value), or a get's data
   // following on the data channel.

@@ -70,9 +70,9 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
       o.completion_.land_get(from, c);
     return true;
   };
-  h[std::size_t(wire_ack)] = [](engine_operations& o, int from, const remote_command& c) {
+  h[std::size_t(wire_ack)] = [](engine_operations& o, int, const remote_command& c) {
     if (o.cx_.is_host_origin(c.origin))
-      o.host_.acknowledged(from, host_operation_number(c));
+      o.host_.acknowledged(host_operation_number(c));
     else
       o.completion_.acknowledged(c);
     return true;
