@@ -56,7 +56,7 @@ void engine_arrivals::forward(std::uint64_t epoch) {
   for (int p = 0; p < cx_.nodes.processes; ++p) {
     if (!cx_.remote_process(p) || leader_process(cx_.nodes.node_of[std::size_t(p)]) != p) continue;
     intake_.send_header(p, c);
-    cx_.net->send(p, channel::record, data->data(), c.bytes, [data] {});
+    cx_.net->send(p, channel::record, data->data(), c.bytes, memory_place::host, [data] {});
   }
 }
 
@@ -68,7 +68,7 @@ void engine_arrivals::receive(int from, const remote_command& c) {
     return liveness_.malformed(from, -1, call::runtime, "sent a malformed arrival");
   }
   batch->arrivals.resize(batch->ranks.size());
-  cx_.net->receive(from, channel::record, batch->arrivals.data(), c.bytes,
+  cx_.net->receive(from, channel::record, batch->arrivals.data(), c.bytes, memory_place::host,
                    [this, batch](int, std::size_t) { early_.push_back(std::move(*batch)); });
 }
 

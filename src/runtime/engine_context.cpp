@@ -53,16 +53,19 @@ void engine_context::send_data(int to, const unsigned char* at, std::uint64_t by
   const bool host = kind == memory_kind::host;
   for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
     // In the lane even unstaged: the pair's data messages go in header order.
-    lanes.enqueue(to, lane_direction::out, host ? 0 : n, [this, to, from = at + offset, n, chunk_done, host](auto stage) {
-      if (host) return net->send(to, channel::data, from, n, chunk_done);
-      if (!stage) {
-        memory->flush();  // the network reads the device itself: earlier writes first
-        return net->send(to, channel::data, from, n, chunk_done);
-      }
-      memory->read(stage.get(), from, n);  // sees every earlier write
-      net->send(to, channel::data, stage.get(), n, [stage] {});
-      chunk_done();
-    });
+    lanes.enqueue(to, lane_direction::out, host ? 0 : n,
+                  [this, to, from = at + offset, n, chunk_done, host](auto stage) {
+                    if (host)
+                      return net->send(to, channel::data, from, n, memory_place::host, chunk_done);
+                    if (!stage) {
+                      memory->flush();  // the network reads the device itself: earlier writes first
+                      return net->send(to, channel::data, from, n, memory->devices_place(),
+                                       chunk_done);
+                    }
+                    memory->read(stage.get(), from, n);  // sees every earlier write
+                    net->send(to, channel::data, stage.get(), n, memory_place::host, [stage] {});
+                    chunk_done();
+                  });
   });
 }
 
@@ -74,14 +77,17 @@ void engine_context::receive_data(int from, unsigned char* at, std::uint64_t byt
       if (!stage) {
         // The network writes the device itself: no earlier write lands over it.
         if (!host) memory->flush();
-        return net->receive(from, channel::data, to, n, [chunk_done](int, std::size_t) { chunk_done(); });
+        return net->receive(from, channel::data, to, n,
+                            host ? memory_place::host : memory->devices_place(),
+                            [chunk_done](int, std::size_t) { chunk_done(); });
       }
-      net->receive(from, channel::data, stage.get(), n, [this, stage, to, n, chunk_done](int, std::size_t) {
-        // Lands before anything written after it (engine_memory); the
-        // stage returns to its lane when the copy is done.
-        memory->write_staged(to, stage, n);
-        chunk_done();
-      });
+      net->receive(from, channel::data, stage.get(), n, memory_place::host,
+                   [this, stage, to, n, chunk_done](int, std::size_t) {
+                     // Lands before anything written after it (engine_memory); the
+                     // stage returns to its lane when the copy is done.
+                     memory->write_staged(to, stage, n);
+                     chunk_done();
+                   });
     });
   });
 }

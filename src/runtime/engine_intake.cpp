@@ -80,7 +80,7 @@ void engine_intake::flush_headers(int to, bool now) {
     queued_ -= n;
     ++in_flight;
     cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
-                  [message, this, to] { --in_flight_[std::size_t(to)]; });
+                  memory_place::host, [message, this, to] { --in_flight_[std::size_t(to)]; });
   }
 }
 

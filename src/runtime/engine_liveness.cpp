@@ -105,7 +105,8 @@ void engine_liveness::receive_abort(int from, std::uint64_t report_bytes) {
       store_release<scope::system>(cx_.first->control->abort, 1u);
     }
   };
-  cx_.net->receive(from, channel::record, message->data(), message->size(), received);
+  cx_.net->receive(from, channel::record, message->data(), message->size(), memory_place::host,
+                   received);
 }
 
 // What this engine holds that an operation between nodes may wait for,
@@ -183,7 +184,8 @@ void engine_liveness::forward_abort() {
   for (int p = 0; p < cx_.nodes.processes; ++p)
     if (cx_.peer(p)) {  // done ones too: they wait for the others
       intake_.send_header(p, c);
-      cx_.net->send(p, channel::record, message->data(), message->size(), [message] {});
+      cx_.net->send(p, channel::record, message->data(), message->size(), memory_place::host,
+                    [message] {});
     }
 }
 

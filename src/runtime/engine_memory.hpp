@@ -16,8 +16,9 @@
 #include <cstdint>
 #include <memory>
 
-#include "grma/types.hpp"
 #include "grma/detail/device_state.hpp"
+#include "grma/types.hpp"
+#include "transport.hpp"
 
 namespace grma::detail {
 
@@ -35,10 +36,15 @@ class engine_memory {
   // them unless the process has cores to spare (device_view::waits_spin).
   virtual bool spin_when_idle() const = 0;
 
-  // Host memory for data on its way between a device and the network (a
-  // GPU's: pinned, so that its copies run at full speed); null where the
-  // network sends from and receives into device memory itself (host memory;
-  // a CUDA-aware MPI).
+  // Where the devices' memory is, for the network to read and write it
+  // where staging() gives no buffer: host memory on the CPU backend.
+  virtual memory_place devices_place() const = 0;
+
+  // Host memory for `bytes` of data on their way between a device and the
+  // network (a GPU's: pinned, so that its copies run at full speed); null
+  // where the network sends from and receives into device memory itself
+  // (host memory; large chunks where a CUDA-aware MPI or UCX reaches GPU
+  // memory).
   virtual std::shared_ptr<unsigned char> staging(std::size_t bytes) = 0;
 
   // Data: a put's or get's bytes.

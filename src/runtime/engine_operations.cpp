@@ -114,7 +114,7 @@ void engine_operations::post_header_receive(std::unique_ptr<header_receive> r) {
   at->arrived = false;
   inbound_.push_back(std::move(r));
   cx_.net->receive(-1, channel::header, at->batch.data(), batch_headers * sizeof(remote_command),
-                   [this, at](int from, std::size_t bytes) {
+                   memory_place::host, [this, at](int from, std::size_t bytes) {
                      at->from = from;
                      at->bytes = bytes;
                      at->arrived = true;

@@ -47,7 +47,7 @@ class loopback_transport final : public transport {
   const char* name() const override { return "loopback"; }
   bool reaches_cuda_memory() const override { return false; }
 
-  void send(int to, channel c, const void* buffer, std::size_t bytes,
+  void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place,
             std::function<void()> done) override {
     if (to < 0 || std::size_t(to) >= hub_->inboxes.size())
       throw error(errc::process_failed, -1, call::runtime,
@@ -64,7 +64,7 @@ class loopback_transport final : public transport {
         {true, -1, c, nullptr, 0, [done = std::move(done)](int, std::size_t) { done(); }, true});
   }
 
-  void receive(int from, channel c, void* buffer, std::size_t bytes,
+  void receive(int from, channel c, void* buffer, std::size_t bytes, memory_place,
                std::function<void(int, std::size_t)> done) override {
     started_.push_back(
         {false, from, c, static_cast<unsigned char*>(buffer), bytes, std::move(done), false});

@@ -59,12 +59,13 @@ class mpi_transport final : public transport {
   const char* name() const override { return "mpi"; }
   bool reaches_cuda_memory() const override { return mpi_reaches_cuda_memory(); }
 
-  void send(int to, channel c, const void* buffer, std::size_t bytes,
+  // A CUDA-aware MPI tells device memory by itself.
+  void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place,
             std::function<void()> done) override {
     start(to, c, const_cast<void*>(buffer), bytes, false,
           [done = std::move(done)](int, std::size_t) { done(); });
   }
-  void receive(int from, channel c, void* buffer, std::size_t bytes,
+  void receive(int from, channel c, void* buffer, std::size_t bytes, memory_place,
                std::function<void(int, std::size_t)> done) override {
     start(from, c, buffer, bytes, true, std::move(done));
   }

@@ -214,12 +214,14 @@ std::vector<int> process_group::nodes(const std::string& node_id) const {
   return nodes_;
 }
 
+const std::vector<int>& process_group::hosts() const {
+  if (hosts_.empty()) hosts_ = group_by_name("");
+  return hosts_;
+}
+
 int process_group::host_index() const {
-  if (host_index_ < 0) {
-    const std::vector<int> host = group_by_name("");
-    host_index_ = int(std::count(host.begin(), host.begin() + index_, host[std::size_t(index_)]));
-  }
-  return host_index_;
+  const std::vector<int>& host = hosts();
+  return int(std::count(host.begin(), host.begin() + index_, host[std::size_t(index_)]));
 }
 
 }  // namespace grma::detail

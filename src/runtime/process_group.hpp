@@ -53,9 +53,12 @@ class process_group {
   // Returns the node of each process, numbered in order of first appearance.
   std::vector<int> nodes(const std::string& node_id) const;
 
-  // This process's place among the processes on its host (by host name,
-  // whatever GRMA_NODE_ID says): which of the host's GPUs it takes.
-  // Collective the first time; then kept.
+  // The host of each process (by host name, whatever GRMA_NODE_ID says),
+  // numbered in order of first appearance. Collective the first time; then
+  // kept.
+  const std::vector<int>& hosts() const;
+  // This process's place among the processes on its host: which of the
+  // host's GPUs it takes. Collective as hosts().
   int host_index() const;
 
  private:
@@ -66,7 +69,7 @@ class process_group {
   // on its node, so later calls need no gathering.
   mutable std::string nodes_for_;
   mutable std::vector<int> nodes_;
-  mutable int host_index_ = -1;
+  mutable std::vector<int> hosts_;
 
   // Collective: each process's group by `name` (empty: the host name),
   // numbered in order of first appearance.

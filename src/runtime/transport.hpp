@@ -3,6 +3,7 @@
 // uses only these calls; which transport joins a job is a setting
 // (GRMA_TRANSPORT, make_transport):
 //  - mpi: MPI point-to-point on a communicator of grma's own (mpi_transport);
+//  - ucx: UCP tagged messages (ucx_transport);
 //  - loopback: the nodes of a job that one process plays (GRMA_NODES),
 //    joined by queues in memory (loopback_transport), so that everything
 //    the engines do runs in tests without a launcher.
@@ -26,6 +27,12 @@ enum class channel : int {
                // arrivals, an abort's error record): never behind data
 };
 
+// Where a buffer the transport reads or writes is. UCX must be told: it
+// looks a pointer up in a cache of the allocations it saw, and takes one
+// it never saw (the job's heap, allocated before it started) for host
+// memory.
+enum class memory_place { host, device };
+
 class transport {
  public:
   virtual ~transport() = default;
@@ -33,18 +40,20 @@ class transport {
   // The name GRMA_TRANSPORT gives it.
   virtual const char* name() const = 0;
 
-  // Whether sends and receives take GPU memory (a CUDA-aware MPI);
-  // otherwise the engine stages GPU data in host memory.
+  // Whether sends and receives take GPU memory (a CUDA-aware MPI; UCX
+  // with its CUDA transports); otherwise the engine stages GPU data in host
+  // memory.
   virtual bool reaches_cuda_memory() const = 0;
 
-  // Start sending or receiving `bytes` (any size). `done` runs inside poll()
-  // once the buffer is the caller's again; for a receive it gets the sender
-  // and the bytes that came (a message may be shorter than its receive; a
-  // longer one is an error of poll()). `from` < 0: any process (header
-  // channel only).
-  virtual void send(int to, channel c, const void* buffer, std::size_t bytes,
+  // Start sending or receiving `bytes` (any size) at `buffer`, which is in
+  // `place` (a device's memory only where reaches_cuda_memory()). `done`
+  // runs inside poll() once the buffer is the caller's again; for a receive
+  // it gets the sender and the bytes that came (a message may be shorter
+  // than its receive; a longer one is an error of poll()). `from` < 0: any
+  // process (header channel only).
+  virtual void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place place,
                     std::function<void()> done) = 0;
-  virtual void receive(int from, channel c, void* buffer, std::size_t bytes,
+  virtual void receive(int from, channel c, void* buffer, std::size_t bytes, memory_place place,
                        std::function<void(int from, std::size_t bytes)> done) = 0;
 
   // Completes what finished and runs its `done`, in the order the sends and

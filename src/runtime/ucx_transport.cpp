@@ -44,6 +44,14 @@ class ucx_transport final : public transport {
     s = ucp_init(&params, config, &context_);
     ucp_config_release(config);
     if (s != UCS_OK) ucx_failed(s, "ucp_init");
+    // A UCX built with CUDA (the libucx-cu13 wheel) moves a GPU's data
+    // itself, between a node's GPUs by CUDA IPC: the engine stages only
+    // small chunks (cuda_engine_memory).
+    ucp_context_attr_t attributes{};
+    attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    s = ucp_context_query(context_, &attributes);
+    if (s != UCS_OK) ucx_failed(s, "ucp_context_query");
+    reaches_cuda_ = (attributes.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
     ucp_worker_params_t worker{};
     worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     // Made on the thread that starts the job, then used by the engine's
@@ -67,12 +75,20 @@ class ucx_transport final : public transport {
     ucp_worker_release_address(worker_, address);
     group.all_gather(own.data(), slot, all.data());
     endpoints_.assign(std::size_t(n), nullptr);
+    const std::vector<int>& hosts = group.hosts();
     for (int p = 0; p < n; ++p) {
       if (p == me_) continue;
       ucp_ep_params_t ep{};
       ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE;
       ep.address = reinterpret_cast<const ucp_address_t*>(all.data() + slot * std::size_t(p));
-      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;  // a lost peer fails its operations, not the process
+      // To another host a lost peer fails its operations, not the process
+      // (PEER). UCX then takes only transports that report a peer's loss,
+      // which leaves out shared memory: to a process of this host (nodes
+      // played on one machine) it sent every header over TCP (a GPU's round
+      // trip twice MPI's). There a lost peer is the engines' liveness's to
+      // find, as with MPI.
+      ep.err_mode = hosts[std::size_t(p)] == hosts[std::size_t(me_)] ? UCP_ERR_HANDLING_MODE_NONE
+                                                                     : UCP_ERR_HANDLING_MODE_PEER;
       s = ucp_ep_create(worker_, &ep, &endpoints_[std::size_t(p)]);
       if (s != UCS_OK) ucx_failed(s, "ucp_ep_create to process " + std::to_string(p));
     }
@@ -98,9 +114,10 @@ class ucx_transport final : public transport {
   ucx_transport& operator=(const ucx_transport&) = delete;
 
   const char* name() const override { return "ucx"; }
-  bool reaches_cuda_memory() const override { return false; }
+  bool reaches_cuda_memory() const override { return reaches_cuda_; }
 
-  void send(int to, channel c, const void* buffer, std::size_t bytes, std::function<void()> done) override {
+  void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place place,
+            std::function<void()> done) override {
     if (to < 0 || std::size_t(to) >= endpoints_.size() || endpoints_[std::size_t(to)] == nullptr)
       throw error(errc::process_failed, -1, call::runtime,
                   "grma: network (ucx): a send to process " + std::to_string(to));
@@ -111,12 +128,13 @@ class ucx_transport final : public transport {
       static_cast<operation*>(user)->finish(status, 0, -1);
     };
     param.user_data = &o;
+    told_where(param, place);
     ucs_status_ptr_t r =
         ucp_tag_send_nbx(endpoints_[std::size_t(to)], buffer, bytes, tag_of(job_, c, me_), &param);
     took(o, r, "sending to process " + std::to_string(to));
   }
 
-  void receive(int from, channel c, void* buffer, std::size_t bytes,
+  void receive(int from, channel c, void* buffer, std::size_t bytes, memory_place place,
                std::function<void(int, std::size_t)> done) override {
     operation& o = start(from, true, std::move(done));
     ucp_request_param_t param{};
@@ -127,6 +145,7 @@ class ucx_transport final : public transport {
       static_cast<operation*>(user)->finish(status, info->length, int(info->sender_tag & sender_bits));
     };
     param.user_data = &o;
+    told_where(param, place);
     const ucp_tag_t mask = from < 0 ? ~sender_bits : ~ucp_tag_t(0);
     ucs_status_ptr_t r = ucp_tag_recv_nbx(worker_, buffer, bytes, tag_of(job_, c, from < 0 ? 0 : from), mask, &param);
 
@@ -188,6 +207,13 @@ class ucx_transport final : public transport {
   }
 
  private:
+  // Said, not looked up: UCX's lookup takes memory it never saw for host
+  // memory (transport.hpp).
+  static void told_where(ucp_request_param_t& param, memory_place place) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = place == memory_place::device ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+  }
+
   // One send or receive; UCX's callback finishes it inside progress.
   struct operation {
     int peer;
@@ -227,6 +253,7 @@ class ucx_transport final : public transport {
 
   unsigned job_;
   int me_ = 0;
+  bool reaches_cuda_ = false;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;

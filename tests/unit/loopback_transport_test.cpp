@@ -17,6 +17,7 @@ namespace {
 using grma::detail::channel;
 using grma::detail::make_loopback_hub;
 using grma::detail::make_loopback_transport;
+using grma::detail::memory_place;
 using grma::detail::transport;
 
 struct three_endpoints {
@@ -27,7 +28,7 @@ struct three_endpoints {
 };
 
 void send_word(transport& t, int to, channel c, std::uint64_t value, int& sent) {
-  t.send(to, c, &value, sizeof value, [&sent] { ++sent; });
+  t.send(to, c, &value, sizeof value, memory_place::host, [&sent] { ++sent; });
   value = ~value;  // the buffer is the caller's again: the message keeps what was sent
 }
 
@@ -43,8 +44,11 @@ TEST(LoopbackTransport, OneSendersMessagesOfAChannelArriveInOrder) {
   std::uint64_t record = 0;
   std::vector<std::uint64_t> data(5, 0);
   std::vector<int> from;
-  e.b->receive(0, channel::record, &record, sizeof record, [&](int f, std::size_t) { from.push_back(f); });
-  for (auto& word : data) e.b->receive(0, channel::data, &word, sizeof word, [&](int f, std::size_t) { from.push_back(f); });
+  e.b->receive(0, channel::record, &record, sizeof record, memory_place::host,
+               [&](int f, std::size_t) { from.push_back(f); });
+  for (auto& word : data)
+    e.b->receive(0, channel::data, &word, sizeof word, memory_place::host,
+                 [&](int f, std::size_t) { from.push_back(f); });
   EXPECT_FALSE(e.b->idle());
   EXPECT_TRUE(e.b->poll());
   EXPECT_EQ(record, 7u);
@@ -61,9 +65,12 @@ TEST(LoopbackTransport, AnyProcessTakesTheEarliestAndLearnsItsSender) {
   send_word(*e.a, 1, channel::header, 1, sent);
   std::uint64_t first = 0, second = 0, third = 0;
   int first_from = -1, second_from = -1;
-  e.b->receive(-1, channel::header, &first, sizeof first, [&](int f, std::size_t) { first_from = f; });
-  e.b->receive(-1, channel::header, &second, sizeof second, [&](int f, std::size_t) { second_from = f; });
-  e.b->receive(-1, channel::header, &third, sizeof third, [](int, std::size_t) { FAIL() << "nothing was sent"; });
+  e.b->receive(-1, channel::header, &first, sizeof first, memory_place::host,
+               [&](int f, std::size_t) { first_from = f; });
+  e.b->receive(-1, channel::header, &second, sizeof second, memory_place::host,
+               [&](int f, std::size_t) { second_from = f; });
+  e.b->receive(-1, channel::header, &third, sizeof third, memory_place::host,
+               [](int, std::size_t) { FAIL() << "nothing was sent"; });
   EXPECT_TRUE(e.b->poll());
   EXPECT_EQ(first, 3u);
   EXPECT_EQ(first_from, 2);
@@ -77,7 +84,8 @@ TEST(LoopbackTransport, AReceiveWaitsForItsOwnSender) {
   int sent = 0;
   std::uint64_t word = 0;
   int from = -1;
-  e.b->receive(2, channel::data, &word, sizeof word, [&](int f, std::size_t) { from = f; });
+  e.b->receive(2, channel::data, &word, sizeof word, memory_place::host,
+               [&](int f, std::size_t) { from = f; });
   send_word(*e.a, 1, channel::data, 5, sent);
   EXPECT_FALSE(e.b->poll());
   send_word(*e.c, 1, channel::data, 9, sent);
@@ -89,10 +97,11 @@ TEST(LoopbackTransport, AReceiveWaitsForItsOwnSender) {
 TEST(LoopbackTransport, AReceiveLearnsHowManyBytesCame) {
   three_endpoints e;
   const std::uint64_t words[3] = {4, 5, 6};
-  e.a->send(1, channel::header, words, 2 * sizeof(std::uint64_t), [] {});
+  e.a->send(1, channel::header, words, 2 * sizeof(std::uint64_t), memory_place::host, [] {});
   std::uint64_t room[3] = {};
   std::size_t came = 0;
-  e.b->receive(-1, channel::header, room, sizeof room, [&](int, std::size_t bytes) { came = bytes; });
+  e.b->receive(-1, channel::header, room, sizeof room, memory_place::host,
+               [&](int, std::size_t bytes) { came = bytes; });
   EXPECT_TRUE(e.b->poll());
   EXPECT_EQ(came, 2 * sizeof(std::uint64_t));
   EXPECT_EQ(room[1], 5u);
@@ -102,9 +111,9 @@ TEST(LoopbackTransport, AReceiveLearnsHowManyBytesCame) {
 TEST(LoopbackTransport, AMessageLongerThanItsReceiveIsAnError) {
   three_endpoints e;
   const std::uint64_t words[2] = {1, 2};
-  e.a->send(1, channel::record, words, sizeof words, [] {});
+  e.a->send(1, channel::record, words, sizeof words, memory_place::host, [] {});
   std::uint64_t one = 0;
-  e.b->receive(0, channel::record, &one, sizeof one, [](int, std::size_t) {});
+  e.b->receive(0, channel::record, &one, sizeof one, memory_place::host, [](int, std::size_t) {});
   try {
     e.b->poll();
     FAIL() << "no error";

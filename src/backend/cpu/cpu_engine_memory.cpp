@@ -13,6 +13,7 @@ class host_engine_memory final : public engine_memory {
   explicit host_engine_memory(bool spin_when_idle) : spin_(spin_when_idle) {}
 
   bool spin_when_idle() const override { return spin_; }
+  memory_place devices_place() const override { return memory_place::host; }
   std::shared_ptr<unsigned char> staging(std::size_t) override { return nullptr; }
 
   void read(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }

@@ -250,28 +250,74 @@ __device__ void proxy_release(device_op_ring* inbox, std::uint64_t head, unsigne
   if (lane == 0) store_release<scope::system>(inbox->consumed, head);
 }
 
-__global__ void proxy(device_op_ring* inbox, std::uint32_t mask) {
+// Slots read in one trip while operations keep coming: the loads overlap,
+// so a busy proxy serves up to this many a trip over PCIe (one a trip
+// served about 4e5 a second); an idle one reads only the next slot, since
+// its polls are PCIe traffic the copy engines share. Four keep the proxy
+// within 64 registers (below).
+inline constexpr int proxy_batch = 4;
+
+// At most 64 registers a thread: the proxy must fit in the room one rank's
+// block leaves on a multiprocessor (plan_cuda reserves no more). With 64 it
+// fits beside every rank kernel of the tests and benchmarks; with 80 it
+// never started beside 8 blocks of 128 threads a multiprocessor (HostAccess
+// at the most ranks), and the engine waited for it.
+__global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask) {
   const unsigned lane = threadIdx.x;
-  for (std::uint64_t head = 0;; ++head) {
-    ring_slot<device_op>& slot = inbox->slots()[head & mask];
-    std::uint64_t word = 0;
-    do {
-      // Acquire: pairs with the engine's release of word 0 (x86 stores stay
-      // in order, so any word seen means what the engine wrote before is
-      // there); a copy in reads its source after.
-      word = load_acquire<scope::system>(slot.word[lane]);
-    } while (!__all_sync(full_warp, std::uint32_t(word >> 32) == std::uint32_t(head + 1)));
-    // Lane 0's acquire (of the word the engine released) orders the other
-    // lanes' reads of the scratch after it too.
+  int reading = 1;  // slots a trip reads: proxy_batch after a trip that found work
+  // The trip's slots, a field per lane: in shared memory, since registers
+  // for them all beside an operation's would take the proxy beyond its 64.
+  __shared__ std::uint32_t fields[proxy_batch][32];
+  for (std::uint64_t head = 0;;) {
+    int ready = 0;  // consecutive slots from `head` found whole
+    bool copies_after_first = false;
+    while (ready == 0) {
+      std::uint64_t word[proxy_batch];
+      // The later slots first, relaxed, then the next one with acquire,
+      // which pairs with the engine's release of its word 0 (x86 stores
+      // stay in order, so any word seen means what the engine wrote before
+      // is there): an acquire orders the loads after it, so it comes last
+      // for the trip's loads to overlap.
+#pragma unroll
+      for (int k = 1; k < proxy_batch; ++k)
+        word[k] = k < reading
+                      ? load_relaxed<scope::system>(inbox->slots()[(head + k) & mask].word[lane])
+                      : 0;
+      word[0] = load_acquire<scope::system>(inbox->slots()[head & mask].word[lane]);
+#pragma unroll
+      for (int k = 0; k < proxy_batch; ++k) {
+        // Warp-uniform conditions: every lane takes part in the vote or none.
+        if (ready == k && k < reading &&
+            __all_sync(full_warp, std::uint32_t(word[k] >> 32) == std::uint32_t(head + k + 1))) {
+          ready = k + 1;
+          fields[k][lane] = std::uint32_t(word[k]);
+          copies_after_first |= k > 0 && device_op_kind(proxy_field(std::uint32_t(word[k]), 0) &
+                                                        0xffu) == device_op_kind::copy_in;
+        }
+      }
+      reading = ready == 0 ? 1 : proxy_batch;
+    }
+    // A later slot was read relaxed: before a copy in reads its source
+    // (the scratch the engine wrote before the slot), lane 0's fence makes
+    // its reads of the slots acquire.
+    if (copies_after_first && lane == 0)
+      cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
+    // Lane 0's acquire orders the other lanes' reads of the scratch after it too.
     __syncwarp();
-    const auto mine = std::uint32_t(word);
-    const auto kind = device_op_kind(proxy_field(mine, 0) & 0xffu);
-    if (kind != device_op_kind::stop) proxy_apply(kind, mine, lane);
-    // After every operation: the engine waits for reads and claims, and
-    // acknowledges writes once they are in place; the release costs the
-    // proxy about 0.5 us, after the operation's own writes.
-    proxy_release(inbox, head + 1, lane);
-    if (kind == device_op_kind::stop) return;
+    for (int k = 0; k < ready; ++k) {
+      const std::uint32_t field = fields[k][lane];  // this lane's own: no barrier
+      const auto kind = device_op_kind(proxy_field(field, 0) & 0xffu);
+      if (kind == device_op_kind::stop) {
+        proxy_release(inbox, head + k + 1, lane);
+        return;
+      }
+      proxy_apply(kind, field, lane);
+    }
+    // After the trip's operations: the engine waits for reads and claims,
+    // and acknowledges writes once they are in place; the release costs the
+    // proxy about 0.5 us, after the operations' own writes.
+    head += std::uint64_t(ready);
+    proxy_release(inbox, head, lane);
   }
 }
 
@@ -349,10 +395,17 @@ class cuda_engine_memory final : public engine_memory {
 
   void bind() override { cuda_check(cudaSetDevice(device_), "cudaSetDevice (network engine)"); }
   bool spin_when_idle() const override { return true; }
+  memory_place devices_place() const override { return memory_place::device; }
   void unbind() override { stop_proxy(); }
 
+  // Where the network reaches GPU memory itself (UCX with CUDA), it moves
+  // chunks of direct_bytes and more there; smaller ones still go through
+  // pinned memory and the proxy, since a message of GPU memory costs the
+  // network a copy on a stream of its own at each end (UCX over CUDA IPC:
+  // 85 us a round trip from 64 B to 256 KiB, 34 us at 8 B, against 20
+  // staged).
   std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
-    return network_reaches_devices_ ? nullptr : pool_.take(bytes);
+    return network_reaches_devices_ && bytes >= direct_bytes ? nullptr : pool_.take(bytes);
   }
 
   // Without the proxy, all copies go on one stream, so each starts after
@@ -583,6 +636,8 @@ class cuda_engine_memory final : public engine_memory {
   // Copies and writes up to this size go through the scratch; larger ones
   // are a staging buffer's.
   static constexpr std::size_t small_bytes = device_op_copy;
+  // The least chunk the network moves in GPU memory itself (staging()).
+  static constexpr std::size_t direct_bytes = std::size_t{64} << 10;
   // Small writes between two waits (a write that finds it full waits).
   static constexpr std::size_t scratch_bytes = std::size_t{1} << 20;
 
