@@ -150,6 +150,15 @@ double memcpy_gbs(int a, int b, std::size_t bytes, int iterations) {
   check(cudaSetDevice(a), "cudaSetDevice");
   check(cudaMalloc(&from, bytes), "cudaMalloc");
   check(cudaMemset(from, 1, bytes), "cudaMemset");
+  if (a != b) {
+    // Without it the copy goes through host memory (a process that drives
+    // one GPU of the two never turned it on).
+    const cudaError_t e = cudaDeviceEnablePeerAccess(b, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled)
+      cudaGetLastError();  // clears it
+    else
+      check(e, "cudaDeviceEnablePeerAccess");
+  }
   check(cudaMemcpyPeer(to, b, from, a, bytes), "warm-up copy");
   const double seconds = event_seconds([&] {
     for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(to, b, from, a, bytes);
@@ -159,6 +168,12 @@ double memcpy_gbs(int a, int b, std::size_t bytes, int iterations) {
   cudaFree(to);
   check(cudaSetDevice(a), "cudaSetDevice");
   return double(bytes) * iterations / seconds / 1e9;
+}
+
+int visible_gpus() {
+  int n = 0;
+  check(cudaGetDeviceCount(&n), "cudaGetDeviceCount");
+  return n;
 }
 
 device_buffer::device_buffer(std::size_t bytes) {

@@ -17,8 +17,12 @@ double raw_flag_round_trip_us(int a, int b, int iterations);
 // can take less, whatever its queue.
 double release_flag_round_trip_us(int a, int b, int iterations);
 
-// cudaMemcpy (a == b) or cudaMemcpyPeer bandwidth from GPU a to GPU b, GB/s.
+// cudaMemcpy (a == b) or cudaMemcpyPeer bandwidth from GPU a to GPU b (peer
+// access on), GB/s.
 double memcpy_gbs(int a, int b, std::size_t bytes, int iterations);
+
+// The GPUs this process sees.
+int visible_gpus();
 
 // A buffer on the current GPU and copies between it and host memory: the
 // device side of the staged MPI baselines (mpi_baselines.hpp).
@@ -30,6 +34,7 @@ class device_buffer {
   device_buffer& operator=(const device_buffer&) = delete;
   void to_host(void* host, std::size_t bytes) const;
   void to_device(const void* host, std::size_t bytes) const;
+  void* data() const { return memory_; }
 
  private:
   void* memory_ = nullptr;

@@ -34,7 +34,10 @@
 // also the same with a data store and a release before each flag) and
 // memcpy (cudaMemcpy, cudaMemcpyPeer, or host memcpy and two threads on the
 // CPU backend), MPI between nodes (host buffers; on GPUs also device
-// buffers staged through host buffers). Where the build has NVSHMEM
+// buffers staged through host buffers), and where grma has UCX, UCX's own
+// puts between the two processes (8-byte put rate; bandwidth of GPU memory
+// where UCX reaches it, else host memory), and on GPUs cudaMemcpyPeer
+// between the two nodes' GPUs where the first process sees both. Where the build has NVSHMEM
 // (GRMA_NVSHMEM_HOME) and both GPUs of the peer path are this process's,
 // also NVSHMEM between them: put-with-signal round trips, int_p, the
 // core's one-word operations (fetch_add round trip, add rate, barrier and
@@ -65,6 +68,9 @@
 #endif
 #if GRMA_BENCH_MPI
 #include "mpi_baselines.hpp"
+#endif
+#if GRMA_BENCH_UCX
+#include "ucx_baselines.hpp"
 #endif
 #include "nvshmem_run.hpp"
 #ifndef GRMA_BENCH_NVSHMEM
@@ -438,6 +444,15 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     // would move them.
     std::function<double(std::size_t, int)> staged_us = [](std::size_t, int) { return NAN; };
     std::function<double(std::size_t, int)> staged_gbs = [](std::size_t, int) { return NAN; };
+    // Across nodes on GPUs, cudaMemcpyPeer between the two processes' GPUs,
+    // where the first process sees both (two GPUs of one host played as
+    // nodes): what a GPU-to-GPU transport could reach.
+    std::function<double(std::size_t)> peer_copy_gbs = [](std::size_t) { return NAN; };
+#if defined(__CUDACC__)
+    if (p.remote && cuda && lead && bench::visible_gpus() >= 2)
+      peer_copy_gbs = [](std::size_t b) { return bench::memcpy_gbs(0, 1, b, 20); };
+#endif
+    [[maybe_unused]] void* device_region = nullptr;  // this process's GPU buffer for the baselines
 #if GRMA_BENCH_MPI
     if (p.remote && mpi_ready && !plays_nodes) {
       floor_name = "MPI ping-pong, host buffers";
@@ -452,6 +467,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     std::shared_ptr<bench::staging> staged;
     if (measures_mpi && cuda) {
       device = std::make_shared<bench::device_buffer>(std::max(latency_sizes.back(), widest));
+      device_region = device->data();
       staged = std::make_shared<bench::staging>(bench::staging{
           [device](void* host, std::size_t bytes) { device->to_host(host, bytes); },
           [device](const void* host, std::size_t bytes) { device->to_device(host, bytes); }});
@@ -463,6 +479,21 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       };
     }
 #endif
+#endif
+    // UCX's own puts between the same two processes, where grma has UCX:
+    // GB/s (of GPU memory where UCX reaches it) and 8-byte puts per second.
+    std::function<double(std::size_t, int)> ucx_put_gbs = [](std::size_t, int) { return NAN; };
+    std::function<double(int)> ucx_put_rate = [](int) { return NAN; };
+    const char* ucx_put_memory = "-";
+#if GRMA_BENCH_UCX
+    if (measures_mpi) {
+      auto ucx = std::make_shared<bench::ucx_puts>(far_process, widest, device_region);
+      ucx_put_gbs = [ucx](std::size_t bytes, int iterations) {
+        return ucx->gbs(bytes, iterations);
+      };
+      ucx_put_rate = [ucx](int puts) { return ucx->rate(puts, 64); };
+      ucx_put_memory = ucx->on_device() ? "device" : "host";
+    }
 #endif
     std::optional<bench::nvshmem_figures> nvshmem;
     std::string nvshmem_failure;
@@ -610,9 +641,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (json) std::fprintf(json, ",\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
-    std::snprintf(line, sizeof line, "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s\n",
+    std::snprintf(line, sizeof line,
+                  "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s\n",
                   p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
-                  "NVSHMEM all", "staged MPI");
+                  "NVSHMEM all", "staged MPI", "UCX put", "peer copy");
     report += line;
     if (json) std::fprintf(json, ",\n     \"bandwidth\": [\n");
     first = true;
@@ -633,21 +665,28 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
 #endif
       const double staged_copy = staged_gbs(bytes, iterations);
+      const double ucx_put = ucx_put_gbs(bytes, iterations);
+      const double peer_copy = peer_copy_gbs(bytes * std::size_t(all_measured ? pairs : 1));
       const double nvshmem_one = nvshmem ? figure_at(nvshmem->one_block_gbs, bytes) : NAN;
       const double nvshmem_all = nvshmem ? figure_at(nvshmem->blocks_gbs, bytes) : NAN;
-      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s %14s %14s\n", bytes, one_gbs,
-                    format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
+      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s\n", bytes,
+                    one_gbs, format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
                     format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),
-                    format(staged_copy, "%.2f").c_str());
+                    format(staged_copy, "%.2f").c_str(), format(ucx_put, "%.2f").c_str(),
+                    format(peer_copy, "%.2f").c_str());
       report += line;
       if (json)
-        std::fprintf(json,
-                     "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %s, "
-                     "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
-                     "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s}",
-                     first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
-                     format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
-                     format(nvshmem_all, "%.3f", "null").c_str(), format(staged_copy, "%.3f", "null").c_str());
+        std::fprintf(
+            json,
+            "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %s, "
+            "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
+            "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s, \"ucx_put_gbs\": %s, "
+            "\"ucx_put_memory\": \"%s\", \"peer_copy_gbs\": %s}",
+            first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
+            format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
+            format(nvshmem_all, "%.3f", "null").c_str(),
+            format(staged_copy, "%.3f", "null").c_str(), format(ucx_put, "%.3f", "null").c_str(),
+            ucx_put_memory, format(peer_copy, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.
@@ -659,16 +698,19 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
 #if GRMA_BENCH_MPI
     if (measures_mpi) mpi_rate = bench::mpi_message_rate(8, o.quick ? 20000 : 200000, 64, far_process);
 #endif
+    const double ucx_rate = ucx_put_rate(o.quick ? 20000 : 200000);
     std::snprintf(line, sizeof line,
                   "%s: message rate, 8-byte notified puts: %.3g per second (%d pairs); MPI's own "
-                  "(window 64): %s\n",
-                  p.name, per_second, pairs, format(mpi_rate, "%.3g").c_str());
+                  "(window 64): %s; UCX's 8-byte puts (window 64): %s\n",
+                  p.name, per_second, pairs, format(mpi_rate, "%.3g").c_str(),
+                  format(ucx_rate, "%.3g").c_str());
     report += line;
     if (json)
       std::fprintf(json,
                    "\n     ],\n     \"message_rate\": {\"messages_per_s\": %.1f, \"pairs\": %d, "
-                   "\"mpi_messages_per_s\": %s}\n    }",
-                   per_second, pairs, format(mpi_rate, "%.1f", "null").c_str());
+                   "\"mpi_messages_per_s\": %s, \"ucx_puts_per_s\": %s}\n    }",
+                   per_second, pairs, format(mpi_rate, "%.1f", "null").c_str(),
+                   format(ucx_rate, "%.1f", "null").c_str());
   }
   if (json) std::fprintf(json, "\n  ],\n  \"host\": ");
   if (wanted("host")) {
