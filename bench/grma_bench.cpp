@@ -444,14 +444,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     // would move them.
     std::function<double(std::size_t, int)> staged_us = [](std::size_t, int) { return NAN; };
     std::function<double(std::size_t, int)> staged_gbs = [](std::size_t, int) { return NAN; };
-    // Across nodes on GPUs, cudaMemcpyPeer between the two processes' GPUs,
-    // where the first process sees both (two GPUs of one host played as
-    // nodes): what a GPU-to-GPU transport could reach.
+    // Across nodes on GPUs, cudaMemcpyPeer between the two processes' GPUs
+    // where they are one host's (its GPUs played as nodes, one a process):
+    // what a GPU-to-GPU transport could reach.
     std::function<double(std::size_t)> peer_copy_gbs = [](std::size_t) { return NAN; };
-#if defined(__CUDACC__)
-    if (p.remote && cuda && lead && bench::visible_gpus() >= 2)
-      peer_copy_gbs = [](std::size_t b) { return bench::memcpy_gbs(0, 1, b, 20); };
-#endif
     [[maybe_unused]] void* device_region = nullptr;  // this process's GPU buffer for the baselines
 #if GRMA_BENCH_MPI
     if (p.remote && mpi_ready && !plays_nodes) {
@@ -468,6 +464,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     if (measures_mpi && cuda) {
       device = std::make_shared<bench::device_buffer>(std::max(latency_sizes.back(), widest));
       device_region = device->data();
+      if (bench::same_host(far_process) && lead && processes_per_node == 1 &&
+          bench::visible_gpus() >= 2)
+        peer_copy_gbs = [](std::size_t b) { return bench::memcpy_gbs(0, 1, b, 20); };
       staged = std::make_shared<bench::staging>(bench::staging{
           [device](void* host, std::size_t bytes) { device->to_host(host, bytes); },
           [device](const void* host, std::size_t bytes) { device->to_device(host, bytes); }});

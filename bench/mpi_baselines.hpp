@@ -5,8 +5,10 @@
 #pragma once
 
 #include <mpi.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <cstring>
 #include <functional>
 #include <vector>
 
@@ -24,6 +26,17 @@ inline int process() {
   int p = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &p);
   return p;
+}
+
+// Whether process 0 and process `peer` run on one host (only those two
+// call it).
+inline bool same_host(int peer) {
+  char mine[256] = {}, theirs[256] = {};
+  gethostname(mine, sizeof mine - 1);
+  const int other = process() == 0 ? peer : 0;
+  MPI_Sendrecv(mine, int(sizeof mine), MPI_CHAR, other, 14, theirs, int(sizeof theirs), MPI_CHAR,
+               other, 14, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  return std::strcmp(mine, theirs) == 0;
 }
 
 // An empty message to or from `other`: lines the two processes up.

@@ -132,8 +132,14 @@ ucx_puts::ucx_puts(int peer, std::size_t bytes, void* device_region) : s_(new st
   ucp_context_attr_t attributes{};
   attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
   check(ucp_context_query(s.context, &attributes), "ucp_context_query");
-  s.cuda =
+  // GPU memory where both ends have it and their UCX reaches it: they
+  // map alike, or their exchanges would not pair.
+  const int mine =
       device_region != nullptr && (attributes.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  int other_has = 0;
+  MPI_Sendrecv(&mine, 1, MPI_INT, s.other, 29, &other_has, 1, MPI_INT, s.other, 29, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+  s.cuda = mine != 0 && other_has != 0;
   ucp_worker_params_t worker{};
   worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
   worker.thread_mode = UCS_THREAD_MODE_SINGLE;
@@ -156,9 +162,9 @@ ucx_puts::~ucx_puts() {
   state& s = *s_;
   s.unmap(s.device);
   s.unmap(s.host);
+  // Flushed (a forced close is for endpoints with peer error handling);
+  // both ends are here, having measured together.
   ucp_request_param_t close{};
-  close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  close.flags = UCP_EP_CLOSE_FLAG_FORCE;
   ucs_status_ptr_t r = ucp_ep_close_nbx(s.ep, &close);
   if (UCS_PTR_IS_PTR(r)) {
     while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(s.worker);

@@ -53,8 +53,10 @@ void engine_context::send_data(int to, const unsigned char* at, std::uint64_t by
   const bool host = kind == memory_kind::host;
   for_each_chunk(bytes, std::move(released), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
     // In the lane even unstaged: the pair's data messages go in header order.
-    lanes.enqueue(to, lane_direction::out, host ? 0 : n,
-                  [this, to, from = at + offset, n, chunk_done, host](auto stage) {
+    const unsigned char* from = at + offset;
+    const bool staged = !host && !memory->network_moves(from, n);
+    lanes.enqueue(to, lane_direction::out, staged ? n : 0,
+                  [this, to, from, n, chunk_done, host](auto stage) {
                     if (host)
                       return net->send(to, channel::data, from, n, memory_place::host, chunk_done);
                     if (!stage) {
@@ -72,24 +74,28 @@ void engine_context::send_data(int to, const unsigned char* at, std::uint64_t by
 void engine_context::receive_data(int from, unsigned char* at, std::uint64_t bytes,
                                   std::function<void()> done, memory_kind kind) {
   const bool host = kind == memory_kind::host;
-  for_each_chunk(bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
-    lanes.enqueue(from, lane_direction::in, host ? 0 : n, [this, from, to = at + offset, n, chunk_done, host](auto stage) {
-      if (!stage) {
-        // The network writes the device itself: no earlier write lands over it.
-        if (!host) memory->flush();
-        return net->receive(from, channel::data, to, n,
-                            host ? memory_place::host : memory->devices_place(),
-                            [chunk_done](int, std::size_t) { chunk_done(); });
-      }
-      net->receive(from, channel::data, stage.get(), n, memory_place::host,
-                   [this, stage, to, n, chunk_done](int, std::size_t) {
-                     // Lands before anything written after it (engine_memory); the
-                     // stage returns to its lane when the copy is done.
-                     memory->write_staged(to, stage, n);
-                     chunk_done();
-                   });
-    });
-  });
+  for_each_chunk(
+      bytes, std::move(done), [&](std::uint64_t offset, std::uint64_t n, auto chunk_done) {
+        unsigned char* to = at + offset;
+        const bool staged = !host && !memory->network_moves(to, n);
+        lanes.enqueue(from, lane_direction::in, staged ? n : 0,
+                      [this, from, to, n, chunk_done, host](auto stage) {
+                        if (!stage) {
+                          // The network writes the device itself: no earlier write lands over it.
+                          if (!host) memory->flush();
+                          return net->receive(from, channel::data, to, n,
+                                              host ? memory_place::host : memory->devices_place(),
+                                              [chunk_done](int, std::size_t) { chunk_done(); });
+                        }
+                        net->receive(from, channel::data, stage.get(), n, memory_place::host,
+                                     [this, stage, to, n, chunk_done](int, std::size_t) {
+                                       // Lands before anything written after it (engine_memory);
+                                       // the stage returns to its lane when the copy is done.
+                                       memory->write_staged(to, stage, n);
+                                       chunk_done();
+                                     });
+                      });
+      });
 }
 
 }  // namespace grma::detail

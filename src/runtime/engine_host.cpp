@@ -27,10 +27,16 @@ void engine_host::attach() {
   port_->attach(shape);
 }
 
+namespace {
+// Host operations taken a turn: as many headers as full batches of the
+// longest fill in all the messages a process may have in flight.
+constexpr std::size_t host_operations_per_turn =
+    std::size_t(header_messages_in_flight) * (batch_bytes / wire_header_most);
+}  // namespace
+
 bool engine_host::take() {
   std::deque<operation> taken;
-  if (!port_ || intake_.full() || !port_->take(taken, batch_headers * header_messages_in_flight))
-    return false;
+  if (!port_ || intake_.full() || !port_->take(taken, host_operations_per_turn)) return false;
   for (const operation& op : taken) start(op);
   return true;
 }

@@ -13,6 +13,7 @@ engine_intake::engine_intake(engine_context& cx, engine_completion& completion, 
     : cx_(cx), completion_(completion), arrivals_(arrivals) {
   for (const device_view* v : cx_.own) readers_.push_back(ring_reader{0, 0, v->commands->mask});
   outgoing_.resize(std::size_t(cx_.nodes.processes));
+  outgoing_bytes_.resize(std::size_t(cx_.nodes.processes), 0);
   in_flight_.resize(std::size_t(cx_.nodes.processes), 0);
 }
 
@@ -65,22 +66,27 @@ void engine_intake::send_header(int to, const remote_command& c) {
   std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
   queue.push_back(c);
   ++queued_;
-  if (queue.size() >= batch_headers) flush_headers(to, false);
+  outgoing_bytes_[std::size_t(to)] += wire_bytes(c);
+  if (outgoing_bytes_[std::size_t(to)] >= batch_bytes) flush_headers(to, false);
 }
 
 void engine_intake::flush_headers(int to, bool now) {
   std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
   int& in_flight = in_flight_[std::size_t(to)];
-  while (!queue.empty() &&
-         (now || in_flight == 0 ||
-          (queue.size() >= batch_headers && in_flight < header_messages_in_flight))) {
-    const std::size_t n = std::min(queue.size(), batch_headers);
-    auto message = std::make_shared<std::vector<remote_command>>(queue.begin(), queue.begin() + std::ptrdiff_t(n));
-    queue.erase(queue.begin(), queue.begin() + std::ptrdiff_t(n));
-    queued_ -= n;
+  std::size_t& bytes = outgoing_bytes_[std::size_t(to)];
+  while (!queue.empty() && (now || in_flight == 0 ||
+                            (bytes >= batch_bytes && in_flight < header_messages_in_flight))) {
+    auto message = std::make_shared<std::vector<unsigned char>>();
+    message->reserve(batch_bytes);
+    while (!queue.empty() && message->size() + wire_bytes(queue.front()) <= batch_bytes) {
+      wire_append(*message, queue.front());
+      queue.pop_front();
+      --queued_;
+    }
+    bytes -= message->size();
     ++in_flight;
-    cx_.net->send(to, channel::header, message->data(), message->size() * sizeof(remote_command),
-                  memory_place::host, [message, this, to] { --in_flight_[std::size_t(to)]; });
+    cx_.net->send(to, channel::header, message->data(), message->size(), memory_place::host,
+                  [message, this, to] { --in_flight_[std::size_t(to)]; });
   }
 }
 

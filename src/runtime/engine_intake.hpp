@@ -8,18 +8,20 @@
 #include <deque>
 #include <vector>
 
-#include "grma/detail/device_state.hpp"
 #include "engine_context.hpp"
+#include "grma/detail/device_state.hpp"
+#include "wire_format.hpp"
 
 namespace grma::detail {
 
 class engine_arrivals;
 class engine_completion;
 
-// Headers for one process travel together, up to this many in a message
-// (3840 bytes: under Open MPI's shared-memory eager limit of 4 KiB, so a
-// batch costs the receiver one copy and no handshake).
-inline constexpr std::size_t batch_headers = 32;
+// Headers for one process travel together, up to this many bytes in a
+// message (under Open MPI's shared-memory eager limit of 4 KiB, so a batch
+// costs the receiver one copy and no handshake): 32 of the longest headers
+// (wire_format), 60 of the shortest.
+inline constexpr std::size_t batch_bytes = 32 * wire_header_most;
 // Messages of headers in flight to one process at most, and headers queued
 // (for all processes, replies and acknowledgements too) beyond which the
 // engine takes no more commands: under load the ranks wait for room in
@@ -41,7 +43,7 @@ class engine_intake {
   // (after taking its ranks' commands, after each poll that completed
   // something, and at the end of each turn). A lone header, which finds no
   // message in flight to its process, goes in the same turn; while one is
-  // in flight, only full batches (batch_headers) go, up to
+  // in flight, only full batches (batch_bytes) go, up to
   // header_messages_in_flight, so under load many operations share a
   // message. Their data and records follow on channels of their own,
   // which the receiver takes in header order.
@@ -63,6 +65,7 @@ class engine_intake {
   engine_arrivals& arrivals_;
   std::vector<ring_reader> readers_;                    // of this process's command rings
   std::vector<std::deque<remote_command>> outgoing_;  // by process: headers not sent yet
+  std::vector<std::size_t> outgoing_bytes_;           // by process: theirs on the wire
   std::size_t queued_ = 0;                             // in outgoing_, all processes
   std::vector<int> in_flight_;                         // by process: messages of headers
 };

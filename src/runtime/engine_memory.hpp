@@ -37,14 +37,16 @@ class engine_memory {
   virtual bool spin_when_idle() const = 0;
 
   // Where the devices' memory is, for the network to read and write it
-  // where staging() gives no buffer: host memory on the CPU backend.
+  // itself: host memory on the CPU backend.
   virtual memory_place devices_place() const = 0;
-
+  // Whether the network reads and writes `bytes` of a device's memory at
+  // `at` itself (host memory; on a GPU, large chunks of its heap where a
+  // CUDA-aware MPI or UCX reaches GPU memory); otherwise they go through a
+  // staging buffer.
+  virtual bool network_moves(const void* at, std::size_t bytes) const = 0;
   // Host memory for `bytes` of data on their way between a device and the
-  // network (a GPU's: pinned, so that its copies run at full speed); null
-  // where the network sends from and receives into device memory itself
-  // (host memory; large chunks where a CUDA-aware MPI or UCX reaches GPU
-  // memory).
+  // network where it does not move them itself (a GPU's: pinned, so that
+  // its copies run at full speed).
   virtual std::shared_ptr<unsigned char> staging(std::size_t bytes) = 0;
 
   // Data: a put's or get's bytes.

@@ -7,6 +7,7 @@
 #include "engine_completion.hpp"
 #include "engine_host.hpp"
 #include "engine_liveness.hpp"
+#include "wire_format.hpp"
 
 namespace grma::detail {
 namespace {
@@ -113,8 +114,8 @@ void engine_operations::post_header_receive(std::unique_ptr<header_receive> r) {
   header_receive* at = r.get();
   at->arrived = false;
   inbound_.push_back(std::move(r));
-  cx_.net->receive(-1, channel::header, at->batch.data(), batch_headers * sizeof(remote_command),
-                   memory_place::host, [this, at](int from, std::size_t bytes) {
+  cx_.net->receive(-1, channel::header, at->batch.data(), at->batch.size(), memory_place::host,
+                   [this, at](int from, std::size_t bytes) {
                      at->from = from;
                      at->bytes = bytes;
                      at->arrived = true;
@@ -131,10 +132,19 @@ void engine_operations::take_headers() {
     inbound_.pop_front();
     const int from = r->from;
     liveness_.heard_from(from);
-    if (r->bytes == 0 || r->bytes % sizeof(remote_command) != 0) {
+    // Decoded whole before any is handled: a batch is good or refused.
+    std::vector<remote_command> headers;
+    std::size_t at = 0;
+    for (std::size_t n = 0; at < r->bytes; at += n) {
+      remote_command c;
+      n = wire_read(r->batch.data() + at, r->bytes - at, c);
+      if (n == 0) break;
+      headers.push_back(c);
+    }
+    if (headers.empty() || at != r->bytes) {
       liveness_.malformed(from, -1, call::runtime, "sent a malformed batch of headers");
     } else {
-      for (std::size_t i = 0; i < r->bytes / sizeof(remote_command); ++i) receive(from, r->batch[i]);
+      for (const remote_command& c : headers) receive(from, c);
     }
     post_header_receive(std::move(r));
   }

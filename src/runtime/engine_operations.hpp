@@ -54,7 +54,7 @@ class engine_operations {
  private:
   // A posted receive of a batch of headers; taken in the order posted.
   struct header_receive {
-    std::vector<remote_command> batch = std::vector<remote_command>(batch_headers);
+    std::vector<unsigned char> batch = std::vector<unsigned char>(batch_bytes);  // wire_format
     int from = -1;
     std::size_t bytes = 0;
     bool arrived = false;

@@ -1,5 +1,6 @@
 #include "ucx_transport.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -75,6 +76,7 @@ class ucx_transport final : public transport {
     ucp_worker_release_address(worker_, address);
     group.all_gather(own.data(), slot, all.data());
     endpoints_.assign(std::size_t(n), nullptr);
+    peer_errors_.assign(std::size_t(n), false);
     const std::vector<int>& hosts = group.hosts();
     for (int p = 0; p < n; ++p) {
       if (p == me_) continue;
@@ -87,8 +89,9 @@ class ucx_transport final : public transport {
       // played on one machine) it sent every header over TCP (a GPU's round
       // trip twice MPI's). There a lost peer is the engines' liveness's to
       // find, as with MPI.
-      ep.err_mode = hosts[std::size_t(p)] == hosts[std::size_t(me_)] ? UCP_ERR_HANDLING_MODE_NONE
-                                                                     : UCP_ERR_HANDLING_MODE_PEER;
+      peer_errors_[std::size_t(p)] = hosts[std::size_t(p)] != hosts[std::size_t(me_)];
+      ep.err_mode =
+          peer_errors_[std::size_t(p)] ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
       s = ucp_ep_create(worker_, &ep, &endpoints_[std::size_t(p)]);
       if (s != UCS_OK) ucx_failed(s, "ucp_ep_create to process " + std::to_string(p));
     }
@@ -96,14 +99,21 @@ class ucx_transport final : public transport {
 
   ~ucx_transport() override {
     abandon();
-    for (ucp_ep_h ep : endpoints_) {
-      if (ep == nullptr) continue;
+    for (std::size_t p = 0; p < endpoints_.size(); ++p) {
+      if (endpoints_[p] == nullptr) continue;
+      // The job is over: nothing more is sent. A forced close is UCX's only
+      // for endpoints with peer error handling; the others flush, for a
+      // second at most (a lost peer of this host never answers), and are
+      // then left to the worker's destruction.
       ucp_request_param_t close{};
       close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      close.flags = UCP_EP_CLOSE_FLAG_FORCE;  // the job is over: nothing more is sent
-      ucs_status_ptr_t r = ucp_ep_close_nbx(ep, &close);
+      close.flags = peer_errors_[p] ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+      ucs_status_ptr_t r = ucp_ep_close_nbx(endpoints_[p], &close);
       if (UCS_PTR_IS_PTR(r)) {
-        while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(worker_);
+        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (ucp_request_check_status(r) == UCS_INPROGRESS &&
+               std::chrono::steady_clock::now() < give_up)
+          ucp_worker_progress(worker_);
         ucp_request_free(r);
       }
     }
@@ -257,6 +267,7 @@ class ucx_transport final : public transport {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;
+  std::vector<bool> peer_errors_;                // by process: its endpoint reports the peer's loss
   std::deque<std::unique_ptr<operation>> open_;  // in start order
 };
 

@@ -14,6 +14,8 @@ class host_engine_memory final : public engine_memory {
 
   bool spin_when_idle() const override { return spin_; }
   memory_place devices_place() const override { return memory_place::host; }
+  // The network reaches host memory: nothing is staged.
+  bool network_moves(const void*, std::size_t) const override { return true; }
   std::shared_ptr<unsigned char> staging(std::size_t) override { return nullptr; }
 
   void read(void* to, const void* from, std::size_t bytes) override { std::memcpy(to, from, bytes); }

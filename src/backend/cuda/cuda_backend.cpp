@@ -488,7 +488,12 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     });
     std::unique_ptr<transport> net = make_transport(kind, nullptr, me);
     on_all_processes(group, "while starting its network engine", [&] {
-      memory = make_cuda_engine_memory(gpu, net->reaches_cuda_memory(), s.engine_proxy);
+      const device_view& own = arena->view();
+      memory = make_cuda_engine_memory(gpu,
+                                       net->reaches_cuda_memory()
+                                           ? std::span<const unsigned char>(own.heap, own.heap_size)
+                                           : std::span<const unsigned char>(),
+                                       s.engine_proxy);
       network = std::make_unique<remote_engine>(
           job_nodes{processes, me, 1, node_of, o.host_access}, reachable, std::move(memory),
           std::move(net), /*silence_seconds=*/5.0, port);
@@ -602,7 +607,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     cores_to_spare(2, "the network engine, the thread that waits for the kernel", 0, 1);
     network = std::make_unique<remote_engine>(
         job_nodes{1, 0, 1, {0}, true}, std::vector<const device_view*>{host_views[0]},
-        make_cuda_engine_memory(parts[0].device, false, s.engine_proxy),
+        make_cuda_engine_memory(parts[0].device, {}, s.engine_proxy),
         make_transport(transport_kind::loopback, make_loopback_hub(1), 0),
         /*silence_seconds=*/5.0, port);
     network->start();

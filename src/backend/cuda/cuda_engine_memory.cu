@@ -1,5 +1,3 @@
-#include "cuda_engine_memory.hpp"
-
 #include <cuda_runtime.h>
 
 #include <bit>
@@ -8,12 +6,14 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "cuda_arena.hpp"
-#include "grma/error.hpp"
+#include "cuda_engine_memory.hpp"
 #include "grma/detail/atomic.hpp"
 #include "grma/detail/ring.hpp"
+#include "grma/error.hpp"
 
 namespace grma::detail {
 namespace {
@@ -270,7 +270,7 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask)
   __shared__ std::uint32_t fields[proxy_batch][32];
   for (std::uint64_t head = 0;;) {
     int ready = 0;  // consecutive slots from `head` found whole
-    bool copies_after_first = false;
+    bool later_reads = false;  // a later slot's operation reads memory
     while (ready == 0) {
       std::uint64_t word[proxy_batch];
       // The later slots first, relaxed, then the next one with acquire,
@@ -291,16 +291,19 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask)
             __all_sync(full_warp, std::uint32_t(word[k] >> 32) == std::uint32_t(head + k + 1))) {
           ready = k + 1;
           fields[k][lane] = std::uint32_t(word[k]);
-          copies_after_first |= k > 0 && device_op_kind(proxy_field(std::uint32_t(word[k]), 0) &
-                                                        0xffu) == device_op_kind::copy_in;
+          later_reads |= k > 0 && device_op_kind(proxy_field(std::uint32_t(word[k]), 0) & 0xffu) !=
+                                      device_op_kind::store;
         }
       }
       reading = ready == 0 ? 1 : proxy_batch;
     }
-    // A later slot was read relaxed: before a copy in reads its source
-    // (the scratch the engine wrote before the slot), lane 0's fence makes
-    // its reads of the slots acquire.
-    if (copies_after_first && lane == 0)
+    // A later slot was read relaxed: before its operation reads what the
+    // engine ordered before the slot (a copy in's scratch; a copy out's,
+    // a claim's or an atomic's device memory, written by ranks or copies
+    // the engine saw land), lane 0's fence makes its reads of the slots
+    // acquire. A store only writes. (The fence is cuda::'s own: atomic.hpp
+    // has no acquire fence, as nothing else in grma fences to acquire.)
+    if (later_reads && lane == 0)
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
     // Lane 0's acquire orders the other lanes' reads of the scratch after it too.
     __syncwarp();
@@ -312,6 +315,9 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask)
         return;
       }
       proxy_apply(kind, field, lane);
+      // The next operation's lanes see this one's writes (a store, then a
+      // copy out of the same bytes): in order, as the engine pushed them.
+      __syncwarp();
     }
     // After the trip's operations: the engine waits for reads and claims,
     // and acknowledges writes once they are in place; the release costs the
@@ -363,8 +369,8 @@ class pinned_pool {
 class cuda_engine_memory final : public engine_memory {
  public:
   // On the thread that launches the rank kernel, before the launch.
-  cuda_engine_memory(int device, bool network_reaches_devices, bool use_proxy)
-      : device_(device), network_reaches_devices_(network_reaches_devices) {
+  cuda_engine_memory(int device, std::span<const unsigned char> heap_reached, bool use_proxy)
+      : device_(device), heap_reached_(heap_reached) {
     // Loads the atomics' kernels now: loaded lazily at their first launch,
     // they would wait for the running rank kernel, which may wait for them.
     try {
@@ -399,14 +405,20 @@ class cuda_engine_memory final : public engine_memory {
   void unbind() override { stop_proxy(); }
 
   // Where the network reaches GPU memory itself (UCX with CUDA), it moves
-  // chunks of direct_bytes and more there; smaller ones still go through
-  // pinned memory and the proxy, since a message of GPU memory costs the
-  // network a copy on a stream of its own at each end (UCX over CUDA IPC:
-  // 85 us a round trip from 64 B to 256 KiB, 34 us at 8 B, against 20
-  // staged).
-  std::shared_ptr<unsigned char> staging(std::size_t bytes) override {
-    return network_reaches_devices_ && bytes >= direct_bytes ? nullptr : pool_.take(bytes);
+  // chunks of direct_bytes and more of the heap (cudaMalloc'd: CUDA IPC
+  // takes it; a rank's other buffers, a __device__ variable or managed
+  // memory, it may not). Smaller ones still go through pinned memory and
+  // the proxy, since a message of GPU memory costs UCX a copy on a stream of
+  // its own at each end: over CUDA IPC a notified put's round trip was 85 us
+  // at every size from 64 B to 256 KiB, against 36 us staged at 64 B, 80 at
+  // 32 KiB and 156 at 256 KiB (decision 026). A CUDA-aware MPI takes the
+  // same rule, unmeasured.
+  bool network_moves(const void* at, std::size_t bytes) const override {
+    const auto* p = static_cast<const unsigned char*>(at);
+    return bytes >= direct_bytes && p >= heap_reached_.data() &&
+           p + bytes <= heap_reached_.data() + heap_reached_.size();
   }
+  std::shared_ptr<unsigned char> staging(std::size_t bytes) override { return pool_.take(bytes); }
 
   // Without the proxy, all copies go on one stream, so each starts after
   // the one before has landed: writes land in call order, and a read sees
@@ -806,7 +818,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   int device_;
-  bool network_reaches_devices_;
+  std::span<const unsigned char> heap_reached_;  // empty: the network reaches no GPU memory
   cudaStream_t stream_ = nullptr;
   std::uint64_t* answer_ = nullptr;  // device memory: claim_word's and atomic_word's answer
   // Pinned and mapped: small writes' sources (scratch_bytes), then small
@@ -841,9 +853,10 @@ class cuda_engine_memory final : public engine_memory {
 
 }  // namespace
 
-std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices,
+std::unique_ptr<engine_memory> make_cuda_engine_memory(int device,
+                                                       std::span<const unsigned char> heap_reached,
                                                        bool use_proxy) {
-  return std::make_unique<cuda_engine_memory>(device, network_reaches_devices, use_proxy);
+  return std::make_unique<cuda_engine_memory>(device, heap_reached, use_proxy);
 }
 
 }  // namespace grma::detail

@@ -6,17 +6,20 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "../../runtime/engine_memory.hpp"
 
 namespace grma::detail {
 
-// For the process's GPU `device`. `network_reaches_devices`: the MPI library
-// is CUDA-aware, so data is sent from and received into GPU memory itself.
+// For the process's GPU `device`. `heap_reached`: the GPU's heap where the
+// network reaches GPU memory (a CUDA-aware MPI; UCX with CUDA), which then
+// moves large chunks of it itself; empty otherwise.
 // The proxy (`use_proxy`: settings::engine_proxy), or the atomics' kernels,
 // need room beside the rank kernel: jobs across nodes leave one rank's worth
 // (plan_cuda).
-std::unique_ptr<engine_memory> make_cuda_engine_memory(int device, bool network_reaches_devices,
+std::unique_ptr<engine_memory> make_cuda_engine_memory(int device,
+                                                       std::span<const unsigned char> heap_reached,
                                                        bool use_proxy);
 
 }  // namespace grma::detail

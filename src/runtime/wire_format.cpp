@@ -1,0 +1,93 @@
+#include "wire_format.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+namespace grma::detail {
+namespace {
+
+// Where each field is in the 64 bytes (naturally aligned within them).
+struct field_at {
+  static constexpr std::size_t op = 0;              // 1
+  static constexpr std::size_t signal_op = 1;       // 1
+  static constexpr std::size_t inline_bytes = 2;    // 2
+  static constexpr std::size_t flags = 4;           // 4
+  static constexpr std::size_t origin = 8;          // 4
+  static constexpr std::size_t window = 12;         // 4
+  static constexpr std::size_t target = 16;         // 4
+  static constexpr std::size_t tag = 20;            // 4
+  static constexpr std::size_t offset = 24;         // 8
+  static constexpr std::size_t bytes = 32;          // 8
+  static constexpr std::size_t address = 40;        // 8
+  static constexpr std::size_t signal_offset = 48;  // 8
+  static constexpr std::size_t signal_value = 56;   // 8
+};
+static_assert(field_at::signal_value + 8 == wire_fields_bytes);
+
+std::size_t padded(std::size_t n) {
+  return (n + 7) & ~std::size_t{7};
+}
+
+template <class T>
+void put_field(unsigned char* header, std::size_t at, T value) {
+  std::memcpy(header + at, &value, sizeof value);
+}
+
+template <class T>
+T field(const unsigned char* header, std::size_t at) {
+  T value;
+  std::memcpy(&value, header + at, sizeof value);
+  return value;
+}
+
+}  // namespace
+
+std::size_t wire_bytes(const remote_command& c) {
+  return wire_fields_bytes + padded(c.inline_bytes);
+}
+
+void wire_append(std::vector<unsigned char>& out, const remote_command& c) {
+  const std::size_t start = out.size();
+  out.resize(start + wire_bytes(c), 0);
+  unsigned char* h = out.data() + start;
+  put_field(h, field_at::op, c.op);
+  put_field(h, field_at::signal_op, c.signal_op);
+  put_field(h, field_at::inline_bytes, c.inline_bytes);
+  put_field(h, field_at::flags, c.flags);
+  put_field(h, field_at::origin, c.origin);
+  put_field(h, field_at::window, c.window);
+  put_field(h, field_at::target, c.target);
+  put_field(h, field_at::tag, c.tag);
+  put_field(h, field_at::offset, c.offset);
+  put_field(h, field_at::bytes, c.bytes);
+  put_field(h, field_at::address, c.address);
+  put_field(h, field_at::signal_offset, c.signal_offset);
+  put_field(h, field_at::signal_value, c.signal_value);
+  std::memcpy(h + wire_fields_bytes, c.data, c.inline_bytes);
+}
+
+std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command& c) {
+  if (left < wire_fields_bytes) return 0;
+  const auto inline_bytes = field<std::uint16_t>(at, field_at::inline_bytes);
+  if (inline_bytes > remote_inline_bytes) return 0;
+  const std::size_t length = wire_fields_bytes + padded(inline_bytes);
+  if (left < length) return 0;
+  c = remote_command{};
+  c.op = field<remote_op>(at, field_at::op);
+  c.signal_op = field<std::uint8_t>(at, field_at::signal_op);
+  c.inline_bytes = inline_bytes;
+  c.flags = field<std::uint32_t>(at, field_at::flags);
+  c.origin = field<std::int32_t>(at, field_at::origin);
+  c.window = field<std::uint32_t>(at, field_at::window);
+  c.target = field<std::int32_t>(at, field_at::target);
+  c.tag = field<std::int32_t>(at, field_at::tag);
+  c.offset = field<std::uint64_t>(at, field_at::offset);
+  c.bytes = field<std::uint64_t>(at, field_at::bytes);
+  c.address = field<std::uint64_t>(at, field_at::address);
+  c.signal_offset = field<std::uint64_t>(at, field_at::signal_offset);
+  c.signal_value = field<std::uint64_t>(at, field_at::signal_value);
+  std::memcpy(c.data, at + wire_fields_bytes, inline_bytes);
+  return length;
+}
+
+}  // namespace grma::detail
