@@ -162,14 +162,19 @@ ucx_puts::~ucx_puts() {
   state& s = *s_;
   s.unmap(s.device);
   s.unmap(s.host);
-  // Flushed (a forced close is for endpoints with peer error handling);
-  // both ends are here, having measured together.
+  // Flushed (a forced close is for endpoints with peer error handling),
+  // for a second at most; then both ends let go of their workers together.
   ucp_request_param_t close{};
   ucs_status_ptr_t r = ucp_ep_close_nbx(s.ep, &close);
   if (UCS_PTR_IS_PTR(r)) {
-    while (ucp_request_check_status(r) == UCS_INPROGRESS) ucp_worker_progress(s.worker);
+    const double give_up = MPI_Wtime() + 1;
+    while (ucp_request_check_status(r) == UCS_INPROGRESS && MPI_Wtime() < give_up)
+      ucp_worker_progress(s.worker);
     ucp_request_free(r);
   }
+  char none = 0;
+  MPI_Sendrecv(&none, 0, MPI_BYTE, s.other, 35, &none, 0, MPI_BYTE, s.other, 35, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
   ucp_worker_destroy(s.worker);
   ucp_cleanup(s.context);
 }

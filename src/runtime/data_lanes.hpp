@@ -29,8 +29,9 @@ enum class lane_direction { out, in };
 
 class data_lanes {
  public:
-  // Hands out a staging buffer of at least `bytes`, or null where data is
-  // not staged (the network reaches the memory itself).
+  // Hands out a staging buffer of at least `bytes`; asked only for posts
+  // that stage (the engine posts 0 bytes where the network moves the data
+  // itself, engine_memory::network_moves). Null: not staged after all.
   using stager = std::function<std::shared_ptr<unsigned char>(std::size_t bytes)>;
   // Starts a post with its staging buffer (null: not staged).
   using post = std::function<void(std::shared_ptr<unsigned char> stage)>;

@@ -1,6 +1,5 @@
 #include "engine_intake.hpp"
 
-#include <algorithm>
 #include <memory>
 #include <utility>
 

@@ -134,6 +134,7 @@ void engine_operations::take_headers() {
     liveness_.heard_from(from);
     // Decoded whole before any is handled: a batch is good or refused.
     std::vector<remote_command> headers;
+    headers.reserve(r->bytes / wire_fields_bytes);
     std::size_t at = 0;
     for (std::size_t n = 0; at < r->bytes; at += n) {
       remote_command c;

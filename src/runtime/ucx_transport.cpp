@@ -99,23 +99,25 @@ class ucx_transport final : public transport {
 
   ~ucx_transport() override {
     abandon();
+    // The job is over: nothing more is sent. A forced close is UCX's only
+    // for endpoints with peer error handling; the others flush, all within
+    // a second (a lost peer of this host never answers), and are then left
+    // to the worker's destruction.
+    std::vector<void*> closing;
     for (std::size_t p = 0; p < endpoints_.size(); ++p) {
       if (endpoints_[p] == nullptr) continue;
-      // The job is over: nothing more is sent. A forced close is UCX's only
-      // for endpoints with peer error handling; the others flush, for a
-      // second at most (a lost peer of this host never answers), and are
-      // then left to the worker's destruction.
       ucp_request_param_t close{};
       close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
       close.flags = peer_errors_[p] ? UCP_EP_CLOSE_FLAG_FORCE : 0;
       ucs_status_ptr_t r = ucp_ep_close_nbx(endpoints_[p], &close);
-      if (UCS_PTR_IS_PTR(r)) {
-        const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-        while (ucp_request_check_status(r) == UCS_INPROGRESS &&
-               std::chrono::steady_clock::now() < give_up)
-          ucp_worker_progress(worker_);
-        ucp_request_free(r);
-      }
+      if (UCS_PTR_IS_PTR(r)) closing.push_back(r);
+    }
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (void* r : closing) {
+      while (ucp_request_check_status(r) == UCS_INPROGRESS &&
+             std::chrono::steady_clock::now() < give_up)
+        ucp_worker_progress(worker_);
+      ucp_request_free(r);
     }
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
     if (context_ != nullptr) ucp_cleanup(context_);

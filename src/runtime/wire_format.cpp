@@ -28,6 +28,13 @@ std::size_t padded(std::size_t n) {
   return (n + 7) & ~std::size_t{7};
 }
 
+// The inline bytes a header carries: a command's count, up to what it can
+// hold. A count beyond it (a rank's corrupted command) is sent as it is, so
+// that the receiver refuses the batch, but no byte past `data` is read.
+std::size_t carried(const remote_command& c) {
+  return c.inline_bytes < remote_inline_bytes ? c.inline_bytes : remote_inline_bytes;
+}
+
 template <class T>
 void put_field(unsigned char* header, std::size_t at, T value) {
   std::memcpy(header + at, &value, sizeof value);
@@ -43,7 +50,7 @@ T field(const unsigned char* header, std::size_t at) {
 }  // namespace
 
 std::size_t wire_bytes(const remote_command& c) {
-  return wire_fields_bytes + padded(c.inline_bytes);
+  return wire_fields_bytes + padded(carried(c));
 }
 
 void wire_append(std::vector<unsigned char>& out, const remote_command& c) {
@@ -63,7 +70,7 @@ void wire_append(std::vector<unsigned char>& out, const remote_command& c) {
   put_field(h, field_at::address, c.address);
   put_field(h, field_at::signal_offset, c.signal_offset);
   put_field(h, field_at::signal_value, c.signal_value);
-  std::memcpy(h + wire_fields_bytes, c.data, c.inline_bytes);
+  std::memcpy(h + wire_fields_bytes, c.data, carried(c));
 }
 
 std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command& c) {

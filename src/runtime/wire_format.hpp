@@ -27,7 +27,7 @@ void wire_append(std::vector<unsigned char>& out, const remote_command& c);
 
 // Decodes the header that starts at `at`, with `left` bytes of the message
 // from there: its length, or 0 where the bytes are no header (too few, or
-// more inline bytes than a header holds). Fields it does not carry are 0.
+// more inline bytes than a header holds). `data` past the inline bytes is 0.
 std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command& c);
 
 }  // namespace grma::detail

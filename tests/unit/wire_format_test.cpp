@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include "runtime/engine_context.hpp"
+
 namespace {
 
 using grma::detail::remote_command;
@@ -53,7 +55,7 @@ void expect_same(const remote_command& a, const remote_command& b) {
 }
 
 TEST(WireFormat, HeadersTakeTheirFieldsAndInlineBytesPadded) {
-  EXPECT_EQ(grma::detail::wire_bytes(sample(remote_op(20), 0, 1)), 64u);  // a beat
+  EXPECT_EQ(grma::detail::wire_bytes(sample(grma::detail::wire_beat, 0, 1)), 64u);
   EXPECT_EQ(grma::detail::wire_bytes(sample(remote_op::put_notify, 8, 1)), 72u);
   EXPECT_EQ(grma::detail::wire_bytes(sample(remote_op::put, 9, 1)), 80u);
   EXPECT_EQ(grma::detail::wire_bytes(sample(remote_op::put, grma::detail::remote_inline_bytes, 1)),
@@ -76,6 +78,48 @@ TEST(WireFormat, ABatchDecodesEndToEndAsSent) {
     at += n;
   }
   EXPECT_EQ(at, message.size());
+}
+
+// The layout itself, which a round trip cannot pin: both ends may be built
+// from different sources only if it stays.
+TEST(WireFormat, FieldsSitAtTheirPlaces) {
+  std::vector<unsigned char> message;
+  const remote_command c = sample(remote_op::put_notify, 3, 5);
+  grma::detail::wire_append(message, c);
+  ASSERT_EQ(message.size(), 72u);
+  const auto at = [&](std::size_t offset, auto value) {
+    decltype(value) got;
+    std::memcpy(&got, message.data() + offset, sizeof got);
+    EXPECT_EQ(got, value) << "at byte " << offset;
+  };
+  at(0, c.op);
+  at(1, c.signal_op);
+  at(2, c.inline_bytes);
+  at(4, c.flags);
+  at(8, c.origin);
+  at(12, c.window);
+  at(16, c.target);
+  at(20, c.tag);
+  at(24, c.offset);
+  at(32, c.bytes);
+  at(40, c.address);
+  at(48, c.signal_offset);
+  at(56, c.signal_value);
+  EXPECT_EQ(0, std::memcmp(message.data() + 64, c.data, 3));
+  for (std::size_t i = 67; i < 72; ++i) EXPECT_EQ(message[i], 0) << "padding at byte " << i;
+}
+
+// A command whose inline count is beyond what a header holds (corrupted on
+// its way from the rank) goes out without a byte past its data, and its
+// receiver refuses it.
+TEST(WireFormat, AnOversizedInlineCountIsSentCutAndRefused) {
+  remote_command c = sample(remote_op::put, 0, 9);
+  c.inline_bytes = 4000;
+  std::vector<unsigned char> message;
+  grma::detail::wire_append(message, c);
+  EXPECT_EQ(message.size(), grma::detail::wire_header_most);
+  remote_command got;
+  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got), 0u);
 }
 
 TEST(WireFormat, BytesThatAreNoHeaderDecodeToNothing) {
