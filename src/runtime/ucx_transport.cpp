@@ -86,9 +86,8 @@ class ucx_transport final : public transport {
       // To another host a lost peer fails its operations, not the process
       // (PEER). UCX then takes only transports that report a peer's loss,
       // which leaves out shared memory: to a process of this host (nodes
-      // played on one machine) it sent every header over TCP (a GPU's round
-      // trip twice MPI's). There a lost peer is the engines' liveness's to
-      // find, as with MPI.
+      // played on one machine) every header would go over TCP. There a lost
+      // peer is the engines' liveness's to find, as with MPI (decision 026).
       peer_errors_[std::size_t(p)] = hosts[std::size_t(p)] != hosts[std::size_t(me_)];
       ep.err_mode =
           peer_errors_[std::size_t(p)] ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;

@@ -252,17 +252,15 @@ __device__ void proxy_release(device_op_ring* inbox, std::uint64_t head, unsigne
 }
 
 // Slots read in one trip while operations keep coming: the loads overlap,
-// so a busy proxy serves up to this many a trip over PCIe (one a trip
-// served about 4e5 a second); an idle one reads only the next slot, since
+// so a busy proxy serves up to this many a trip over PCIe (decision 026);
+// an idle one reads only the next slot, since
 // its polls are PCIe traffic the copy engines share. Four keep the proxy
 // within 64 registers (below).
 inline constexpr int proxy_batch = 4;
 
 // At most 64 registers a thread: the proxy must fit in the room one rank's
-// block leaves on a multiprocessor (plan_cuda reserves no more). With 64 it
-// fits beside every rank kernel of the tests and benchmarks; with 80 it
-// never started beside 8 blocks of 128 threads a multiprocessor (HostAccess
-// at the most ranks), and the engine waited for it.
+// block leaves on a multiprocessor (plan_cuda reserves no more), or it
+// never starts and the engine waits for it (decision 026).
 __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask) {
   const unsigned lane = threadIdx.x;
   int reading = 1;  // slots a trip reads: proxy_batch after a trip that found work
