@@ -117,6 +117,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.userdata_device = p.device_index;
   v.peer_heaps[p.device_index] = heap;
   v.peer_queues[p.device_index] = v.queues;
+  v.world_releases[p.device_index] = v.collectives[0];
   v.node_devices = 1u << p.device_index;
   v.nodes = 1;
   v.node_leader = p.first_rank;
@@ -135,6 +136,7 @@ void link_views(device_view* const* views, int devices, int devices_per_process,
     for (int e = 0; e < devices; ++e) {
       v.peer_heaps[e] = here(e) ? views[e]->heap : nullptr;
       v.peer_queues[e] = here(e) ? views[e]->queues : nullptr;
+      v.world_releases[e] = here(e) ? views[e]->collectives[0] : nullptr;
     }
     v.node_devices = node_devices;
     v.nodes = nodes;
@@ -142,7 +144,6 @@ void link_views(device_view* const* views, int devices, int devices_per_process,
     v.windows = first.windows;
     v.symmetric = first.symmetric;
     v.teams = first.teams;
-    v.collectives[0] = first.collectives[0];
     v.arrivals[0] = first.arrivals[0];
     v.control = first.control;
     v.error_claim = first.error_claim;

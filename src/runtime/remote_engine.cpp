@@ -4,6 +4,10 @@
 #include <thread>
 #include <utility>
 
+#if defined(__linux__)
+#include <sys/prctl.h>
+#endif
+
 #include "grma/error.hpp"
 #include "engine_arrivals.hpp"
 #include "engine_completion.hpp"
@@ -23,6 +27,14 @@ namespace {
 // suite, four processes as two nodes on an idle two-core machine; 64: at
 // most 32 ms, and the suite no slower).
 constexpr int drain_polls = 64;
+
+// An engine that found nothing to do for this long naps between turns, so
+// that a job whose ranks compute for long leaves the core alone. Counted in
+// time, not turns: a turn's length varies with the machine and the
+// transport, and a nap (tens of microseconds) lands on the next message's
+// path, so it must come only after a gap much longer than itself.
+constexpr auto nap_after = std::chrono::milliseconds(2);
+constexpr auto nap = std::chrono::microseconds(20);
 
 }  // namespace
 
@@ -68,9 +80,14 @@ struct remote_engine::state {
   }
 
   void loop() {
-    std::uint32_t idle = 0;
     engine_clock::time_point listened = engine_clock::now();  // for watch()
+    engine_clock::time_point idle_since = listened;
     const bool spin = cx.memory->spin_when_idle();
+#if defined(__linux__)
+    // A nap ends within a microsecond of its time, not the default slack's
+    // 50 us later: an engine woken by a message late delays it.
+    prctl(PR_SET_TIMERSLACK, 1000UL);
+#endif
     try {
       cx.memory->bind();
       operations.listen();
@@ -113,9 +130,9 @@ struct remote_engine::state {
         }
         if (finished()) break;
         if (busy) {
-          idle = 0;
-        } else if (++idle > 4096) {
-          std::this_thread::sleep_for(std::chrono::microseconds(20));
+          idle_since = cx.now;
+        } else if (cx.now - idle_since > nap_after) {
+          std::this_thread::sleep_for(nap);
         } else if (!spin) {
           std::this_thread::yield();
         }

@@ -812,9 +812,9 @@ struct fifo_model {
   }
 };
 
-TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
+void expect_fifo_model(config c) {
   grma::runtime rt(suite_settings());
-  job j(rt, GetParam());
+  job j(rt, c);
   const int n = j.resolve(fifo_model{});
   j.prepare();
   if (j.run(fifo_model{})) {
@@ -823,6 +823,16 @@ TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
         0, [&](int) { return 2u * model_per_target * (n == 2 ? 1u : 2u); },
         "notifications matched");
   }
+}
+
+TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
+  expect_fifo_model(GetParam());
+}
+
+// On a GPU a rank's first warp matches, a lane per entry: here it is half
+// a warp (the matrix's ranks have whole warps).
+TEST(NotifiedAccessHalfWarp, MatchingFollowsTheFifoModel) {
+  expect_fifo_model({8, 16});
 }
 
 // ---- many windows ------------------------------------------------------------------

@@ -495,7 +495,12 @@ struct device_view {
   // local atomic even when the ring is on a peer.
   std::uint64_t* tickets;
 
-  collective_state* collectives[comm_count];  // world (the job's), device
+  // This device's state of the world's and the device's collectives: its
+  // ranks wait for a release in their own device's memory.
+  collective_state* collectives[comm_count];
+  // The world's state on every device of the node (null off the node): the
+  // gatherer releases an epoch on each.
+  collective_state* world_releases[max_devices];
   collective_arrival* arrivals[comm_count];
   rank_status* status;            // host-visible, one per rank of this device
   job_control* control;           // host-visible, the job's
