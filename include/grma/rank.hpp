@@ -298,15 +298,15 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // `w` from `source` (or any_source) with `tag` (or any_tag) are queued.
   GRMA_INLINE bool test_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::test_notifications);
-    const bool matched = P::broadcast(matcher() ? match(q) : false);
+    const bool matched = P::broadcast(leader() ? match(q) : false);
     if (matched) completed();
     return matched;
   }
 
   GRMA_INLINE void wait_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    lanes_wait_until(call::wait_notifications, {w.slot, source, tag, count},
-                     [&] { return match(q); });
+    leader_waits_until(call::wait_notifications, {w.slot, source, tag, count},
+                       [&] { return match(q); });
     completed();
   }
 
@@ -314,8 +314,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // passes first.
   GRMA_INLINE wait_result wait_notifications(window w, int source, int tag, int count, within limit) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    const bool met = lanes_wait_within(call::wait_notifications, {w.slot, source, tag, count},
-                                       limit.seconds, [&] { return match(q); });
+    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, count},
+                                         limit.seconds, [&] { return match(q); });
     completed();
     return met ? wait_result::met : wait_result::timed_out;
   }
@@ -326,16 +326,16 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE envelope wait_notification(window w, int source, int tag) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
     detail::notification n{};
-    lanes_wait_until(call::wait_notifications, {w.slot, source, tag, 1},
-                     [&] { return match(q, &n); });
+    leader_waits_until(call::wait_notifications, {w.slot, source, tag, 1},
+                       [&] { return match(q, &n); });
     completed();
     return P::broadcast(envelope{n.source, n.tag, n.immediate});
   }
   GRMA_INLINE wait_result wait_notification(window w, int source, int tag, envelope& out, within limit) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
     detail::notification n{};
-    const bool met = lanes_wait_within(call::wait_notifications, {w.slot, source, tag, 1},
-                                       limit.seconds, [&] { return match(q, &n); });
+    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, 1},
+                                         limit.seconds, [&] { return match(q, &n); });
     completed();
     out = P::broadcast(envelope{n.source, n.tag, n.immediate});
     return met ? wait_result::met : wait_result::timed_out;
@@ -343,7 +343,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE bool test_notification(window w, int source, int tag, envelope& out) {
     const detail::match_query q = check_query(w, source, tag, 1, call::test_notifications);
     detail::notification n{};
-    const bool matched = P::broadcast(matcher() ? match(q, &n) : false);
+    const bool matched = P::broadcast(leader() ? match(q, &n) : false);
     if (!matched) return false;
     completed();
     out = P::broadcast(envelope{n.source, n.tag, n.immediate});
@@ -647,46 +647,19 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE bool leader_waits_within(call where, const std::int64_t (&args)[4], double seconds,
                                        Done&& done) {
     bool met = true;
-    if (leader()) met = wait_within<detail::one_lane>(where, args, seconds, done);
-    return P::broadcast(met);
-  }
-
-  // The threads that match notifications (matching.hpp): the rank's first
-  // warp on a GPU, its thread on the CPU.
-  GRMA_INLINE bool matcher() const {
-    return P::thread_index() < P::match_lanes();
-  }
-
-  // leader_waits_until for a `done` that the matching lanes evaluate
-  // together (it returns the same to each): they wait as one, and lane 0,
-  // the leader, publishes for the watchdog.
-  template <class Done>
-  GRMA_INLINE void lanes_wait_until(call where, const std::int64_t (&args)[4], Done&& done) {
-    if (matcher()) block_until(where, args, done);
-    P::sync();
-  }
-  template <class Done>
-  GRMA_INLINE bool lanes_wait_within(call where, const std::int64_t (&args)[4], double seconds,
-                                     Done&& done) {
-    bool met = true;
-    if (matcher()) met = wait_within<P>(where, args, seconds, done);
-    return P::broadcast(met);
-  }
-
-  // Waits until `done` or `seconds` pass (false), by the lanes of L
-  // together: the leader's clock decides for all of them, so that they
-  // leave the loop as one.
-  template <class L, class Done>
-  GRMA_INLINE bool wait_within(call where, const std::int64_t (&args)[4], double seconds,
-                               Done&& done) {
-    if (done()) return true;
-    const double deadline = P::now_seconds() + seconds;
-    waiter wait(*this, where, args);
-    for (;;) {
-      wait();
-      if (done()) return true;
-      if ((L::lanes_ballot(P::now_seconds() >= deadline) & 1u) != 0) return false;
+    if (leader() && !done()) {
+      const double deadline = P::now_seconds() + seconds;
+      waiter wait(*this, where, args);
+      for (;;) {
+        wait();
+        if (done()) break;
+        if (P::now_seconds() >= deadline) {
+          met = false;
+          break;
+        }
+      }
     }
+    return P::broadcast(met);
   }
 
   // Gather at the communicator's leader, run `act` there, release everyone
@@ -882,8 +855,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   GRMA_INLINE bool match(const detail::match_query& q, detail::notification* last = nullptr) {
     return at_scope(wide(), [&](auto scope) {
-      return detail::match_notifications<scope.value, P>(local().pending, inbox(), local().inbox, q,
-                                                         last);
+      return detail::match_notifications<scope.value>(local().pending, inbox(), local().inbox, q, last);
     });
   }
 

@@ -812,9 +812,9 @@ struct fifo_model {
   }
 };
 
-void expect_fifo_model(config c) {
+TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
   grma::runtime rt(suite_settings());
-  job j(rt, c);
+  job j(rt, GetParam());
   const int n = j.resolve(fifo_model{});
   j.prepare();
   if (j.run(fifo_model{})) {
@@ -823,16 +823,6 @@ void expect_fifo_model(config c) {
         0, [&](int) { return 2u * model_per_target * (n == 2 ? 1u : 2u); },
         "notifications matched");
   }
-}
-
-TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
-  expect_fifo_model(GetParam());
-}
-
-// On a GPU a rank's first warp matches, a lane per entry: here it is half
-// a warp (the matrix's ranks have whole warps).
-TEST(NotifiedAccessHalfWarp, MatchingFollowsTheFifoModel) {
-  expect_fifo_model({8, 16});
 }
 
 // ---- many windows ------------------------------------------------------------------

@@ -36,12 +36,8 @@ struct cpu_platform {
   GRMA_INLINE static void sync() {}
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
-  // One thread per rank: no lanes to combine (the CUDA platform's calls),
-  // and it matches notifications alone (matching.hpp).
+  // One thread per rank: no lanes to combine (the CUDA platform's calls).
   GRMA_INLINE static int lane_group_limit() { return 1; }
-  GRMA_INLINE static int match_lanes() { return 1; }
-  GRMA_INLINE static std::uint32_t lanes_ballot(bool p) { return p ? 1u : 0u; }
-  GRMA_INLINE static void lanes_sync() {}
   template <class T, class F>
   GRMA_INLINE static T combine_lanes(T value, int, F&&) { return value; }
 

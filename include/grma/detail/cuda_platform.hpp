@@ -120,33 +120,6 @@ struct cuda_platform {
 #endif
   }
 
-  // The lanes that match notifications together (matching.hpp): the
-  // block's first warp, or as much of it as the block has. Threads 0 ..
-  // match_lanes() - 1; thread_index() is the lane.
-  GRMA_INLINE static int match_lanes() {
-#if GRMA_DEVICE_CODE
-    return blockDim.x < 32 ? int(blockDim.x) : 32;
-#else
-    return 1;
-#endif
-  }
-  GRMA_INLINE static std::uint32_t lanes_ballot(bool p) {
-#if GRMA_DEVICE_CODE
-    return __ballot_sync(match_lane_mask(), p);
-#else
-    return p ? 1u : 0u;
-#endif
-  }
-  GRMA_INLINE static void lanes_sync() {
-#if GRMA_DEVICE_CODE
-    __syncwarp(match_lane_mask());
-#endif
-  }
-  GRMA_INLINE static std::uint32_t match_lane_mask() {
-    const int lanes = match_lanes();
-    return lanes == 32 ? ~0u : (1u << lanes) - 1u;
-  }
-
   // Combines the values of each aligned group of `lanes` lanes of a warp
   // (a power of two up to lane_group_limit()) with f, in a butterfly, then
   // gives every lane of a group its first lane's result: f need not be
@@ -366,23 +339,8 @@ struct cuda_warp_platform : cuda_platform {
     copy_by<cuda_warp_platform>(destination, source, bytes);
   }
   GRMA_INLINE static std::size_t copy_step_bytes() { return copy_step_of<cuda_warp_platform>(); }
-  // The calls need the whole warp; its lanes match notifications together.
+  // The calls need the whole warp.
   GRMA_INLINE static int lane_group_limit() { return 32; }
-  GRMA_INLINE static int match_lanes() {
-    return 32;
-  }
-  GRMA_INLINE static std::uint32_t lanes_ballot(bool p) {
-#if GRMA_DEVICE_CODE
-    return __ballot_sync(0xffffffffu, p);
-#else
-    return p ? 1u : 0u;
-#endif
-  }
-  GRMA_INLINE static void lanes_sync() {
-#if GRMA_DEVICE_CODE
-    __syncwarp();
-#endif
-  }
   // The lanes' writes happen before lane 0's release (cumulative).
   GRMA_INLINE static void publish_fence() { sync(); }
 };

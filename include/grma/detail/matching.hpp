@@ -7,9 +7,8 @@
 //
 // Entries taken from the ring but not matched yet wait in the rank's pending
 // list, oldest first. The ring is drained into the list only as far as a query
-// needs (on a GPU, up to a warp's turn further), so a rank that holds many
-// unmatched notifications leaves the rest in its ring and its producers feel
-// back-pressure instead of losing anything.
+// needs, so a rank that holds many unmatched notifications leaves the rest in
+// its ring and its producers feel back-pressure instead of losing anything.
 // A match leaves a hole where it took an entry; the list closes its holes
 // only when it needs the room, so taking one entry out of a long list costs
 // no shifting of the others.
@@ -165,12 +164,25 @@ GRMA_INLINE void pending_close_holes(pending_list& p) {
   p.end = kept;
 }
 
-// Adds the newest notification (purge_notifications), closing the holes
-// first where the list ends at its capacity. The caller checks size < capacity.
-GRMA_INLINE void pending_append(pending_list& p, const notification& n) {
-  if (p.end == p.capacity) pending_close_holes(p);
+// Adds the newest notification; true when that closed the holes first
+// (entries moved). The caller checks size < capacity.
+GRMA_INLINE bool pending_append(pending_list& p, const notification& n) {
+  const bool close = p.end == p.capacity;
+  if (close) pending_close_holes(p);
   p.items[p.end++] = n;
   ++p.size;
+  return close;
+}
+
+// Takes out the notification at index i (in [first, end)), leaving a hole.
+GRMA_INLINE void pending_remove(pending_list& p, std::uint32_t i) {
+  p.items[i].window = no_window;
+  if (--p.size == 0) {
+    p.first = p.end = 0;
+    return;
+  }
+  while (p.items[p.first].window == no_window) ++p.first;
+  while (p.items[p.end - 1].window == no_window) --p.end;
 }
 
 // Calls f(n) for each held notification, oldest first, until f returns false.
@@ -202,190 +214,63 @@ GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers) {
   for (int i = 0; i < in.count; ++i) ring_release<S>(in.ring(i), readers[i]);
 }
 
-// The lanes that match together: on a GPU a warp of the rank (its first,
-// or the one calling through one_warp), on the CPU the rank's one thread.
-// All of them call match_notifications with the same arguments and get the
-// same result; each looks at its own entries of the list or its ring, and
-// a ballot gives every lane the whole picture. A platform provides:
-//   thread_index()      this lane, 0 .. match_lanes() - 1
-//   match_lanes()       how many lanes (1 .. 32)
-//   lanes_ballot(p)     bit i set where lane i's p holds
-//   lanes_sync()        the lanes meet; shared-memory writes before it are
-//                       visible to the others after it
-struct one_lane {
-  GRMA_INLINE static int thread_index() { return 0; }
-  GRMA_INLINE static int match_lanes() { return 1; }
-  GRMA_INLINE static std::uint32_t lanes_ballot(bool p) { return p ? 1u : 0u; }
-  GRMA_INLINE static void lanes_sync() {}
-};
-
-GRMA_INLINE int lowest_bit(std::uint32_t m) {  // m != 0
-#if GRMA_DEVICE_CODE
-  return __ffs(int(m)) - 1;
-#else
-  return __builtin_ctz(m);
-#endif
-}
-GRMA_INLINE int highest_bit(std::uint32_t m) {  // m != 0
-#if GRMA_DEVICE_CODE
-  return 31 - __clz(int(m));
-#else
-  return 31 - __builtin_clz(m);
-#endif
-}
-GRMA_INLINE int bit_count(std::uint32_t m) {
-#if GRMA_DEVICE_CODE
-  return __popc(m);
-#else
-  return __builtin_popcount(m);
-#endif
-}
-// The `k` lowest set bits of m (all of them when it has fewer).
-GRMA_INLINE std::uint32_t lowest_bits(std::uint32_t m, int k) {
-  std::uint32_t kept = 0;
-  for (; m != 0 && k > 0; --k) {
-    kept |= m & (~m + 1u);
-    m &= m - 1u;
-  }
-  return kept;
-}
-
-// Counts matches of `q` among items[from, end), a lane per entry, until
-// `found` reaches q.count; `oldest` gets the first one's index where `found`
-// was 0. Holes never match (q.window is a real window's key).
-template <class L>
-GRMA_INLINE void count_matches(const notification* items, std::uint32_t from, std::uint32_t end,
-                               const match_query& q, std::int32_t& found, std::uint32_t& oldest) {
-  const std::uint32_t lanes = std::uint32_t(L::match_lanes()),
-                      lane = std::uint32_t(L::thread_index());
-  for (std::uint32_t at = from; at < end && found < q.count; at += lanes) {
-    const std::uint32_t m = L::lanes_ballot(at + lane < end && matches(items[at + lane], q));
-    if (m == 0) continue;
-    if (found == 0) oldest = at + std::uint32_t(lowest_bit(m));
-    found += bit_count(m);
-  }
-}
-
 // Tries to match `q`. On success removes the q.count oldest matches and
 // returns true; otherwise leaves the notifications as they were (though some
 // may have moved from the rings into the pending list, in order) and returns
-// false. Called by all lanes of L together (one_lane: the caller alone).
+// false. A query never matches a hole (q.window is a real window's key).
 //
-// The rings are drained a turn of up to a lane per entry at a time, round
-// robin, only until enough match: with one lane, exactly as far as the
-// query needs; with a warp, at most a turn further, which changes no
-// match (every entry taken is older than every entry left in its ring, and
-// the list keeps arrival order) and lets the next queries find their
-// entries in shared memory. `readers` are the consumer's private heads in
-// its rings; every slot taken is handed back to its producers before the
-// function returns. `last`, where not null, receives (in every lane) the
-// newest of the removed matches (the match, for a count of 1).
-//
-// The list's bounds stay in registers during the call (each read of shared
-// memory is a step of the call's latency), and lane 0 writes them back.
-template <scope S, class L = one_lane>
+// `readers` are the consumer's private heads in its rings; every slot taken
+// is handed back to its producers before the function returns.
+// `last`, where not null, receives the newest of the removed matches (the
+// match, for a count of 1).
+template <scope S>
 GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& in,
                                      ring_reader* readers, const match_query& q,
                                      notification* last = nullptr) {
-  const std::uint32_t lanes = std::uint32_t(L::match_lanes()),
-                      lane = std::uint32_t(L::thread_index());
-  notification* const items = pending.items;
-  const std::uint32_t capacity = pending.capacity;
-  std::uint32_t first = pending.first, end = pending.end, size = pending.size;
+  // Fast path: nothing held back and the next arrival is the one wanted.
+  if (pending.size == 0 && q.count == 1) {
+    for (int i = 0; i < in.count; ++i) {
+      notification n;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+      if (matches(n, q)) {
+        ring_release<S>(in.ring(i), readers[i]);
+        if (last != nullptr) *last = n;
+        return true;
+      }
+      pending_append(pending, n);  // not this one: the general path goes on from here
+      break;
+    }
+    if (pending.size == 0) return false;  // no ring had an entry: none to hand back
+  }
+  // The oldest match's place: the removal below starts there.
   std::int32_t found = 0;
-  std::uint32_t oldest = end;  // the oldest match's place: the removal starts there
-  count_matches<L>(items, first, end, q, found, oldest);
-  bool took_any = false;
+  std::uint32_t oldest = pending.end;
+  for (std::uint32_t i = pending.first; i < pending.end && found < q.count; ++i)
+    if (matches(pending.items[i], q) && found++ == 0) oldest = i;
+  // Take arrivals round robin over the rings until enough match, the list is
+  // full or the rings are empty.
   for (bool took = true; took && found < q.count;) {
     took = false;
-    for (int r = 0; r < in.count && found < q.count && size < capacity; ++r) {
-      ring_reader& reader = readers[r];
-      const std::uint64_t head = reader.head;
-      const std::uint32_t turn = capacity - size < lanes ? capacity - size : lanes;
-      // Each lane loads its own slot (acquire, ring_slot::load): the loads are
-      // in flight together. An entry counts only where every one before it
-      // is there too: the ring is taken in ticket order.
-      notification n{};
-      const bool there =
-          lane < turn && in.ring(r).slots()[(head + lane) & reader.mask].template load<S>(
-                             static_cast<std::uint32_t>(head + lane + 1), n);
-      const std::uint32_t present = L::lanes_ballot(there);
-      const std::uint32_t k = ~present == 0 ? 32u : std::uint32_t(lowest_bit(~present));
-      if (k == 0) continue;
-      took = took_any = true;
-      if (end + k > capacity) {
-        // Room, but not at the end: close the holes (entries move, so the
-        // removal looks from the start).
-        L::lanes_sync();  // every lane has read the list's bounds
-        if (lane == 0) {
-          pending.end = end;
-          pending_close_holes(pending);
-        }
-        L::lanes_sync();
-        first = 0;
-        end = size;
-        oldest = 0;
-      }
-      if (lane < k) items[end + lane] = n;
-      const std::uint32_t m = L::lanes_ballot(lane < k && matches(n, q));
-      if (m != 0) {
-        if (found == 0) oldest = end + std::uint32_t(lowest_bit(m));
-        found += bit_count(m);
-      }
-      end += k;
-      size += k;
-      L::lanes_sync();  // every lane has read the reader's head
-      if (lane == 0) reader.head = head + k;
-      L::lanes_sync();
+    for (int i = 0; i < in.count && found < q.count && pending.size < pending.capacity; ++i) {
+      notification n;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+      took = true;
+      // Appending may close the holes, which moves the entries: the removal
+      // then looks from the start.
+      if (pending_append(pending, n)) oldest = pending.first;
+      if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
   }
-  if (lane == 0 && took_any) release_rings<S>(in, readers);
-  if (found < q.count) {
-    L::lanes_sync();  // every lane has read the list's bounds
-    if (lane == 0) {
-      pending.end = end;
-      pending.size = size;
-    }
-    L::lanes_sync();
-    return false;
-  }
+  release_rings<S>(in, readers);
+  if (found < q.count) return false;
 
-  // Take out the q.count oldest matches, leaving holes; the rest keep their
-  // places.
-  if (q.count == 1) {
-    if (last != nullptr) *last = items[oldest];
-    L::lanes_sync();  // read before it becomes a hole
-    if (lane == 0) items[oldest].window = no_window;
-  } else {
-    std::int32_t removed = 0;
-    for (std::uint32_t at = oldest; removed < q.count; at += lanes) {
-      const std::uint32_t m = lowest_bits(
-          L::lanes_ballot(at + lane < end && matches(items[at + lane], q)), q.count - removed);
-      if (m == 0) continue;
-      removed += bit_count(m);
-      if (removed == q.count && last != nullptr) *last = items[at + std::uint32_t(highest_bit(m))];
-      L::lanes_sync();  // read before it becomes a hole
-      if ((m >> lane) & 1u) items[at + lane].window = no_window;
+  // Take out the q.count oldest matches; the rest keep their places.
+  for (std::int32_t removed = 0; removed < q.count; ++oldest)
+    if (matches(pending.items[oldest], q)) {
+      if (last != nullptr) *last = pending.items[oldest];
+      pending_remove(pending, oldest);
+      ++removed;
     }
-  }
-  L::lanes_sync();
-  size -= std::uint32_t(q.count);
-  if (size == 0) {
-    first = end = 0;
-  } else {
-    // The list's ends move past the holes there, a lane per entry (an entry
-    // is held between them: size > 0).
-    for (std::uint32_t m = 0; m == 0; first += m == 0 ? lanes : std::uint32_t(lowest_bit(m)))
-      m = L::lanes_ballot(lane < end - first && items[first + lane].window != no_window);
-    for (std::uint32_t m = 0; m == 0; end -= m == 0 ? lanes : std::uint32_t(lowest_bit(m)))
-      m = L::lanes_ballot(lane < end - first && items[end - 1 - lane].window != no_window);
-  }
-  if (lane == 0) {
-    pending.first = first;
-    pending.end = end;
-    pending.size = size;
-  }
-  L::lanes_sync();
   return true;
 }
 
