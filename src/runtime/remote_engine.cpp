@@ -84,8 +84,8 @@ struct remote_engine::state {
     engine_clock::time_point idle_since = listened;
     const bool spin = cx.memory->spin_when_idle();
 #if defined(__linux__)
-    // A nap ends within a microsecond of its time, not the default slack's
-    // 50 us later: an engine woken by a message late delays it.
+    // A nap ends within a microsecond of its time, not up to 50 us later
+    // (the default timer slack): the message that ends it waits for it.
     prctl(PR_SET_TIMERSLACK, 1000UL);
 #endif
     try {
