@@ -725,13 +725,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         // The world's ranks wait on their own device's copy: a wait that
         // polled one device's word from every device of the node would
         // keep their links busy with reads while puts cross them.
-        if (c == world)
-          for (int d = 0; d < view().devices; ++d) {
+        if (c == world) {
+          for (int d = 0; d < view().devices; ++d)
             if (view().world_releases[d] != nullptr)
               release_epoch<Sc>(*view().world_releases[d], epoch, result);
-          }
-        else
+        } else {
           release_epoch<Sc>(st, epoch, result);
+        }
       }
     } else if (leader()) {
       block_until(what, {c.id, -1, std::int64_t(epoch), 0},

@@ -15,6 +15,17 @@
 
 namespace grma::detail {
 
+// How long another process or node may stay silent before it is taken for
+// lost (this watch, and the network engines between nodes): 5 s, and ten
+// times that under ThreadSanitizer, whose threads run many times slower,
+// so that load alone is not taken for a loss. No test of a lost process
+// runs there.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr double silence_limit_seconds = 50.0;
+#else
+inline constexpr double silence_limit_seconds = 5.0;
+#endif
+
 class process_watch {
  public:
   // `beats[p]` is process p's first device's own job_control (as mapped

@@ -78,16 +78,6 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
 namespace grma::detail {
 namespace {
 
-// How long another process or node may stay silent before it is taken for
-// lost: 5 s, and ten times that under ThreadSanitizer, whose threads run
-// many times slower, so that load alone is not taken for a loss. No test of
-// a lost process runs there.
-#if defined(__SANITIZE_THREAD__)
-constexpr double silence_seconds = 50.0;
-#else
-constexpr double silence_seconds = 5.0;
-#endif
-
 // Throws the run's error: the rank program's own failure first; when a rank
 // only left because the job was aborted, what aborted it (a rank of another
 // device or process whose record is in the job's control block, a lost
@@ -275,8 +265,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       for (node_here& n : on)
         n.network = std::make_unique<remote_engine>(
             job_nodes{parts, n.part, per_part, node_of, o.host_access}, n.reachable,
-            make_host_engine_memory(spin), make_transport(kind, hub, n.part),
-            silence_seconds, n.part == mine_parts[0] ? port : nullptr);
+            make_host_engine_memory(spin), make_transport(kind, hub, n.part), silence_limit_seconds,
+            n.part == mine_parts[0] ? port : nullptr);
     });
     for (node_here& n : on) n.network->start();
   }
@@ -291,7 +281,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
-                                            silence_seconds);
+                                            silence_limit_seconds);
 
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
   // The other nodes may still need this process's memory: the engines
