@@ -45,7 +45,7 @@ inline constexpr std::uint32_t max_queue_capacity = 1u << 16;
 template <>
 struct ring_slot<notification> {
   static constexpr bool self_validating = true;  // ring_release
-  std::uint64_t word[4];
+  alignas(16) std::uint64_t word[4];             // two 16-byte pairs on a GPU
 
   static constexpr int sequence_shift = 47;
   static constexpr std::uint64_t piece_mask = (std::uint64_t{1} << 15) - 1;
@@ -77,12 +77,11 @@ struct ring_slot<notification> {
     words_of(sequence, n, w);
 #if GRMA_DEVICE_CODE
     // Release fence: the put's data (written by the whole block before the
-    // barrier in publish_fence) is visible before any of the words.
+    // barrier in publish_fence) is visible before any of the words, stored
+    // as two 16-byte pairs (store_relaxed_pair).
     fence_release<S>();
-    store_relaxed<S>(word[1], w[1]);
-    store_relaxed<S>(word[2], w[2]);
-    store_relaxed<S>(word[3], w[3]);
-    store_relaxed<S>(word[0], w[0]);
+    store_relaxed_pair<S>(word + 2, w[2], w[3]);
+    store_relaxed_pair<S>(word, w[0], w[1]);
 #else
     store_relaxed<S>(word[1], w[1]);
     store_relaxed<S>(word[2], w[2]);
@@ -95,13 +94,13 @@ struct ring_slot<notification> {
   GRMA_INLINE bool load(std::uint32_t sequence, notification& out) {
     // Acquire on word 0 pairs with the producer's release (fence or store).
 #if GRMA_DEVICE_CODE
-    // Words 1-3 are loaded first so that all four loads are in flight
-    // together (one trip to L2, not two in a row); a stale word shows in its
-    // sequence number and the caller polls again.
-    const std::uint64_t w1 = load_relaxed<S>(word[1]);
-    const std::uint64_t w2 = load_relaxed<S>(word[2]);
-    const std::uint64_t w3 = load_relaxed<S>(word[3]);
-    const std::uint64_t w0 = load_acquire<S>(word[0]);
+    // Words 2-3 are loaded first so that both pairs are in flight together
+    // (one trip to L2, not two in a row: an acquire holds back the loads
+    // after it); a stale word shows in its sequence number and the caller
+    // polls again.
+    std::uint64_t w0, w1, w2, w3;
+    load_relaxed_pair<S>(word + 2, w2, w3);
+    load_acquire_pair<S>(word, w0, w1);
     if (!stamped(w0, sequence)) return false;
 #else
     // The host producer stores word 0 last with release: after it, words 1
