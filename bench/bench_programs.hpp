@@ -204,21 +204,29 @@ struct collective_latency {
 };
 
 // `active` ranks each put `bytes` to the rank `offset` ranks on, `iterations`
-// times, one notification per put; rank 0 times the whole exchange.
+// times, one notification per put; rank 0 times the whole exchange. Both
+// ways: the ranks put to also put back, each to the rank it hears from.
 struct bandwidth {
   std::size_t bytes;
   int iterations;
   int active;
   int offset;
+  bool both_ways = false;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     const int me = r.rank(grma::world);
     const int n = r.size(grma::world);
-    const int target = (me + offset) % n, source = (me + n - offset) % n;
+    const bool answers = both_ways && me >= offset && me < offset + active;
+    const int target = answers ? me - offset : (me + offset) % n;
+    const int source = answers                    ? me - offset
+                       : both_ways && me < active ? me + offset
+                                                  : (me + n - offset) % n;
+    const bool puts = me < active || answers;
+    const bool hears = source < active || (both_ways && me < active);
     // Only ranks that put or are put to hold buffers, so one rank's large
     // puts fit a heap that all ranks' would not.
-    const std::size_t mine = me < active || source < active ? bytes : 0;
+    const std::size_t mine = puts || hears ? bytes : 0;
     auto* buffer = mine == 0 ? nullptr : static_cast<unsigned char*>(r.alloc(2 * mine));
     // Touched first, as any program's buffers are: the first use of memory
     // (shared memory on the CPU backend) is not the transfer's cost.
@@ -227,16 +235,16 @@ struct bandwidth {
     // One put before the clock starts, as the copy baselines warm up: the
     // first touch of the target's pages (on a peer GPU, its mappings) is not
     // the transfer's cost.
-    if (me < active) r.put_notify(w, target, 0, bytes, buffer + bytes, 1);
-    if (source < active) r.wait_notifications(w, source, 1, 1);
+    if (puts) r.put_notify(w, target, 0, bytes, buffer + bytes, 1);
+    if (hears) r.wait_notifications(w, source, 1, 1);
     r.barrier(grma::world);
     const double start = r.wtime();
-    if (me < active)
+    if (puts)
       for (int it = 0; it < iterations; ++it) r.put_notify(w, target, 0, bytes, buffer + bytes, 1);
     r.barrier(grma::world);
     if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
     // Take the notifications so the queues end empty.
-    if (source < active) r.wait_notifications(w, source, 1, iterations);
+    if (hears) r.wait_notifications(w, source, 1, iterations);
     r.window_free(w);
     if (buffer != nullptr) r.free(buffer);
   }

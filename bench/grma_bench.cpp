@@ -392,10 +392,13 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   const auto with_nvshmem = [&](const path& p) {
     return GRMA_BENCH_NVSHMEM && cuda && lead && !p.remote && p.devices_apart == 1 && job.process_count == 1;
   };
-  const int steps = int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3 + 3)) +
-                    int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) +
-                    (wanted("host") ? 1 : 0) + (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
-                    (wanted("collectives") ? 3 : 0);
+  // The same device's bandwidth is also measured both ways.
+  const int steps =
+      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3 + 3)) +
+      int(paths.empty() ? 0 : bandwidth_sizes.size()) +
+      int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
+      (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
+      (wanted("collectives") ? 3 : 0);
   progress show(steps, lead);
 
   auto run = [&](const auto& program, int ranks) {
@@ -640,10 +643,11 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (json) std::fprintf(json, ",\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
-    std::snprintf(line, sizeof line,
-                  "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s\n",
-                  p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
-                  "NVSHMEM all", "staged MPI", "UCX put", "peer copy");
+    std::snprintf(
+        line, sizeof line,
+        "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s %14s %14s\n",
+        p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
+        "NVSHMEM all", "staged MPI", "UCX put", "peer copy", "both ways", "copy of both");
     report += line;
     if (json) std::fprintf(json, ",\n     \"bandwidth\": [\n");
     first = true;
@@ -658,6 +662,19 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
           all_measured ? double(bytes) * iterations * pairs /
                              run(bench::bandwidth{bytes, iterations, pairs, offset}, full).seconds / 1e9
                        : NAN;
+      // On one device the pairs' ranks are half of it: put both ways, all
+      // of the device's ranks copy, as the whole device copies in its floor.
+      const bool one_device = p.devices_apart == 0 && !p.remote,
+                 both_measured = all_measured && one_device;
+      if (one_device)
+        show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, both ways");
+      const double both_gbs =
+          both_measured
+              ? double(bytes) * iterations * pairs * 2 /
+                    run(bench::bandwidth{bytes, iterations, pairs, offset, true}, full).seconds /
+                    1e9
+              : NAN;
+      const double both_copy = both_measured ? floor_gbs(bytes * std::size_t(2 * pairs)) : NAN;
       // The copy of as much as was moved at once: all pairs' bytes, or one rank's.
       double copy = floor_gbs(bytes * std::size_t(all_measured ? pairs : 1));
 #if GRMA_BENCH_MPI
@@ -668,11 +685,13 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       const double peer_copy = peer_copy_gbs(bytes * std::size_t(all_measured ? pairs : 1));
       const double nvshmem_one = nvshmem ? figure_at(nvshmem->one_block_gbs, bytes) : NAN;
       const double nvshmem_all = nvshmem ? figure_at(nvshmem->blocks_gbs, bytes) : NAN;
-      std::snprintf(line, sizeof line, "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s\n", bytes,
-                    one_gbs, format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
+      std::snprintf(line, sizeof line,
+                    "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s %14s %14s\n", bytes, one_gbs,
+                    format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
                     format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),
                     format(staged_copy, "%.2f").c_str(), format(ucx_put, "%.2f").c_str(),
-                    format(peer_copy, "%.2f").c_str());
+                    format(peer_copy, "%.2f").c_str(), format(both_gbs, "%.2f").c_str(),
+                    format(both_copy, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(
@@ -680,12 +699,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             "%s      {\"bytes\": %zu, \"one_rank_gbs\": %.3f, \"all_pairs_gbs\": %s, "
             "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
             "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s, \"ucx_put_gbs\": %s, "
-            "\"ucx_put_memory\": \"%s\", \"peer_copy_gbs\": %s}",
+            "\"ucx_put_memory\": \"%s\", \"peer_copy_gbs\": %s, \"both_ways_gbs\": %s, "
+            "\"both_ways_copy_floor_gbs\": %s}",
             first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
             format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
             format(nvshmem_all, "%.3f", "null").c_str(),
             format(staged_copy, "%.3f", "null").c_str(), format(ucx_put, "%.3f", "null").c_str(),
-            ucx_put_memory, format(peer_copy, "%.3f", "null").c_str());
+            ucx_put_memory, format(peer_copy, "%.3f", "null").c_str(),
+            format(both_gbs, "%.3f", "null").c_str(), format(both_copy, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.
