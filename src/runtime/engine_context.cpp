@@ -29,12 +29,12 @@ void for_each_chunk(std::uint64_t bytes, std::function<void()> done, F&& chunk) 
 
 }  // namespace
 
-engine_context::engine_context(const job_nodes& n, std::vector<const device_view*> v, double silence,
+engine_context::engine_context(const job_nodes& n, std::vector<const device_view*> v,
                                std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t)
     : nodes(n),
       views(std::move(v)),
-      silence_seconds(silence),
-      lanes(n.processes, staging_per_lane, [this](std::size_t bytes) { return memory->staging(bytes); }),
+      lanes(n.processes, staging_per_lane,
+            [this](std::size_t bytes) { return memory->staging(bytes); }),
       memory(std::move(m)),
       net(std::move(t)) {
   for (int d = 0; d < nodes.devices_per_process; ++d)

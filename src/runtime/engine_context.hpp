@@ -32,7 +32,7 @@ inline constexpr auto wire_done = remote_op(19);       // the sender's ranks are
 inline constexpr auto wire_beat = remote_op(20);       // the sender is alive
 
 struct engine_context {
-  engine_context(const job_nodes& n, std::vector<const device_view*> v, double silence,
+  engine_context(const job_nodes& n, std::vector<const device_view*> v,
                  std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t);
   engine_context(const engine_context&) = delete;
   engine_context& operator=(const engine_context&) = delete;
@@ -41,7 +41,6 @@ struct engine_context {
   std::vector<const device_view*> views;  // by device; null off this node
   std::vector<const device_view*> own;    // this process's devices
   const device_view* first = nullptr;     // this node's first device: what the node shares
-  double silence_seconds;
   int ranks_per_device = 0;
   int world_size = 0;
   // Before `memory` and `net`: staging buffers that copies and sends in

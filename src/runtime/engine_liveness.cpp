@@ -10,6 +10,7 @@
 #include "engine_host.hpp"
 #include "engine_intake.hpp"
 #include "engine_operations.hpp"
+#include "process_watch.hpp"
 #include "watchdog.hpp"
 
 namespace grma::detail {
@@ -225,7 +226,7 @@ void engine_liveness::watch(engine_clock::time_point listened) {
     intake_.send_header(p, beat);  // until this engine stops: others may still watch it
     if (done_from_[std::size_t(p)]) continue;
     const double silent = std::chrono::duration<double>(listened - heard_[std::size_t(p)]).count();
-    if (silent > cx_.silence_seconds) {
+    if (silent > silence_limit_seconds) {
       const int ranks = cx_.nodes.devices_per_process * cx_.ranks_per_device;
       lose("grma: process " + std::to_string(p) + " (world ranks " + std::to_string(p * ranks) +
            ".." + std::to_string(p * ranks + ranks - 1) + ", node " +

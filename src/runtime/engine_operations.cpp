@@ -7,6 +7,7 @@
 #include "engine_completion.hpp"
 #include "engine_host.hpp"
 #include "engine_liveness.hpp"
+#include "process_watch.hpp"
 #include "wire_format.hpp"
 
 namespace grma::detail {
@@ -193,7 +194,7 @@ bool engine_operations::about_to_exist(const window_slot& s, std::uint32_t gener
   const bool next = !s.active && window_next_generation(s, 0) == generation;
   const double waited =
       std::chrono::duration<double>(cx_.now - waiting_since_[std::size_t(from)]).count();
-  return next && (waiting_[std::size_t(from)].empty() || waited < cx_.silence_seconds);
+  return next && (waiting_[std::size_t(from)].empty() || waited < silence_limit_seconds);
 }
 
 // Checks a request against this node's window table; on success sets

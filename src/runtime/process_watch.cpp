@@ -23,9 +23,8 @@ void beat(job_control& c) {
 }  // namespace
 
 process_watch::process_watch(std::vector<job_control*> beats, int me, job_control* job,
-                             int ranks_of, double silence_seconds)
-    : beats_(std::move(beats)), me_(me), job_(job), ranks_of_(ranks_of),
-      silence_seconds_(silence_seconds) {
+                             int ranks_of)
+    : beats_(std::move(beats)), me_(me), job_(job), ranks_of_(ranks_of) {
   store_relaxed<scope::system>(beats_[std::size_t(me_)]->pid, std::int64_t(getpid()));
   beat(*beats_[std::size_t(me_)]);
   thread_ = std::thread([this] { loop(); });
@@ -44,7 +43,7 @@ std::string process_watch::failure() const {
 }
 
 void process_watch::loop() {
-  const auto silence = std::uint64_t(silence_seconds_ * 1e9);
+  const auto silence = std::uint64_t(silence_limit_seconds * 1e9);
   while (!stopping_) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     beat(*beats_[std::size_t(me_)]);

@@ -1,7 +1,7 @@
 // Liveness of the other processes of a job on this node. Each process's host
 // beats in its first device's job_control; a thread here checks the others'.
 // A process that exited (its pid is gone) or stopped beating for
-// `silence_seconds` ends the run: the watch raises the job's abort flag, so
+// silence_limit_seconds ends the run: the watch raises the job's abort flag, so
 // every rank leaves its wait, and keeps a message naming the process.
 #pragma once
 
@@ -31,8 +31,7 @@ class process_watch {
   // `beats[p]` is process p's first device's own job_control (as mapped
   // here; null for processes on other nodes, which the network engine
   // watches); `job` the node's; `ranks_of` the world ranks per process.
-  process_watch(std::vector<job_control*> beats, int me, job_control* job, int ranks_of,
-                double silence_seconds);
+  process_watch(std::vector<job_control*> beats, int me, job_control* job, int ranks_of);
   ~process_watch();
   process_watch(const process_watch&) = delete;
   process_watch& operator=(const process_watch&) = delete;
@@ -48,7 +47,6 @@ class process_watch {
   int me_;
   job_control* job_;
   int ranks_of_;
-  double silence_seconds_;
   std::atomic<bool> stopping_{false};
   mutable std::mutex mutex_;
   std::string failure_;

@@ -52,10 +52,9 @@ struct remote_engine::state {
   bool stopped_taking = false;
   std::atomic<bool> local_done{false};
 
-  state(const job_nodes& n, std::vector<const device_view*> v, double silence,
-        std::unique_ptr<engine_memory> m, std::unique_ptr<transport> t,
-        std::shared_ptr<host_port> port)
-      : cx(n, std::move(v), silence, std::move(m), std::move(t)),
+  state(const job_nodes& n, std::vector<const device_view*> v, std::unique_ptr<engine_memory> m,
+        std::unique_ptr<transport> t, std::shared_ptr<host_port> port)
+      : cx(n, std::move(v), std::move(m), std::move(t)),
         intake(cx, completion, arrivals),
         operations(cx, intake, completion, arrivals, liveness, host),
         completion(cx, intake, operations, liveness, host),
@@ -149,9 +148,9 @@ struct remote_engine::state {
 
 remote_engine::remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
                              std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
-                             double silence_seconds, std::shared_ptr<host_port> port)
-    : s_(std::make_unique<state>(nodes, std::move(views), silence_seconds, std::move(memory),
-                                 std::move(net), std::move(port))) {}
+                             std::shared_ptr<host_port> port)
+    : s_(std::make_unique<state>(nodes, std::move(views), std::move(memory), std::move(net),
+                                 std::move(port))) {}
 
 void remote_engine::start() {
   s_->liveness.hear_all();

@@ -43,7 +43,7 @@ class remote_engine {
   // `views`: every device of the job as this process addresses it, null for
   // devices on other nodes; `memory`: how the engine reaches its process's
   // devices; `net`: its endpoint of the transport that joins the nodes. A
-  // process that stays silent for `silence_seconds` is taken for lost.
+  // process that stays silent for silence_limit_seconds is taken for lost.
   // (`nodes.process` is the process the engine serves: where one process
   // plays several nodes, each has its engine, and each engine a process
   // number of its own.)
@@ -51,7 +51,7 @@ class remote_engine {
   // (null: none; one engine of a process that plays several nodes).
   remote_engine(const job_nodes& nodes, std::vector<const device_view*> views,
                 std::unique_ptr<engine_memory> memory, std::unique_ptr<transport> net,
-                double silence_seconds, std::shared_ptr<host_port> port = nullptr);
+                std::shared_ptr<host_port> port = nullptr);
   // Starts the engine's thread, which uses the transport from then on (an
   // MPI one: only once the thread in run() makes no MPI calls,
   // MPI_THREAD_SERIALIZED).

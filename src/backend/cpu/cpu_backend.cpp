@@ -265,7 +265,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       for (node_here& n : on)
         n.network = std::make_unique<remote_engine>(
             job_nodes{parts, n.part, per_part, node_of, o.host_access}, n.reachable,
-            make_host_engine_memory(spin), make_transport(kind, hub, n.part), silence_limit_seconds,
+            make_host_engine_memory(spin), make_transport(kind, hub, n.part),
             n.part == mine_parts[0] ? port : nullptr);
     });
     for (node_here& n : on) n.network->start();
@@ -280,8 +280,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   }
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
-    watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible,
-                                            silence_limit_seconds);
+    watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible);
 
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
   // The other nodes may still need this process's memory: the engines

@@ -495,14 +495,13 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
                                            : std::span<const unsigned char>(),
                                        s.engine_proxy);
       network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of, o.host_access},
-                                                reachable, std::move(memory), std::move(net),
-                                                silence_limit_seconds, port);
+                                                reachable, std::move(memory), std::move(net), port);
     });
   }
   if (network) network->start();
   progress_engine progress(host_view, job, s.timeout_seconds, stdout,
                            network ? &network->others_progress() : nullptr);
-  process_watch watch(beats, me, host_view.control, plan.ranks, silence_limit_seconds);
+  process_watch watch(beats, me, host_view.control, plan.ranks);
   job_control& control = *host_view.control;
   const kernel_outcome run =
       kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes, stream->get());
@@ -608,8 +607,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     network = std::make_unique<remote_engine>(
         job_nodes{1, 0, 1, {0}, true}, std::vector<const device_view*>{host_views[0]},
         make_cuda_engine_memory(parts[0].device, {}, s.engine_proxy),
-        make_transport(transport_kind::loopback, make_loopback_hub(1), 0), silence_limit_seconds,
-        port);
+        make_transport(transport_kind::loopback, make_loopback_hub(1), 0), port);
     network->start();
   }
   job_control& control = *host_views[0]->control;
