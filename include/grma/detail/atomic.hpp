@@ -99,9 +99,10 @@ GRMA_INLINE std::uint64_t global_add(std::uint64_t& word, std::uint64_t value, b
 // Two adjacent words, 16-byte aligned, stored or loaded by one 16-byte
 // access of global memory. Each word is still single-copy atomic on its
 // own, not the pair. One thread's strong scalar accesses are issued one
-// after another, a vector's halves together: on an H200 pair, a
-// notification slot's four words as two 16-byte stores and two loads took
-// 1.2 us off an 8-byte ping-pong's round trip (decision 028).
+// after another, a vector's halves together: a notification slot's four
+// words as two 16-byte stores and two loads took 1.2 us off a stand-alone
+// 8-byte ping-pong's round trip on an H200 pair (decision 028), and 15 %
+// off horizontal diffusion's iteration on one H200 (decision 029).
 #define GRMA_PAIR_ACCESS(op, sem, ...)                                     \
   if constexpr (S == scope::system)                                        \
     asm volatile(op "." sem ".sys.global.v2.u64 " __VA_ARGS__ : "memory"); \
