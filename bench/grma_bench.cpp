@@ -664,8 +664,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                        : NAN;
       // On one device the pairs' ranks are half of it: put both ways, all
       // of the device's ranks copy, as the whole device copies in its floor.
-      const bool one_device = p.devices_apart == 0 && !p.remote,
-                 both_measured = all_measured && one_device;
+      const bool one_device = p.devices_apart == 0, both_measured = all_measured && one_device;
       if (one_device)
         show.step(std::string(p.name) + ": bandwidth " + std::to_string(bytes) + " B, both ways");
       const double both_gbs =

@@ -101,8 +101,7 @@ GRMA_INLINE std::uint64_t global_add(std::uint64_t& word, std::uint64_t value, b
 // own, not the pair. One thread's strong scalar accesses are issued one
 // after another, a vector's halves together: a notification slot's four
 // words as two 16-byte stores and two loads took 1.2 us off a stand-alone
-// 8-byte ping-pong's round trip on an H200 pair (decision 028), and 15 %
-// off horizontal diffusion's iteration on one H200 (decision 029).
+// 8-byte ping-pong's round trip on an H200 pair (decisions 028, 029).
 #define GRMA_PAIR_ACCESS(op, sem, ...)                                     \
   if constexpr (S == scope::system)                                        \
     asm volatile(op "." sem ".sys.global.v2.u64 " __VA_ARGS__ : "memory"); \
