@@ -111,7 +111,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // ---- memory ----------------------------------------------------------------
 
-  // Rank-private memory from the device heap; may be registered in windows.
+  // Rank-private memory from the device heap, 256-byte aligned (as
+  // cudaMalloc's: copies between such blocks move whole lines); may be
+  // registered in windows.
   GRMA_INLINE void* alloc(std::size_t bytes) {
     const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, call::alloc) : 0);
     return view().heap + offset;

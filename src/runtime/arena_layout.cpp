@@ -44,8 +44,13 @@ arena_layout layout_arena(const arena_params& p) {
                     std::to_string(symmetric_reserved_bytes) +
                     " bytes of teams' workspaces every slice starts with (GRMA_SYMMETRIC_SIZE at least " +
                     std::to_string(symmetric_reserved_bytes * std::uint64_t(p.ranks)) + ")");
-  l.allocatable_start = l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks);
-  l.heap_bytes = align_up(l.allocatable_start + align_up(p.heap_size, heap_alignment), 4096);
+  // alloc's first block header, where heap_prepare puts it.
+  l.allocatable_start =
+      align_up(l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks) + heap_alignment,
+               heap_payload_alignment) -
+      heap_alignment;
+  l.heap_bytes =
+      align_up(l.allocatable_start + align_up(p.heap_size, heap_payload_alignment), 4096);
   l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);
 
   carver c;

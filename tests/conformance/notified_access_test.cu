@@ -118,6 +118,119 @@ TEST_P(NotifiedAccess, PingPongDeliversEveryByte) {
   }
 }
 
+// ---- placements -------------------------------------------------------------------
+
+// A GPU rank's copy moves 16-byte vectors where both ends are 16-byte
+// aligned, else bytes, in unrolled steps of all its threads, then the rest
+// (cuda_platform::copy_by). Puts of sizes that end within a step or after
+// several, from and to places within a 128-byte line alike or not, are
+// checked byte for byte on arrival, with the bytes on either side untouched.
+constexpr int placement_sizes = 10;
+GRMA_HOST_DEVICE inline std::size_t placement_size(int s) {
+  const std::size_t sizes[placement_sizes] = {
+      1, 15, 16, 113, 128, 129, 4096 + 48, 32768 + 16 * 7 + 3, 65536 * 2 + 1, 65536 * 3 + 80 + 9};
+  return sizes[s];
+}
+constexpr std::size_t placement_max = 65536 * 3 + 80 + 9;
+constexpr int placement_count = 8;
+// Where the source and the destination start within a 128-byte line.
+GRMA_HOST_DEVICE inline std::size_t placement_of(int p, int end) {
+  const std::size_t places[placement_count][2] = {{0, 0}, {16, 16}, {64, 64}, {112, 112},
+                                                  {8, 8}, {3, 3},   {0, 64},  {5, 9}};
+  return places[p][end];
+}
+constexpr std::uint8_t untouched = 0xa5;
+
+struct placements {
+  std::size_t most;  // the largest size this job's buffers hold
+  buffers mem;
+
+  // Room for `most` bytes at any place of a line, a line of margin on either
+  // side, and the line the buffer may start into.
+  GRMA_HOST_DEVICE std::size_t room() const { return round64(most) + 4 * 128; }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), peer = me ^ 1;
+    auto* inbox = mem.get<std::uint8_t>(r, 2 * room());
+    auto* outbox = inbox + room();
+    grma::window w = r.window_create(grma::world, inbox, room());
+    // The first whole line after a line of margin, in either buffer.
+    const auto line_after = [](const std::uint8_t* p) {
+      return std::size_t(128 + ((128 - (reinterpret_cast<std::uintptr_t>(p) & 127)) & 127));
+    };
+    const std::size_t in_line = line_after(inbox), out_line = line_after(outbox);
+    for (std::size_t i = std::size_t(r.thread()); i < room(); i += std::size_t(r.threads()))
+      inbox[i] = untouched;
+    r.sync_threads();
+    r.barrier(grma::world);  // every inbox is ready before any put
+    if (peer < r.size(grma::world)) {
+      int tag = 0;
+      for (int s = 0; s < placement_sizes && placement_size(s) <= most; ++s)
+        for (int p = 0; p < placement_count; ++p, ++tag) {
+          const std::size_t bytes = placement_size(s);
+          const std::size_t from = out_line + placement_of(p, 0), to = in_line + placement_of(p, 1);
+          for (int half = 0; half < 2; ++half) {
+            if ((half == 0) == (me % 2 == 0)) {
+              fill(r, outbox + from, bytes, mix(std::uint64_t(me), bytes, std::uint64_t(p)));
+              r.put_notify(w, peer, to, bytes, outbox + from, tag);
+            } else {
+              r.wait_notifications(w, peer, tag, 1);
+              CONF_CHECK_PATTERN(r, rec, inbox + to, bytes,
+                                 mix(std::uint64_t(peer), bytes, std::uint64_t(p)), 0, tag);
+              CONF_EXPECT(r, rec, inbox[to - 1] == untouched && inbox[to + bytes] == untouched, tag,
+                          inbox[to - 1], inbox[to + bytes]);
+              // Untouched again before this rank's own put, which the peer's
+              // next one waits for.
+              for (std::size_t i = std::size_t(r.thread()); i < bytes;
+                   i += std::size_t(r.threads()))
+                inbox[to + i] = untouched;
+              r.sync_threads();
+              tally(r, rec, 0);
+            }
+          }
+        }
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), 0, 0, 0);
+    r.window_free(w);
+    mem.release(r, inbox);
+  }
+};
+
+// The placements at a point of the matrix; every size where the heap holds
+// the buffers, else those up to what it holds.
+void run_placements(const config& c) {
+  grma::runtime rt(suite_settings());
+  job j(rt, c);
+  const int n = j.resolve(placements{});
+  const std::size_t half = rank_budget(rt, n) / 2;
+  const std::size_t most =
+      clamp_to<std::size_t>(half > 4 * 128 ? half - 4 * 128 : 0, 129, placement_max);
+  placements program{most, {}};
+  program.mem = j.prepare(0, 2 * program.room());
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    int sizes = 0;
+    while (sizes < placement_sizes && placement_size(sizes) <= most) ++sizes;
+    j.expect_counts(
+        0, [&](int rank) { return (rank ^ 1) < n ? unsigned(sizes * placement_count) : 0u; },
+        "messages received");
+  }
+}
+
+TEST_P(NotifiedAccess, PutsMoveEveryByteAtEveryPlacement) {
+  run_placements(GetParam());
+}
+
+// Ranks whose last warp is partial: its run of a copy's step is as wide as
+// the warp (a CPU rank is one thread whatever is asked).
+TEST(NotifiedAccessPartialWarps, PutsMoveEveryByteAtEveryPlacement) {
+  run_placements({2, 80});
+  run_placements({3, 48});
+}
+
 // ---- ring ---------------------------------------------------------------------------
 
 constexpr std::size_t ring_slot_bytes = 64;

@@ -211,7 +211,7 @@ GRMA_HOST_DEVICE grma::comm world_or_whole_device(Rank& r, bool device) {
   return world_or_device(device && r.size(grma::device) == r.size(grma::world));
 }
 
-// Rounds up to the allocator's 64-byte alignment. Programs take their
+// Rounds up to 64 bytes (a cache line). Programs take their
 // buffers from one allocation where they need several: allocations of a
 // device are serialized and walk the heap's blocks (first fit), so with
 // thousands of ranks each one costs.

@@ -26,6 +26,7 @@ using grma::detail::heap_failure;
 using grma::detail::heap_free_result;
 using grma::detail::heap_init;
 using grma::detail::heap_lock;
+using grma::detail::heap_payload_alignment;
 using grma::detail::heap_release;
 using grma::detail::heap_unlock;
 using grma::detail::scope;
@@ -78,8 +79,8 @@ class test_heap {
       EXPECT_TRUE(is_free || b->state == heap_block_state::used) << "block at " << off;
       EXPECT_EQ(b->prev_size, previous_size) << "block at " << off;
       EXPECT_FALSE(is_free && previous_free) << "unmerged free blocks at " << off;
-      const bool header_valid = b->magic == heap_block_magic && b->size >= 2 * heap_alignment &&
-                                b->size % heap_alignment == 0;
+      const bool header_valid = b->magic == heap_block_magic && b->size >= heap_payload_alignment &&
+                                b->size % heap_payload_alignment == 0;
       EXPECT_TRUE(header_valid) << "block at " << off << ": magic " << b->magic << ", size "
                                 << b->size;
       if (!header_valid) break;  // the sizes cannot be followed any further
@@ -100,6 +101,9 @@ class test_heap {
 };
 
 constexpr std::uint64_t header = heap_alignment;
+constexpr std::uint64_t unit = heap_payload_alignment;  // the smallest block
+// The first header's place: one header short of a payload alignment.
+constexpr std::uint64_t first_header = unit - header;
 
 void fill(unsigned char* p, std::uint64_t bytes, unsigned char value) {
   std::fill(p, p + bytes, value);
@@ -110,7 +114,7 @@ bool holds(const unsigned char* p, std::uint64_t bytes, unsigned char value) {
 }
 
 TEST(Heap, InitialFreeBytesAreTheRangeLessOneHeader) {
-  test_heap heap(192, 192 + 4096);
+  test_heap heap(first_header, first_header + 4096);
   EXPECT_EQ(heap.free_bytes(), 4096 - header);
   EXPECT_EQ(heap.checked_blocks().size(), 1u);
 }
@@ -123,15 +127,28 @@ TEST(Heap, RangeTooSmallForOneBlockAllocatesNothing) {
   EXPECT_EQ(why.largest_free, 0u);
 }
 
-TEST(Heap, PayloadsAre64ByteAligned) {
-  test_heap heap(192, 192 + (16 << 10));
-  for (std::uint64_t bytes : {0, 1, 7, 63, 64, 65, 100, 128, 1000, 4095}) {
-    const std::uint64_t off = heap.allocate(bytes);
-    ASSERT_NE(off, 0u) << bytes << " bytes";
-    EXPECT_EQ(off % heap_alignment, 0u) << bytes << " bytes";
-    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(heap.at(off)) % heap_alignment, 0u);
+TEST(Heap, PayloadsAre256ByteAligned) {
+  for (std::uint64_t begin :
+       {std::uint64_t{0}, std::uint64_t{64}, first_header, std::uint64_t{300}}) {
+    test_heap heap(begin, begin + (16 << 10));
+    for (std::uint64_t bytes : {0, 1, 7, 63, 64, 65, 100, 128, 192, 193, 256, 1000, 4095}) {
+      const std::uint64_t off = heap.allocate(bytes);
+      ASSERT_NE(off, 0u) << bytes << " bytes from " << begin;
+      EXPECT_EQ(off % unit, 0u) << bytes << " bytes from " << begin;
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(heap.at(off)) % unit, 0u);
+    }
+    heap.checked_blocks();  // the headers are still consistent
   }
-  heap.checked_blocks();  // the headers are still consistent
+}
+
+// A range that starts elsewhere loses what lies before the first place one
+// header short of a payload alignment, and ends at a whole block.
+TEST(Heap, RangeIsCutToWholeAlignedBlocks) {
+  test_heap heap(64, 64 + 4096);
+  EXPECT_EQ(heap.allocator().begin, first_header);
+  EXPECT_EQ(heap.allocator().end, first_header + 3 * 1024 + 3 * unit);
+  EXPECT_EQ(heap.free_bytes(), 3 * 1024 + 3 * unit - header);
+  EXPECT_EQ(heap.checked_blocks().size(), 1u);
 }
 
 // Each live block is filled with its own byte; writing all of them and then
@@ -163,19 +180,20 @@ TEST(Heap, LiveBlocksDoNotOverlap) {
   }
 }
 
-// Thirty-two 64-byte blocks fill the heap exactly. Freeing every other one
-// leaves half the bytes free but no two adjacent, so a 128-byte request fails;
-// freeing the rest merges everything back into one block.
+// Thirty-two of the smallest blocks fill the heap exactly. Freeing every
+// other one leaves half the bytes free but no two adjacent, so a request of
+// two blocks' payload fails; freeing the rest merges everything back into one
+// block.
 TEST(Heap, FragmentationAndCoalescing) {
   constexpr int block_count = 32;
-  constexpr std::uint64_t block_size = 2 * header;  // 64-byte payload + header
-  const std::uint64_t begin = 128;
-  test_heap heap(begin, begin + block_count * block_size);
+  constexpr std::uint64_t payload = unit - header;
+  const std::uint64_t begin = first_header;
+  test_heap heap(begin, begin + block_count * unit);
   const std::uint64_t initial_free = heap.free_bytes();
 
   std::vector<std::uint64_t> offsets;
   for (int i = 0; i < block_count; ++i) {
-    offsets.push_back(heap.allocate(64));
+    offsets.push_back(heap.allocate(payload));
     ASSERT_NE(offsets.back(), 0u) << "block " << i;
   }
   EXPECT_EQ(heap.free_bytes(), 0u);
@@ -183,11 +201,11 @@ TEST(Heap, FragmentationAndCoalescing) {
 
   for (int i = 0; i < block_count; i += 2)
     ASSERT_EQ(heap.release(offsets[i]), heap_free_result::ok);
-  EXPECT_EQ(heap.free_bytes(), block_count / 2 * 64u);
+  EXPECT_EQ(heap.free_bytes(), block_count / 2 * payload);
   heap_failure why{};
-  EXPECT_EQ(heap.allocate(128, why), 0u);
-  EXPECT_EQ(why.free_bytes, block_count / 2 * 64u);
-  EXPECT_EQ(why.largest_free, 64u);
+  EXPECT_EQ(heap.allocate(2 * payload, why), 0u);
+  EXPECT_EQ(why.free_bytes, block_count / 2 * payload);
+  EXPECT_EQ(why.largest_free, payload);
   EXPECT_EQ(heap.checked_blocks().size(), std::size_t(block_count));
 
   for (int i = 1; i < block_count; i += 2)
@@ -199,21 +217,20 @@ TEST(Heap, FragmentationAndCoalescing) {
 }
 
 TEST(Heap, ExhaustionReportsFreeBytesAndLargestBlock) {
-  test_heap heap(0, 1024);  // one block: 960 payload bytes
-  ASSERT_EQ(heap.free_bytes(), 960u);
+  test_heap heap(first_header, first_header + 2048);  // one block: 1984 payload bytes
+  ASSERT_EQ(heap.free_bytes(), 1984u);
 
-  const std::uint64_t first = heap.allocate(500);  // takes 512 + header, leaves a 448-byte block
-  ASSERT_NE(first, 0u);
-  EXPECT_EQ(heap.free_bytes(), 384u);
+  const std::uint64_t first = heap.allocate(1000);  // takes 1280 (1000 + header, in whole
+  ASSERT_NE(first, 0u);                             // units), leaves a 768-byte block
+  EXPECT_EQ(heap.free_bytes(), 704u);
 
   heap_failure why{};
-  EXPECT_EQ(heap.allocate(400, why), 0u);
-  EXPECT_EQ(why.free_bytes, 384u);
-  EXPECT_EQ(why.largest_free, 384u);
+  EXPECT_EQ(heap.allocate(705, why), 0u);
+  EXPECT_EQ(why.free_bytes, 704u);
+  EXPECT_EQ(why.largest_free, 704u);
 
-  // 320 bytes need 384 of the 448: the 64 left over cannot hold a block, so
-  // they stay with the allocation and nothing is free afterwards.
-  const std::uint64_t second = heap.allocate(320);
+  // 600 bytes need all 768 (600 + header, in whole units): no block is left.
+  const std::uint64_t second = heap.allocate(600);
   ASSERT_NE(second, 0u);
   EXPECT_EQ(heap.free_bytes(), 0u);
   EXPECT_EQ(heap.allocate(1, why), 0u);
@@ -221,14 +238,14 @@ TEST(Heap, ExhaustionReportsFreeBytesAndLargestBlock) {
   EXPECT_EQ(why.largest_free, 0u);
 
   EXPECT_EQ(heap.release(second), heap_free_result::ok);
-  EXPECT_EQ(heap.free_bytes(), 384u);
+  EXPECT_EQ(heap.free_bytes(), 704u);
   EXPECT_EQ(heap.release(first), heap_free_result::ok);
-  EXPECT_EQ(heap.free_bytes(), 960u);
+  EXPECT_EQ(heap.free_bytes(), 1984u);
   EXPECT_EQ(heap.checked_blocks().size(), 1u);
 }
 
 TEST(Heap, DoubleFreeIsRefused) {
-  test_heap heap(0, 4096);
+  test_heap heap(first_header, first_header + 4096);
   const std::uint64_t a = heap.allocate(64), b = heap.allocate(64), c = heap.allocate(64);
   ASSERT_NE(a, 0u);
   ASSERT_NE(b, 0u);
@@ -245,21 +262,21 @@ TEST(Heap, DoubleFreeIsRefused) {
   EXPECT_EQ(heap.release(a), heap_free_result::already_free);
   EXPECT_EQ(heap.release(b), heap_free_result::not_allocated);
   const std::uint64_t free_after_a = heap.free_bytes();
-  EXPECT_EQ(free_after_a, free_after_b + 64 + header);
+  EXPECT_EQ(free_after_a, free_after_b + unit);  // a's payload and b's header
   heap.checked_blocks();  // the headers are still consistent
   EXPECT_EQ(heap.release(c), heap_free_result::ok);
   EXPECT_EQ(heap.free_bytes(), 4096 - header);
 }
 
 TEST(Heap, ForeignOrMisalignedPointerIsRefused) {
-  const std::uint64_t begin = 128, end = 8192;
+  const std::uint64_t begin = first_header, end = begin + 8192;
   test_heap heap(begin, end);
   const std::uint64_t a = heap.allocate(256);
   ASSERT_NE(a, 0u);
   const std::uint64_t free_before = heap.free_bytes();
 
   EXPECT_EQ(heap.release(a + 8), heap_free_result::not_allocated);       // misaligned
-  EXPECT_EQ(heap.release(a + header), heap_free_result::not_allocated);  // inside a's payload
+  EXPECT_EQ(heap.release(a + unit), heap_free_result::not_allocated);    // inside a's payload
   EXPECT_EQ(heap.release(0), heap_free_result::not_allocated);           // before the range
   EXPECT_EQ(heap.release(begin), heap_free_result::not_allocated);       // the first header
   EXPECT_EQ(heap.release(end), heap_free_result::not_allocated);         // past the range
@@ -275,7 +292,7 @@ TEST(Heap, ForeignOrMisalignedPointerIsRefused) {
 TEST(HeapRandomized, AgreesWithFirstFitModel) {
   constexpr unsigned sequences = 200;
   constexpr int steps = 300;
-  const std::uint64_t begin = 64, end = begin + (32 << 10);
+  const std::uint64_t begin = first_header, end = begin + (32 << 10);
   for (unsigned seed = 1; seed <= sequences; ++seed) {
     std::mt19937_64 rng(seed);
     const auto pick = [&](std::uint64_t low, std::uint64_t high) {
@@ -293,7 +310,7 @@ TEST(HeapRandomized, AgreesWithFirstFitModel) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << ", step " << step);
       if (live.empty() || pick(0, 99) < 60) {
         const std::uint64_t bytes = pick(0, 9) == 0 ? pick(0, 8192) : pick(0, 512);
-        const std::uint64_t need = align_up(bytes == 0 ? 1 : bytes, heap_alignment) + header;
+        const std::uint64_t need = align_up((bytes == 0 ? 1 : bytes) + header, unit);
         const auto fit = std::find_if(layout.begin(), layout.end(), [&](const block_info& b) {
           return b.free && b.size >= need;
         });

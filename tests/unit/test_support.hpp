@@ -17,7 +17,7 @@ namespace grma::test {
 // Zeroed memory on a 64-byte boundary, freed with the object.
 class aligned_buffer {
  public:
-  static constexpr std::size_t alignment = 64;
+  static constexpr std::size_t alignment = 256;  // the heap's payload alignment
 
   explicit aligned_buffer(std::size_t bytes)
       : memory_(static_cast<unsigned char*>(

@@ -13,7 +13,11 @@
 
 namespace grma::detail {
 
-inline constexpr std::uint64_t heap_alignment = 64;  // a cache line; fits 16-byte vector copies
+inline constexpr std::uint64_t heap_alignment = 64;  // a cache line; a block's header
+// Payloads start at multiples of it, as cudaMalloc's do, and blocks are
+// multiples of it long: a copy between two payloads moves whole 128-byte
+// lines (cuda_platform::copy_by). A block's header sits just before it.
+inline constexpr std::uint64_t heap_payload_alignment = 256;
 inline constexpr std::uint32_t heap_block_magic = 0x67726d61;  // "grma"
 
 enum class heap_block_state : std::uint32_t { free = 1, used = 2 };
@@ -44,19 +48,20 @@ GRMA_INLINE heap_block* heap_block_at(unsigned char* heap, std::uint64_t offset)
   return reinterpret_cast<heap_block*>(heap + offset);
 }
 
-// Host only: manage [begin, end) of a heap, both offsets aligned. Returns the
-// header of the one free block that covers the range, which the caller stores
-// at heap + begin (where the heap is device memory, with a copy).
+// Host only: manage [begin, end) of a heap: its whole blocks from the first
+// place one header short of a multiple of heap_payload_alignment (the first
+// payload's), which is the allocator's begin. Returns the header of the one
+// free block that covers them, which the caller stores at heap + a.begin
+// (where the heap is device memory, with a copy).
 inline heap_block heap_prepare(heap_allocator& a, std::uint64_t begin, std::uint64_t end) {
   a = heap_allocator{};
-  a.begin = begin;
-  a.end = end;
+  a.begin = align_up(begin + heap_alignment, heap_payload_alignment) - heap_alignment;
+  a.end = end <= a.begin
+              ? a.begin
+              : a.begin + (end - a.begin) / heap_payload_alignment * heap_payload_alignment;
   heap_block b{};
-  if (end - begin < 2 * heap_alignment) {
-    a.end = begin;  // too small for one block: every allocation fails
-    return b;
-  }
-  b.size = end - begin;
+  if (a.end == a.begin) return b;  // too small for one block: every allocation fails
+  b.size = a.end - a.begin;
   b.magic = heap_block_magic;
   b.state = heap_block_state::free;
   b.owner = -1;
@@ -68,7 +73,7 @@ inline heap_block heap_prepare(heap_allocator& a, std::uint64_t begin, std::uint
 inline void heap_init(heap_allocator& a, unsigned char* heap, std::uint64_t begin,
                       std::uint64_t end) {
   const heap_block first = heap_prepare(a, begin, end);
-  if (a.end != a.begin) *heap_block_at(heap, begin) = first;
+  if (a.end != a.begin) *heap_block_at(heap, a.begin) = first;
 }
 
 struct heap_failure {
@@ -83,13 +88,14 @@ struct heap_failure {
 GRMA_INLINE std::uint64_t heap_allocate(heap_allocator& a, unsigned char* heap,
                                         std::uint64_t bytes, std::int32_t owner,
                                         heap_failure& why) {
-  const std::uint64_t need = align_up(bytes == 0 ? 1 : bytes, heap_alignment) + heap_alignment;
+  const std::uint64_t need =
+      align_up((bytes == 0 ? 1 : bytes) + heap_alignment, heap_payload_alignment);
   std::uint64_t largest = 0;
   for (std::uint64_t off = a.begin; off < a.end;) {
     heap_block* b = heap_block_at(heap, off);
     if (b->state == heap_block_state::free && b->size >= need) {
       const std::uint64_t rest = b->size - need;
-      if (rest >= 2 * heap_alignment) {  // split: the tail stays free
+      if (rest != 0) {  // split: the tail (a whole block) stays free
         heap_block* tail = heap_block_at(heap, off + need);
         *tail = heap_block{};
         tail->size = rest;
@@ -120,11 +126,12 @@ enum class heap_free_result { ok, not_allocated, already_free };
 
 GRMA_INLINE heap_free_result heap_release(heap_allocator& a, unsigned char* heap,
                                           std::uint64_t payload) {
-  if (payload < a.begin + heap_alignment || payload >= a.end || payload % heap_alignment != 0)
+  if (payload < a.begin + heap_alignment || payload >= a.end ||
+      payload % heap_payload_alignment != 0)
     return heap_free_result::not_allocated;
   std::uint64_t start = payload - heap_alignment;
   heap_block* b = heap_block_at(heap, start);
-  if (b->magic != heap_block_magic || b->size < 2 * heap_alignment || start + b->size > a.end)
+  if (b->magic != heap_block_magic || b->size < heap_payload_alignment || start + b->size > a.end)
     return heap_free_result::not_allocated;
   if (b->state == heap_block_state::free) return heap_free_result::already_free;
   if (b->state != heap_block_state::used) return heap_free_result::not_allocated;
