@@ -1,9 +1,10 @@
+#include "cuda_baselines.hpp"
+
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <thread>
 
-#include "cuda_baselines.hpp"
 #include "cuda_bench.hpp"
 
 namespace bench {
@@ -163,9 +164,8 @@ double memcpy_gbs(int a, int b, std::size_t bytes, int iterations) {
       check(e, "cudaDeviceEnablePeerAccess");
   }
   check(cudaMemcpyPeer(to, b, from, a, bytes), "warm-up copy");
-  // For up to 20 ms after a grma run ends (its arena freed), a copy on an
-  // H200 measured 10 % slower; the floor is the undisturbed device's
-  // (decision 030).
+  // For up to 20 ms after a grma run ends, a copy on an H200 measured 10 %
+  // slower; the floor is the undisturbed device's (decision 030).
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
   const double seconds = event_seconds([&] {
     for (int i = 0; i < iterations; ++i) cudaMemcpyPeerAsync(to, b, from, a, bytes);

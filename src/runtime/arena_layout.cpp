@@ -46,9 +46,7 @@ arena_layout layout_arena(const arena_params& p) {
                     std::to_string(symmetric_reserved_bytes * std::uint64_t(p.ranks)) + ")");
   // alloc's first block header, where heap_prepare puts it.
   l.allocatable_start =
-      align_up(l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks) + heap_alignment,
-               heap_payload_alignment) -
-      heap_alignment;
+      heap_first_header(l.symmetric_area + l.symmetric_slice * std::uint64_t(p.ranks));
   l.heap_bytes =
       align_up(l.allocatable_start + align_up(p.heap_size, heap_payload_alignment), 4096);
   l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);
@@ -166,7 +164,9 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned cha
   ring_init<remote_command>(host + l.commands, command_capacity);
 
   auto& allocator = *reinterpret_cast<heap_allocator*>(control_image + l.allocator);
-  return heap_prepare(allocator, l.allocatable_start, l.heap_bytes);
+  // GRMA_HEAP_SIZE's bytes (in whole blocks), not the page's rest after them.
+  return heap_prepare(allocator, l.allocatable_start,
+                      l.allocatable_start + align_up(p.heap_size, heap_payload_alignment));
 }
 
 }  // namespace grma::detail

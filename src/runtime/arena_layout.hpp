@@ -36,7 +36,7 @@ struct arena_layout {
   std::uint64_t userdata_area;      // the heap's first bytes, userdata rounded up
   std::uint64_t symmetric_area;     // the ranks' symmetric slices, after the userdata area
   std::uint64_t symmetric_slice;    // a rank's bytes of the symmetric heap
-  std::uint64_t allocatable_start;  // where alloc's heap begins, after the ranks' slices
+  std::uint64_t allocatable_start;  // alloc's first block header, up to 192 bytes past the slices
   std::uint64_t control_bytes;
   std::uint64_t host_bytes;
   std::uint64_t queue_stride;

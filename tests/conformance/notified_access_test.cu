@@ -132,11 +132,11 @@ GRMA_HOST_DEVICE inline std::size_t placement_size(int s) {
   return sizes[s];
 }
 constexpr std::size_t placement_max = 65536 * 3 + 80 + 9;
-constexpr int placement_count = 8;
+constexpr int placement_count = 10;
 // Where the source and the destination start within a 128-byte line.
 GRMA_HOST_DEVICE inline std::size_t placement_of(int p, int end) {
-  const std::size_t places[placement_count][2] = {{0, 0}, {16, 16}, {64, 64}, {112, 112},
-                                                  {8, 8}, {3, 3},   {0, 64},  {5, 9}};
+  const std::size_t places[placement_count][2] = {{0, 0}, {16, 16}, {64, 64}, {112, 112}, {8, 8},
+                                                  {3, 3}, {0, 64},  {0, 8},   {8, 0},     {5, 9}};
   return places[p][end];
 }
 constexpr std::uint8_t untouched = 0xa5;

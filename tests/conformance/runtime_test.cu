@@ -388,7 +388,7 @@ struct alloc_free {
       seed[b] = mix(std::uint64_t(me), std::uint64_t(op), 5);
       pointer[b] = static_cast<std::uint8_t*>(r.alloc(bytes[b]));
       CONF_EXPECT(r, rec, pointer[b] != nullptr, op, bytes[b], 0);
-      CONF_EXPECT(r, rec, reinterpret_cast<std::uintptr_t>(pointer[b]) % 64 == 0, op, bytes[b], 1);
+      CONF_EXPECT(r, rec, reinterpret_cast<std::uintptr_t>(pointer[b]) % 256 == 0, op, bytes[b], 1);
       fill(r, pointer[b], bytes[b], seed[b]);
       tally(r, rec, 0);
     }
@@ -451,7 +451,7 @@ struct shared_blocks {
     const std::size_t bytes = std::size_t(n) * shared_part;
     for (int round = 0; round < 2; ++round) {
       auto* block = static_cast<std::uint8_t*>(r.alloc_shared(bytes));
-      CONF_EXPECT(r, rec, reinterpret_cast<std::uintptr_t>(block) % 64 == 0, round, 0, 0);
+      CONF_EXPECT(r, rec, reinterpret_cast<std::uintptr_t>(block) % 256 == 0, round, 0, 0);
       auto* mine = static_cast<std::uint8_t*>(r.alloc(64));  // not inside the block
       CONF_EXPECT(r, rec, mine + 64 <= block || mine >= block + bytes, round, me, 1);
       std::uint8_t* part = block + std::size_t(me) * shared_part;

@@ -146,8 +146,27 @@ TEST(Heap, PayloadsAre256ByteAligned) {
 TEST(Heap, RangeIsCutToWholeAlignedBlocks) {
   test_heap heap(64, 64 + 4096);
   EXPECT_EQ(heap.allocator().begin, first_header);
-  EXPECT_EQ(heap.allocator().end, first_header + 3 * 1024 + 3 * unit);
-  EXPECT_EQ(heap.free_bytes(), 3 * 1024 + 3 * unit - header);
+  EXPECT_EQ(heap.allocator().end, first_header + 15 * unit);
+  EXPECT_EQ(heap.free_bytes(), 15 * unit - header);
+  EXPECT_EQ(heap.checked_blocks().size(), 1u);
+  // From 0, the first header is at 192: 447 bytes hold no block, 448 one.
+  EXPECT_EQ(test_heap(0, first_header + unit - 1).allocate(1), 0u);
+  test_heap one(0, first_header + unit);
+  EXPECT_EQ(one.allocate(unit - header), first_header + header);
+  EXPECT_EQ(one.free_bytes(), 0u);
+}
+
+// A request larger than the whole range fails as any that does not fit,
+// however large (its size rounded up would wrap around).
+TEST(Heap, HugeRequestsFail) {
+  test_heap heap(first_header, first_header + 4096);
+  for (std::uint64_t bytes :
+       {std::uint64_t{4096}, ~std::uint64_t{0}, ~std::uint64_t{0} - 63, ~std::uint64_t{0} - 255}) {
+    heap_failure why{};
+    EXPECT_EQ(heap.allocate(bytes, why), 0u) << bytes;
+    EXPECT_EQ(why.free_bytes, 4096 - header);
+    EXPECT_EQ(why.largest_free, 4096 - header);
+  }
   EXPECT_EQ(heap.checked_blocks().size(), 1u);
 }
 

@@ -1,5 +1,5 @@
 // Helpers shared by the unit tests: memory laid out as the runtime lays it out
-// (zeroed, 64-byte aligned), and a wait function for code that must not wait.
+// (zeroed, 256-byte aligned), and a wait function for code that must not wait.
 #pragma once
 
 #include <cstddef>
@@ -14,10 +14,10 @@
 
 namespace grma::test {
 
-// Zeroed memory on a 64-byte boundary, freed with the object.
+// Zeroed memory on a 256-byte boundary, freed with the object.
 class aligned_buffer {
  public:
-  static constexpr std::size_t alignment = 256;  // the heap's payload alignment
+  static constexpr std::size_t alignment = 256;  // the heap's payload alignment, as a GPU's
 
   explicit aligned_buffer(std::size_t bytes)
       : memory_(static_cast<unsigned char*>(

@@ -13,7 +13,9 @@
 
 namespace grma::detail {
 
-inline constexpr std::uint64_t heap_alignment = 64;  // a cache line; a block's header
+// A cache line: a block's header, and the unit of the arena's other pieces
+// (control block, userdata area, symmetric table).
+inline constexpr std::uint64_t heap_alignment = 64;
 // Payloads start at multiples of it, as cudaMalloc's do, and blocks are
 // multiples of it long: a copy between two payloads moves whole 128-byte
 // lines (cuda_platform::copy_by). A block's header sits just before it.
@@ -48,14 +50,19 @@ GRMA_INLINE heap_block* heap_block_at(unsigned char* heap, std::uint64_t offset)
   return reinterpret_cast<heap_block*>(heap + offset);
 }
 
-// Host only: manage [begin, end) of a heap: its whole blocks from the first
-// place one header short of a multiple of heap_payload_alignment (the first
-// payload's), which is the allocator's begin. Returns the header of the one
-// free block that covers them, which the caller stores at heap + a.begin
-// (where the heap is device memory, with a copy).
+// Where a heap whose range starts at `begin` puts its first header: one
+// header short of a multiple of heap_payload_alignment (the first payload's).
+GRMA_INLINE constexpr std::uint64_t heap_first_header(std::uint64_t begin) {
+  return align_up(begin + heap_alignment, heap_payload_alignment) - heap_alignment;
+}
+
+// Host only: manage [begin, end) of a heap: its whole blocks from
+// heap_first_header(begin), which is the allocator's begin. Returns the
+// header of the one free block that covers them, which the caller stores at
+// heap + a.begin (where the heap is device memory, with a copy).
 inline heap_block heap_prepare(heap_allocator& a, std::uint64_t begin, std::uint64_t end) {
   a = heap_allocator{};
-  a.begin = align_up(begin + heap_alignment, heap_payload_alignment) - heap_alignment;
+  a.begin = heap_first_header(begin);
   a.end = end <= a.begin
               ? a.begin
               : a.begin + (end - a.begin) / heap_payload_alignment * heap_payload_alignment;
@@ -88,8 +95,12 @@ struct heap_failure {
 GRMA_INLINE std::uint64_t heap_allocate(heap_allocator& a, unsigned char* heap,
                                         std::uint64_t bytes, std::int32_t owner,
                                         heap_failure& why) {
+  // A request the whole range cannot hold needs more than any block has
+  // (and its rounding up cannot wrap around).
   const std::uint64_t need =
-      align_up((bytes == 0 ? 1 : bytes) + heap_alignment, heap_payload_alignment);
+      bytes < a.end - a.begin
+          ? align_up((bytes == 0 ? 1 : bytes) + heap_alignment, heap_payload_alignment)
+          : ~std::uint64_t{0};
   std::uint64_t largest = 0;
   for (std::uint64_t off = a.begin; off < a.end;) {
     heap_block* b = heap_block_at(heap, off);
