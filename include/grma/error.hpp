@@ -78,54 +78,69 @@ enum class call : std::int32_t {
   reduce,
   allreduce,
   reduce_scatter,
+  put_signal_nbi,
+  collect,
+  alltoalls,
+  wait_until_all_vector,
+  wait_until_any_vector,
+  wait_until_some_vector,
+  test_all_vector,
+  test_any_vector,
+  test_some_vector,
   count_  // number of calls, keep last
 };
 
 enum class errc : std::int32_t {
   none = 0,
-  rank_out_of_range,            // v0 rank, v1 communicator size, v2 communicator
-  range_outside_window,         // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
-  negative_tag,                 // v0 tag
-  invalid_count,                // v0 count
-  count_exceeds_match_capacity, // v0 count, v1 capacity
-  window_not_created,           // v0 slot, v1 generation
-  window_freed,                 // v0 slot, v1 generation of handle
-  window_memory_not_managed,    // v0 base address, v1 size
-  window_table_full,            // v0 table size
-  heap_exhausted,               // v0 request, v1 heap size, v2 free bytes, v3 largest free block
-  invalid_free,                 // v0 address
-  double_free,                  // v0 address
-  null_buffer,                  // v0 size
-  collective_mismatch,          // v0 communicator, v1 other rank, v2 other call, v3 epoch
-  invalid_comm,                 // v0 communicator id
-  signal_misaligned,            // v0 offset
-  invalid_enum,                 // v0 value (signal_op or cmp)
-  assertion_failed,             // text "file:line: expression"
-  aborted,                      // v0 rank whose failure stopped the job
-  timeout,                      // the watchdog's report is in the message
-  invalid_config,               // host side; message built on the host
-  backend_unavailable,          // host side
-  device_error,                 // host side: a CUDA call failed
-  process_failed,               // host side: another process of the job exited or hung
-  request_refused,              // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window slot
-  shared_size_mismatch,         // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's bytes (low 40 bits)
-  shared_pointer_mismatch,      // v0 this rank's pointer, v1 first device rank that differs from rank 0
-  not_symmetric,                // v0 address, v1 size, v2 bytes of each rank's symmetric slice
-  symmetric_mismatch,           // v0, v1 this rank's arguments, v2 first world rank whose differ from rank 0's
-  symmetric_exhausted,          // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block limit
-  invalid_alignment,            // v0 alignment
-  word_misaligned,              // v0 address, v1 word size
-  context_invalid,              // v0 slot, v1 generation
-  context_table_full,           // v0 contexts a rank may have
-  team_not_member,              // v0 team slot, v1 team size
-  team_invalid,                 // v0 slot, v1 generation
-  team_split_invalid,           // v0 start, v1 stride, v2 size, v3 parent size
-  team_table_full,              // v0 team slots
-  team_collective_mismatch,     // v0 team slot, v1 the member before's call, v2 its size, v3 its root, v4 that member << 32 | this rank's size
-  invalid_reduce_op,            // v0 op, v1 1 for a floating-point type
-  symmetric_not_owner,          // v0 address
-  team_holds_blocks,            // v0 team slot, v1 live symmetric blocks
-  count_                        // keep last
+  rank_out_of_range,     // v0 rank, v1 communicator size, v2 communicator
+  range_outside_window,  // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
+  negative_tag,          // v0 tag
+  invalid_count,         // v0 count
+  count_exceeds_match_capacity,  // v0 count, v1 capacity
+  window_not_created,            // v0 slot, v1 generation
+  window_freed,                  // v0 slot, v1 generation of handle
+  window_memory_not_managed,     // v0 base address, v1 size
+  window_table_full,             // v0 table size
+  heap_exhausted,                // v0 request, v1 heap size, v2 free bytes, v3 largest free block
+  invalid_free,                  // v0 address
+  double_free,                   // v0 address
+  null_buffer,                   // v0 size
+  collective_mismatch,           // v0 communicator, v1 other rank, v2 other call, v3 epoch
+  invalid_comm,                  // v0 communicator id
+  signal_misaligned,             // v0 offset
+  invalid_enum,                  // v0 value (signal_op or cmp)
+  assertion_failed,              // text "file:line: expression"
+  aborted,                       // v0 rank whose failure stopped the job
+  timeout,                       // the watchdog's report is in the message
+  invalid_config,                // host side; message built on the host
+  backend_unavailable,           // host side
+  device_error,                  // host side: a CUDA call failed
+  process_failed,                // host side: another process of the job exited or hung
+  request_refused,  // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window
+                    // slot
+  shared_size_mismatch,     // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's
+                            // bytes (low 40 bits)
+  shared_pointer_mismatch,  // v0 this rank's pointer, v1 first device rank that differs from rank 0
+  not_symmetric,            // v0 address, v1 size, v2 bytes of each rank's symmetric slice
+  symmetric_mismatch,   // v0, v1 this rank's arguments, v2 first world rank whose differ from rank
+                        // 0's
+  symmetric_exhausted,  // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block
+                        // limit
+  invalid_alignment,    // v0 alignment
+  word_misaligned,      // v0 address, v1 word size
+  context_invalid,      // v0 slot, v1 generation
+  context_table_full,   // v0 contexts a rank may have
+  team_not_member,      // v0 team slot, v1 team size
+  team_invalid,         // v0 slot, v1 generation
+  team_split_invalid,   // v0 start, v1 stride, v2 size, v3 parent size
+  team_table_full,      // v0 team slots
+  team_collective_mismatch,  // v0 team slot, v1 the member before's call, v2 its size, v3 its root,
+                             // v4 that member << 32 | this rank's size
+  invalid_reduce_op,         // v0 op, v1 1 for a floating-point type
+  symmetric_not_owner,       // v0 address
+  team_holds_blocks,         // v0 team slot, v1 live symmetric blocks
+  invalid_stride,            // v0 dest stride, v1 source stride (signed)
+  count_                     // keep last
 };
 
 // Why a target's network engine refused a request from another node

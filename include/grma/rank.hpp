@@ -59,8 +59,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   friend class core::collective_calls<basic_rank>;
 
  public:
-  // barrier(team) beside barrier(comm).
+  // barrier(team) beside barrier(comm), and the symmetric put_signal beside the window's.
   using core::collective_calls<basic_rank>::barrier;
+  using core::rma_calls<basic_rank>::put_signal;
 
   // `local` is the rank's private state. `view` and `local` outlive the
   // rank. On a GPU only the rank kernel makes a rank, from its block's

@@ -71,6 +71,24 @@ const char* call_name(call c) {
     case call::reduce: return "reduce";
     case call::allreduce: return "allreduce";
     case call::reduce_scatter: return "reduce_scatter";
+    case call::put_signal_nbi:
+      return "put_signal_nbi";
+    case call::collect:
+      return "collect";
+    case call::alltoalls:
+      return "alltoalls";
+    case call::wait_until_all_vector:
+      return "wait_until_all_vector";
+    case call::wait_until_any_vector:
+      return "wait_until_any_vector";
+    case call::wait_until_some_vector:
+      return "wait_until_some_vector";
+    case call::test_all_vector:
+      return "test_all_vector";
+    case call::test_any_vector:
+      return "test_any_vector";
+    case call::test_some_vector:
+      return "test_some_vector";
     case call::team_query: return "team_rank/team_size/team_translate";
     case call::count_: break;
   }
@@ -226,6 +244,10 @@ std::string describe_values(const error_record& r) {
     case errc::context_invalid:
       s << "context " << v[0] << " (generation " << v[1]
         << ") is not a live context of this rank (used after ctx_destroy, or never created)";
+      break;
+    case errc::invalid_stride:
+      s << "dest stride " << v[0] << ", source stride " << v[1]
+        << ": strides count elements and are never negative (alltoalls': at least 1)";
       break;
     case errc::context_table_full:
       s << "all " << v[0] << " contexts of the rank are in use (ctx_destroy frees one)";

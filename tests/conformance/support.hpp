@@ -257,6 +257,45 @@ GRMA_HOST_DEVICE rank_span userdata_sharers(const Rank& r, int first, int count)
   return {low, high - low};
 }
 
+// ---- one warp of a rank ------------------------------------------------------------
+
+// Which of a rank's threads make one_warp's calls: the last warp, so that
+// neither its lane numbers nor its leader are the block's. The others (the
+// workers, before it) each write a word of their own meanwhile. For ranks
+// of one warp or of two whole warps or more (the suite's matrix). On the
+// CPU backend the rank's one thread is its warp and does both parts.
+struct warp_split {
+  bool alone;  // the same threads do both parts
+  int first;   // the calling warp's first thread
+  bool calls;  // this thread is in the calling warp
+
+  template <class Rank, class Warp>
+  GRMA_HOST_DEVICE warp_split(const Rank& r, const Warp& warp)
+      : alone(r.threads() == warp.threads()),
+        first((r.threads() / warp.threads() - 1) * warp.threads()),
+        calls(r.thread() >= first && r.thread() < first + warp.threads()) {}
+
+  // A thread's word for `round`, written while the warp communicates.
+  template <class Rank>
+  GRMA_HOST_DEVICE void work(const Rank& r, std::uint64_t* words, int round) const {
+    if (alone || !calls)
+      words[r.thread()] =
+          mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round), std::uint64_t(r.thread()));
+  }
+
+  // After a sync_threads: another thread's word (a worker's, where the rank
+  // has workers) is the one it wrote for `round`.
+  template <class Rank>
+  GRMA_HOST_DEVICE void check_work(const Rank& r, rank_record& rec, const std::uint64_t* words,
+                                   int round) const {
+    const int other = alone ? (r.thread() + 1) % r.threads() : (r.thread() + 1) % first;
+    const std::uint64_t expected =
+        mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round), std::uint64_t(other));
+    if (words[other] != expected)
+      record_failure(rec, __LINE__, round, other, (long long)words[other]);
+  }
+};
+
 // ---- groups ----------------------------------------------------------------------
 
 // Ranks split into ceil(n / limit) groups of at most `limit` members, strided

@@ -1,16 +1,16 @@
 // One test per bad input: the run fails with a grma::error whose message names
 // the rank, the call and the values. Plus the watchdog's report on a stuck run.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <grma/grma.hpp>
+#include <grma/shmem.hpp>
 #include <memory>
 #include <string>
 #include <thread>
-
-#include <grma/grma.hpp>
 
 namespace {
 
@@ -440,6 +440,80 @@ TEST(Errors, WaitWithAnInvalidComparison) {
     r.barrier(grma::world);
   });
   EXPECT_STREQ(e.what(), "grma: rank 1: wait_until: invalid signal_op or cmp value 9");
+}
+
+// ---- the OpenSHMEM layer: its errors are the core's, named by the layer's call ----
+
+TEST(Errors, ShmemNegativeStride) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* block = static_cast<long*>(sh.calloc(8, sizeof(long)));
+    if (sh.my_pe() == 1) sh.iput(block, block + 4, -1, 1, 2, 0);
+    sh.barrier_all();
+  });
+  EXPECT_EQ(e.code(), grma::errc::invalid_stride);
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 1: iput: dest stride -1, source stride 1: strides count elements and are "
+      "never negative (alltoalls': at least 1)");
+}
+
+TEST(Errors, ShmemAlltoallsWithAZeroStride) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* block = static_cast<int*>(sh.calloc(8, sizeof(int)));
+    sh.alltoalls(grma::shmem::team_world, block, block + 4, 1, 0, 1);
+  });
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 0: alltoalls: dest stride 1, source stride 0: strides count elements and "
+      "are never negative (alltoalls': at least 1)");
+}
+
+TEST(Errors, ShmemPutSignalWithAnInvalidOperation) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* signal = static_cast<std::uint64_t*>(sh.calloc(2, 8));
+    if (sh.my_pe() == 0)
+      sh.putmem_signal(signal + 1, signal, 8, signal, 1, static_cast<grma::signal_op>(5), 1);
+    sh.barrier_all();
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 0: put_signal: invalid signal_op or cmp value 5");
+}
+
+TEST(Errors, ShmemPutSignalToAMisalignedSignal) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* block = static_cast<unsigned char*>(sh.calloc(4, 8));
+    auto* signal = reinterpret_cast<std::uint64_t*>(block + 12);
+    if (sh.my_pe() == 1)
+      sh.putmem_signal_nbi(block, block + 24, 4, signal, 1, grma::shmem::signal_add, 0);
+    sh.barrier_all();
+  });
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: put_signal_nbi: the 8-byte word at 0x"));
+}
+
+TEST(Errors, ShmemPutSignalFromOutsideTheSymmetricHeap) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* block = static_cast<std::uint64_t*>(sh.calloc(4, 8));
+    auto* mine = static_cast<std::uint64_t*>(r.alloc(64));
+    if (sh.my_pe() == 0) sh.put_signal(mine, block, 1, block + 1, 1, grma::shmem::signal_set, 1);
+    sh.barrier_all();
+  });
+  EXPECT_EQ(e.code(), grma::errc::not_symmetric);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 0: put_signal: "));
+}
+
+TEST(Errors, ShmemVectorWaitWithoutValues) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* words = static_cast<int*>(sh.calloc(4, sizeof(int)));
+    if (sh.my_pe() == 1) sh.wait_until_all_vector(words, 4, nullptr, grma::shmem::cmp_eq, nullptr);
+    sh.barrier_all();
+  });
+  EXPECT_STREQ(e.what(), "grma: rank 1: wait_until_all_vector: buffer is null but size is 16");
 }
 
 // The team of team_split_strided(team_world, 0, 1, 1), as rank 0 holds it:

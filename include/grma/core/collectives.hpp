@@ -1,7 +1,8 @@
 // Collectives over a team (OpenSHMEM's): barrier, broadcast, fcollect
 // (allgather), alltoall, reduce, allreduce and reduce_scatter, with sum,
 // prod, min, max (numbers) and bit_and, bit_or, bit_xor (integers) on
-// int32, uint32, int64, uint64, float and double. Every member calls with
+// integers of 1 to 8 bytes, float and double; collect (members' sizes may
+// differ) and alltoalls (strided). Every member calls with
 // the same arguments, all its threads together; a member that calls another
 // collective, or another size or root, fails the job: every member hands
 // its call to the next member, which checks it after the first barrier.
@@ -75,6 +76,83 @@ class collective_calls {
           for (int i = 0; i < m.size; ++i)
             pull(m, i, from, static_cast<unsigned char*>(dest) + std::size_t(i) * bytes, bytes, call::alltoall);
         });
+  }
+
+  // Member i's `bytes` at `source` (symmetric; the members' sizes may
+  // differ) into every member's dest, after those of members 0 .. i - 1
+  // (OpenSHMEM's collect).
+  GRMA_INLINE void collect(team t, void* dest, const void* source, std::size_t bytes) {
+    Rank& r = self();
+    const detail::team_members m = r.resolve_team(t, call::collect);
+    const int me = r.team_member(m, call::collect);
+    const std::uint64_t from = bytes != 0 ? r.symmetric_offset_of(source, bytes, call::collect) : 0;
+    if (bytes != 0 && dest == nullptr)
+      r.fail(errc::null_buffer, call::collect, std::int64_t(bytes));
+    detail::team_workspace& mine = r.team_workspace(m.slot);
+    // The previous collective's closing barrier: no member still reads the
+    // words; the next barrier (in team_collective_begin) publishes them.
+    if (r.leader()) {
+      mine.contribution[0] = from;
+      mine.contribution[1] = bytes;
+    }
+    r.team_collective_begin(m, me, call::collect, 0, 0);
+    // Every member's words, fetched at once (gets from other nodes).
+    const std::uint64_t words = std::uint64_t(m.slot) * sizeof(detail::team_workspace) +
+                                offsetof(detail::team_workspace, contribution);
+    auto* parts =
+        static_cast<std::uint64_t*>(r.alloc(2 * sizeof(std::uint64_t) * std::size_t(m.size)));
+    for (int i = 0; i < m.size; ++i)
+      pull(m, i, words, parts + 2 * i, 2 * sizeof(std::uint64_t), call::collect);
+    wait_remote(call::collect);
+    std::size_t at = 0;
+    for (int i = 0; i < m.size; ++i) {
+      const std::size_t part = std::size_t(parts[2 * i + 1]);
+      if (part != 0)
+        pull(m, i, parts[2 * i], static_cast<unsigned char*>(dest) + at, part, call::collect);
+      at += part;
+    }
+    wait_remote(call::collect);
+    r.free(parts);
+    r.team_barrier(m, call::collect);
+  }
+
+  // Element k of block j (`count` elements `source_stride` apart) of
+  // member i's `source` (symmetric) into element k of block i (`dest_stride`
+  // apart) of member j's `dest` (OpenSHMEM's alltoalls). Strides are at
+  // least 1; dest and source may not overlap.
+  template <class T>
+  GRMA_INLINE void alltoalls(team t, T* dest, const T* source, std::size_t dest_stride,
+                             std::size_t source_stride, std::size_t count) {
+    static_assert(std::is_trivially_copyable_v<T>, "alltoalls moves trivially copyable elements");
+    Rank& r = self();
+    if (dest_stride == 0 || source_stride == 0 || std::int64_t(dest_stride) < 0 ||
+        std::int64_t(source_stride) < 0)
+      r.fail(errc::invalid_stride, call::alltoalls, std::int64_t(dest_stride),
+             std::int64_t(source_stride));
+    const std::size_t members = std::size_t(r.team_size(t));
+    // Every block's elements: the last one's, ((members * count - 1) * stride + 1) elements in.
+    const std::size_t extent =
+        count == 0 ? 0 : ((members * count - 1) * source_stride + 1) * sizeof(T);
+    run(t, call::alltoalls, source, extent, count, 0, [&](const detail::team_members& m, int me) {
+      const std::uint64_t from = r.symmetric_offset_of(source, extent, call::alltoalls);
+      for (int i = 0; i < m.size; ++i) {
+        T* const to = dest + std::size_t(i) * count * dest_stride;
+        const std::uint64_t block = from + std::uint64_t(me) * count * source_stride * sizeof(T);
+        if (const auto* near = r.team_place(m, i, block).address) {
+          // Volatile loads: past L1, which may hold an older copy of another SM's writes.
+          const auto* in = reinterpret_cast<const T*>(near);
+          for (std::size_t k = std::size_t(r.thread()); k < count; k += std::size_t(r.threads()))
+            to[k * dest_stride] = *static_cast<const volatile T*>(in + k * source_stride);
+        } else if (dest_stride == 1 && source_stride == 1) {
+          pull(m, i, block, to, count * sizeof(T), call::alltoalls);
+        } else {
+          for (std::size_t k = 0; k < count; ++k)
+            pull(m, i, block + k * source_stride * sizeof(T), to + k * dest_stride, sizeof(T),
+                 call::alltoalls);
+        }
+      }
+      wait_remote(call::alltoalls);
+    });
   }
 
   // Element-wise op over every member's `count` elements at `source` into
@@ -152,8 +230,9 @@ class collective_calls {
   template <class T>
   GRMA_INLINE void reduction(call where, team t, T* dest, const T* source, std::size_t count,
                              reduce_op op, int root) {
-    static_assert(std::is_arithmetic_v<T> && (sizeof(T) == 4 || sizeof(T) == 8),
-                  "reductions take int32, uint32, int64, uint64, float or double");
+    static_assert((std::is_integral_v<T> && !std::is_same_v<T, bool>) ||
+                      (std::is_floating_point_v<T> && (sizeof(T) == 4 || sizeof(T) == 8)),
+                  "reductions take integers of 1 to 8 bytes, float or double");
     Rank& r = self();
     if (std::uint32_t(op) > std::uint32_t(reduce_op::bit_xor) ||
         (!std::is_integral_v<T> && std::uint32_t(op) >= std::uint32_t(reduce_op::bit_and)))

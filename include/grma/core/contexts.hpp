@@ -20,13 +20,22 @@ template <class Rank>
 class context_calls {
  public:
   GRMA_INLINE context ctx_create() {
+    context ctx;
+    if (!ctx_create(ctx))
+      self().fail(errc::context_table_full, call::ctx_create, detail::max_contexts);
+    return ctx;
+  }
+  // The same returning false (and default_context in `ctx`) where the rank
+  // has max_contexts contexts already: OpenSHMEM's shmem_ctx_create, which
+  // reports that as its status.
+  GRMA_INLINE bool ctx_create(context& ctx) {
     Rank& r = self();
     r.sync_threads();  // every thread has read the table before the leader changes it
     detail::rank_local& l = r.local();
     std::uint32_t slot = 1;
     while (slot <= std::uint32_t(detail::max_contexts) && l.contexts[slot] != 0) ++slot;
-    if (slot > std::uint32_t(detail::max_contexts))
-      r.fail(errc::context_table_full, call::ctx_create, detail::max_contexts);
+    ctx = default_context;
+    if (slot > std::uint32_t(detail::max_contexts)) return false;
     // Generations count the rank's contexts from 1, so a destroyed
     // context's handle never names a later one of its slot.
     const std::uint32_t generation = l.contexts_created + 1;
@@ -36,7 +45,8 @@ class context_calls {
       l.contexts[slot] = generation;
     }
     r.sync_threads();
-    return context{slot, generation};
+    ctx = context{slot, generation};
+    return true;
   }
 
   // Completes the context's operations (quiet), then ends it; the handle

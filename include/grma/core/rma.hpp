@@ -1,5 +1,6 @@
 // One-sided access to symmetric memory without notification (papers/001:
-// put, get, p, g, iput, iget, the _nbi forms, quiet and fence), on a context.
+// put, get, p, g, iput, iget, put_signal, the _nbi forms, quiet and fence),
+// on a context.
 //
 // Addresses: `dest` of a put and `source` of a get are symmetric (from
 // alloc_symmetric), named by this rank's copy; the target's copy is written
@@ -14,7 +15,7 @@
 // fence(ctx) orders the puts, p and atomics issued on ctx to one target
 // before those issued after it.
 //
-// Levels: put, get, iput, iget and their _nbi forms are called by all
+// Levels: put, get, iput, iget, put_signal and their _nbi forms are called by all
 // threads of the rank together (or of one warp: one_warp()); p, g, quiet
 // and fence by any thread alone. On the two device paths (same device,
 // peer) every operation is done when its call returns, so quiet and fence
@@ -58,6 +59,24 @@ class rma_calls {
   GRMA_INLINE void get_nbi(void* dest, const void* source, std::size_t bytes, int target,
                            context ctx = default_context) {
     transfer(call::get_nbi, dest, source, bytes, target, ctx, false);
+  }
+
+  // A put, then `value` set into (or added to) the 64-bit word `signal`
+  // (symmetric, 8-byte aligned) of the target's copy: a reader that sees the
+  // word's new value with acquire (wait_until) sees the data (OpenSHMEM's
+  // put_signal). Completion as put's and put_nbi's; the signal is complete
+  // with the data. To another node: a put, then an atomic on the signal
+  // word, which the target applies after the put's data has landed (a
+  // rank's operations are applied in order).
+  GRMA_INLINE void put_signal(void* dest, const void* source, std::size_t bytes,
+                              std::uint64_t* signal, std::uint64_t value, signal_op op, int target,
+                              context ctx = default_context) {
+    signalled(call::put_signal, dest, source, bytes, signal, value, op, target, ctx);
+  }
+  GRMA_INLINE void put_signal_nbi(void* dest, const void* source, std::size_t bytes,
+                                  std::uint64_t* signal, std::uint64_t value, signal_op op,
+                                  int target, context ctx = default_context) {
+    signalled(call::put_signal_nbi, dest, source, bytes, signal, value, op, target, ctx);
   }
 
   // Strided: element i of `source` (at i * source_stride elements) to
@@ -140,13 +159,47 @@ class rma_calls {
     if (at.address == nullptr) {  // another node: the engine moves it (and the call ends there)
       detail::remote_command c = r.symmetric_command(is_put ? detail::remote_op::put : detail::remote_op::get,
                                                      target, at.offset, bytes, is_put ? source : dest);
-      return r.issue_remote(c, where, where != call::put_nbi && where != call::get_nbi);
+      return r.issue_remote(
+          c, where,
+          where != call::put_nbi && where != call::get_nbi && where != call::put_signal_nbi);
     }
     if (is_put)
       r.copy(at.address, source, bytes);
     else
       r.copy(dest, at.address, bytes);
     r.rank_level_done();
+  }
+
+  GRMA_INLINE void signalled(call where, void* dest, const void* source, std::size_t bytes,
+                             std::uint64_t* signal, std::uint64_t value, signal_op op, int target,
+                             context ctx) {
+    Rank& r = self();
+    if (op != signal_op::set && op != signal_op::add)
+      r.fail(errc::invalid_enum, where, std::int64_t(op));
+    const auto at = r.place_symmetric(signal, sizeof(std::uint64_t), target, where);
+    if (reinterpret_cast<std::uintptr_t>(signal) % sizeof(std::uint64_t) != 0)
+      r.fail(errc::word_misaligned, where, std::int64_t(reinterpret_cast<std::uintptr_t>(signal)),
+             std::int64_t(sizeof(std::uint64_t)));
+    transfer(where, dest, source, bytes, target, ctx, true);  // ends with the rank's threads met
+    if (!r.leader()) return;
+    if (at.address == nullptr) {  // another node: the atomic's command follows the put's
+      detail::remote_command c = r.symmetric_command(detail::remote_op::atomic, target, at.offset,
+                                                     sizeof(std::uint64_t), nullptr);
+      c.signal_op = std::uint8_t(op == signal_op::set ? detail::remote_atomic::set
+                                                      : detail::remote_atomic::add);
+      c.signal_value = value;
+      r.issue_remote_alone(c, where);
+      return;
+    }
+    auto& word = *reinterpret_cast<std::uint64_t*>(at.address);
+    Rank::at_scope(r.wide(), [&](auto scope) {
+      // Release, by the thread that met the others after their copies: the
+      // data is visible before the signal's new value.
+      if (op == signal_op::set)
+        detail::store_release<scope.value>(word, value);
+      else
+        detail::add_release<scope.value>(word, value);
+    });
   }
 
   template <class T>
@@ -158,6 +211,9 @@ class rma_calls {
                   "iput and iget move numbers, enums or pointers of 1, 2, 4 or 8 bytes");
     Rank& r = self();
     r.check_context(ctx, where);
+    // A stride above PTRDIFF_MAX is a negative one (OpenSHMEM's are signed).
+    if (std::int64_t(dest_stride) < 0 || std::int64_t(source_stride) < 0)
+      r.fail(errc::invalid_stride, where, std::int64_t(dest_stride), std::int64_t(source_stride));
     if (count != 0) {
       // The symmetric side's extent: its first to its last element.
       const std::size_t stride = is_put ? dest_stride : source_stride;

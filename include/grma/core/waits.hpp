@@ -1,9 +1,10 @@
 // Waiting on words of this rank's memory that other ranks write with p,
 // put or atomics (OpenSHMEM's wait_until and test families): one word, or
-// all, any or some of an array of words, each compared with `value` by
-// `c`. Any thread may call them alone. A word is loaded with acquire at the
-// job's scope: what the writer ordered before its write (a fence or quiet,
-// then the p or atomic) is visible once the wait returns.
+// all, any or some of an array of words, each compared by `c` with `value`
+// (or, in the _vector forms, with its own element of `values`). Any thread
+// may call them alone. A word is loaded with acquire at the job's scope:
+// what the writer ordered before its write (a fence or quiet, then the p or
+// atomic) is visible once the wait returns.
 //
 // `status` (may be null) excludes word i where status[i] != 0. Every wait
 // has a form with a time limit (grma::within) that returns
@@ -120,8 +121,90 @@ class wait_calls {
     return some_ready(words, n, indices, status, c, value);
   }
 
+  // ---- the _vector forms: word i compared with values[i] ----
+  template <class T>
+  GRMA_INLINE void wait_until_all_vector(T* words, std::size_t n, const int* status, cmp c,
+                                         const T* values) {
+    check_values(call::wait_until_all_vector, n, values);
+    wait(call::wait_until_all_vector, words, n, c, values, -1,
+         [&] { return all_ready(words, n, status, c, values); });
+  }
+  template <class T>
+  GRMA_INLINE wait_result wait_until_all_vector(T* words, std::size_t n, const int* status, cmp c,
+                                                const T* values, within limit) {
+    check_values(call::wait_until_all_vector, n, values);
+    return wait(call::wait_until_all_vector, words, n, c, values, limit.seconds,
+                [&] { return all_ready(words, n, status, c, values); });
+  }
+  template <class T>
+  GRMA_INLINE bool test_all_vector(T* words, std::size_t n, const int* status, cmp c,
+                                   const T* values) {
+    check<T>(call::test_all_vector, words, n, c);
+    check_values(call::test_all_vector, n, values);
+    return all_ready(words, n, status, c, values);
+  }
+  template <class T>
+  GRMA_INLINE std::size_t wait_until_any_vector(T* words, std::size_t n, const int* status, cmp c,
+                                                const T* values) {
+    check_values(call::wait_until_any_vector, n, values);
+    std::size_t found = no_word;
+    if (included(n, status) == 0) return no_word;
+    wait(call::wait_until_any_vector, words, n, c, values, -1,
+         [&] { return (found = any_ready(words, n, status, c, values)) != no_word; });
+    return found;
+  }
+  template <class T>
+  GRMA_INLINE wait_result wait_until_any_vector(T* words, std::size_t n, const int* status, cmp c,
+                                                const T* values, std::size_t& index, within limit) {
+    check_values(call::wait_until_any_vector, n, values);
+    index = no_word;
+    if (included(n, status) == 0) return wait_result::met;
+    return wait(call::wait_until_any_vector, words, n, c, values, limit.seconds,
+                [&] { return (index = any_ready(words, n, status, c, values)) != no_word; });
+  }
+  template <class T>
+  GRMA_INLINE std::size_t test_any_vector(T* words, std::size_t n, const int* status, cmp c,
+                                          const T* values) {
+    check<T>(call::test_any_vector, words, n, c);
+    check_values(call::test_any_vector, n, values);
+    return any_ready(words, n, status, c, values);
+  }
+  template <class T>
+  GRMA_INLINE std::size_t wait_until_some_vector(T* words, std::size_t n, std::size_t* indices,
+                                                 const int* status, cmp c, const T* values) {
+    check_values(call::wait_until_some_vector, n, values);
+    std::size_t found = 0;
+    if (included(n, status) == 0) return 0;
+    wait(call::wait_until_some_vector, words, n, c, values, -1,
+         [&] { return (found = some_ready(words, n, indices, status, c, values)) != 0; });
+    return found;
+  }
+  template <class T>
+  GRMA_INLINE wait_result wait_until_some_vector(T* words, std::size_t n, std::size_t* indices,
+                                                 const int* status, cmp c, const T* values,
+                                                 std::size_t& count, within limit) {
+    check_values(call::wait_until_some_vector, n, values);
+    count = 0;
+    if (included(n, status) == 0) return wait_result::met;
+    return wait(call::wait_until_some_vector, words, n, c, values, limit.seconds,
+                [&] { return (count = some_ready(words, n, indices, status, c, values)) != 0; });
+  }
+  template <class T>
+  GRMA_INLINE std::size_t test_some_vector(T* words, std::size_t n, std::size_t* indices,
+                                           const int* status, cmp c, const T* values) {
+    check<T>(call::test_some_vector, words, n, c);
+    check_values(call::test_some_vector, n, values);
+    return some_ready(words, n, indices, status, c, values);
+  }
+
  private:
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
+
+  template <class T>
+  GRMA_INLINE void check_values(call where, std::size_t n, const T* values) {
+    if (n != 0 && values == nullptr)
+      self().fail(errc::null_buffer, where, std::int64_t(n * sizeof(T)));
+  }
 
   template <class T>
   GRMA_INLINE void check(call where, const T* words, std::size_t n, cmp c) {
@@ -148,35 +231,56 @@ class wait_calls {
     for (std::size_t i = 0; i < n; ++i) k += excluded(status, i) ? 0 : 1;
     return k;
   }
+  // What word i is compared with: one value for every word, or (the
+  // _vector forms) a value each.
   template <class T>
-  GRMA_INLINE bool all_ready(T* words, std::size_t n, const int* status, cmp c, T value) {
+  GRMA_INLINE static T value_at(T value, std::size_t) {
+    return value;
+  }
+  template <class T>
+  GRMA_INLINE static T value_at(const T* values, std::size_t i) {
+    return values[i];
+  }
+  // The value a blocked wait shows the watchdog: the one value, or where
+  // the values are.
+  template <class T>
+  GRMA_INLINE static std::int64_t shown(T value) {
+    return std::int64_t(value);
+  }
+  template <class T>
+  GRMA_INLINE static std::int64_t shown(const T* values) {
+    return std::int64_t(reinterpret_cast<std::uintptr_t>(values));
+  }
+
+  template <class T, class V>
+  GRMA_INLINE bool all_ready(T* words, std::size_t n, const int* status, cmp c, V values) {
     T seen{};
     for (std::size_t i = 0; i < n; ++i)
-      if (!excluded(status, i) && !ready(words + i, c, value, seen)) return false;
+      if (!excluded(status, i) && !ready(words + i, c, value_at(values, i), seen)) return false;
     return true;
   }
-  template <class T>
-  GRMA_INLINE std::size_t any_ready(T* words, std::size_t n, const int* status, cmp c, T value) {
+  template <class T, class V>
+  GRMA_INLINE std::size_t any_ready(T* words, std::size_t n, const int* status, cmp c, V values) {
     T seen{};
     for (std::size_t i = 0; i < n; ++i)
-      if (!excluded(status, i) && ready(words + i, c, value, seen)) return i;
+      if (!excluded(status, i) && ready(words + i, c, value_at(values, i), seen)) return i;
     return no_word;
   }
-  template <class T>
+  template <class T, class V>
   GRMA_INLINE std::size_t some_ready(T* words, std::size_t n, std::size_t* indices,
-                                     const int* status, cmp c, T value) {
+                                     const int* status, cmp c, V values) {
     T seen{};
     std::size_t k = 0;
     for (std::size_t i = 0; i < n; ++i)
-      if (!excluded(status, i) && ready(words + i, c, value, seen)) indices[k++] = i;
+      if (!excluded(status, i) && ready(words + i, c, value_at(values, i), seen)) indices[k++] = i;
     return k;
   }
 
   // Polls `done` until it holds, or until `seconds` pass (seconds < 0: no
   // limit), as a waiting rank: published to the watchdog, left when the job
   // is aborted. The calling thread alone.
-  template <class T, class Done>
-  GRMA_INLINE wait_result wait(call where, T* words, std::size_t n, cmp c, T value, double seconds,
+  template <class T, class V, class Done>
+  GRMA_INLINE wait_result wait(call where, T* words, std::size_t n, cmp c, V values, double seconds,
                                Done&& done) {
     check<T>(where, words, n, c);
     Rank& r = self();
@@ -184,7 +288,7 @@ class wait_calls {
     const double deadline = seconds < 0 ? -1 : r.wtime() + seconds;
     typename Rank::waiter wait(r, where,
                                {std::int64_t(reinterpret_cast<std::uintptr_t>(words)),
-                                std::int64_t(n), std::int64_t(c), std::int64_t(value)},
+                                std::int64_t(n), std::int64_t(c), shown(values)},
                                true);
     for (;;) {
       wait();

@@ -8,10 +8,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
-#include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
 #include "grma/detail/device_state.hpp"
+#include "grma/error.hpp"
 
 namespace grma::detail {
 
@@ -128,11 +129,20 @@ struct cuda_platform {
   template <class T, class F>
   GRMA_INLINE static T combine_lanes(T value, int lanes, F&& f) {
 #if GRMA_DEVICE_CODE
-    static_assert(sizeof(T) == 4 || sizeof(T) == 8, "lanes exchange 4- or 8-byte values");
-    for (int o = lanes / 2; o > 0; o /= 2)
-      value = f(value, word_cast<T>(__shfl_xor_sync(0xffffffffu, word_cast<word_bits<T>>(value), o)));
     const int first = int(threadIdx.x & 31u) & ~(lanes - 1);
-    value = word_cast<T>(__shfl_sync(0xffffffffu, word_cast<word_bits<T>>(value), first));
+    if constexpr (sizeof(T) < 4) {  // integers of 1 or 2 bytes travel widened to an int and back
+      static_assert(std::is_integral_v<T>, "lanes exchange integers of 1 or 2 bytes");
+      for (int o = lanes / 2; o > 0; o /= 2)
+        value = f(value, T(__shfl_xor_sync(0xffffffffu, int(value), o)));
+      value = T(__shfl_sync(0xffffffffu, int(value), first));
+    } else {
+      static_assert(sizeof(T) == 4 || sizeof(T) == 8,
+                    "lanes exchange values of 1, 2, 4 or 8 bytes");
+      for (int o = lanes / 2; o > 0; o /= 2)
+        value =
+            f(value, word_cast<T>(__shfl_xor_sync(0xffffffffu, word_cast<word_bits<T>>(value), o)));
+      value = word_cast<T>(__shfl_sync(0xffffffffu, word_cast<word_bits<T>>(value), first));
+    }
 #else
     (void)lanes;
     (void)f;

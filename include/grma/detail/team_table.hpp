@@ -42,7 +42,10 @@ struct team_workspace {
   std::uint64_t rounds[2][team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
   std::uint64_t signature;  // the member before's current collective: call and arguments, to check
-  std::uint64_t unused[64 - 2 * team_rounds - 2];
+  // This member's part of the current collect: its source's offset in the
+  // slice and its bytes (its own words, which the others read).
+  std::uint64_t contribution[2];
+  std::uint64_t unused[64 - 2 * team_rounds - 4];
 };
 static_assert(sizeof(team_workspace) == 512 && sizeof(team_workspace) * max_teams == symmetric_reserved_bytes,
               "the teams' workspaces fill the reserved start of a slice");
