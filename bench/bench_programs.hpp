@@ -4,6 +4,7 @@
 #pragma once
 
 #include <grma/grma.hpp>
+#include <grma/shmem.hpp>
 
 namespace bench {
 
@@ -70,14 +71,17 @@ struct ping_pong {
   }
 };
 
-enum class core_mode { p_wait_until, put_fence_p, fetch_add };
+enum class core_mode { p_wait_until, put_fence_p, fetch_add, shmem_put_signal };
 
 // The core's one-word operations between world ranks 0 and `partner` on
 // symmetric memory, `iterations` times after 20 for warm-up: p of a flag
 // answered by the partner's p (p_wait_until), an 8-byte put, fence and p
 // of the flag answered the same way (put_fence_p; rank 0 checks the last
 // data word), or fetch_add on the partner's word by rank 0 alone
-// (fetch_add: one round trip each, checked by the final value).
+// (fetch_add: one round trip each, checked by the final value), or the
+// OpenSHMEM layer's put_signal of 8 bytes answered by a put_signal
+// (shmem_put_signal: NVSHMEM's put with signal, as its program measures it:
+// the PE's threads put, one thread waits and meets them).
 struct core_round_trip {
   int iterations;
   core_mode how;
@@ -112,12 +116,23 @@ struct core_round_trip {
           const std::uint64_t round = std::uint64_t(it + 21);
           for (int half = 0; half < 2; ++half) {
             if ((half == 0) == (me == 0)) {
+              if (how == core_mode::shmem_put_signal) {
+                if (r.thread() == 0) *outgoing = round;
+                r.sync_threads();
+                grma::shmem::handle(r).put_signal(data, outgoing, 1, flag, round,
+                                                  grma::shmem::signal_set, peer);
+                continue;
+              }
               if (how == core_mode::put_fence_p) {
                 if (r.thread() == 0) *outgoing = round;
                 r.put(data, outgoing, sizeof(std::uint64_t), peer);
                 r.fence();
               }
               if (r.thread() == 0) r.p(flag, round, peer);
+            } else if (how == core_mode::shmem_put_signal) {
+              if (r.thread() == 0)
+                grma::shmem::handle(r).signal_wait_until(flag, grma::shmem::cmp_ge, round);
+              r.sync_threads();
             } else if (r.thread() == 0) {
               r.wait_until(flag, grma::cmp::ge, round);
             }
@@ -126,7 +141,8 @@ struct core_round_trip {
       }
       if (me == 0 && r.thread() == 0) {
         r.template userdata<results>()->seconds = r.wtime() - start;
-        if (how == core_mode::put_fence_p) GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
+        if (how == core_mode::put_fence_p || how == core_mode::shmem_put_signal)
+          GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
       }
     }
     r.barrier(grma::world);

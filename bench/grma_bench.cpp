@@ -394,7 +394,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   };
   // The same device's bandwidth is also measured both ways.
   const int steps =
-      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 3 + 3)) +
+      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 4 + 3)) +
       int(paths.empty() ? 0 : bandwidth_sizes.size()) +
       int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
       (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
@@ -564,11 +564,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       first = false;
     }
     // The core's one-word operations, 8 bytes, after the notified ping-pongs.
-    double core_us[3] = {NAN, NAN, NAN};
+    double core_us[4] = {NAN, NAN, NAN, NAN};
     {
-      const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
-                                            bench::core_mode::fetch_add};
-      for (int k = 0; k < 3; ++k) {
+      const bench::core_mode core_how[4] = {
+          bench::core_mode::p_wait_until, bench::core_mode::put_fence_p,
+          bench::core_mode::fetch_add, bench::core_mode::shmem_put_signal};
+      for (int k = 0; k < 4; ++k) {
         show.step(std::string(p.name) + ": core round trip");
         const results r = run(bench::core_round_trip{latency_iterations, core_how[k], p.offset(ranks_latency)},
                               ranks_latency);
@@ -594,10 +595,11 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    latency_iterations * 1e6;
     }
     const bench::nvshmem_figures nv = nvshmem.value_or(bench::nvshmem_figures{});  // NaNs where none ran
-    std::snprintf(line, sizeof line,
-                  "%s: core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f (round trips), "
-                  "fetch_add %.3f\n",
-                  p.name, core_us[0], core_us[1], core_us[2]);
+    std::snprintf(
+        line, sizeof line,
+        "%s: core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f, OpenSHMEM put_signal %.3f "
+        "(round trips), fetch_add %.3f\n",
+        p.name, core_us[0], core_us[1], core_us[3], core_us[2]);
     report += line;
     if (!p.remote) {
       std::snprintf(line, sizeof line, "%s: rank 0 and rank %d %s, beside NVSHMEM's two PEs\n%-32s %12s %12s %13s\n",
@@ -609,10 +611,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
         const char* name;
         double grma, nvshmem;
         const char* shown_as;
-      } rows[4] = {{"fetch_add round trip [us]", core_us[2], nv.fetch_add_us, "%.3f"},
-                   {"add rate, one rank [per s]", add_rate, nv.add_rate_per_s, "%.3g"},
-                   {"barrier, team_world [us]", pair_us[0], nv.barrier_us, "%.3f"},
-                   {"allreduce 8 B, team_world [us]", pair_us[1], nv.allreduce_8b_us, "%.3f"}};
+      } rows[5] = {
+          {"put_signal 8 B round trip [us]", core_us[3], figure_at(nv.signal_us, 8), "%.3f"},
+          {"fetch_add round trip [us]", core_us[2], nv.fetch_add_us, "%.3f"},
+          {"add rate, one rank [per s]", add_rate, nv.add_rate_per_s, "%.3g"},
+          {"barrier, team_world [us]", pair_us[0], nv.barrier_us, "%.3f"},
+          {"allreduce 8 B, team_world [us]", pair_us[1], nv.allreduce_8b_us, "%.3f"}};
       for (const auto& row : rows) {
         std::snprintf(line, sizeof line, "%-32s %12s %12s %13s\n", row.name, format(row.grma, row.shown_as).c_str(),
                       format(row.nvshmem, row.shown_as).c_str(), format(row.grma / row.nvshmem, "%.2f").c_str());
@@ -620,17 +624,21 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       }
     }
     if (json)
-      std::fprintf(json,
-                   "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, \"fetch_add_us\": %s, "
-                   "\"nvshmem_fetch_add_us\": %s,\n      \"add_rate_per_s\": %s, \"nvshmem_add_rate_per_s\": %s, "
-                   "\"add_threads\": %d,\n      \"barrier_us\": %s, \"nvshmem_barrier_us\": %s, "
-                   "\"allreduce_8b_us\": %s, \"nvshmem_allreduce_8b_us\": %s}",
-                   format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
-                   format(core_us[2], "%.4f", "null").c_str(), format(nv.fetch_add_us, "%.4f", "null").c_str(),
-                   format(add_rate, "%.1f", "null").c_str(), format(nv.add_rate_per_s, "%.1f", "null").c_str(),
-                   threads, format(pair_us[0], "%.4f", "null").c_str(),
-                   format(nv.barrier_us, "%.4f", "null").c_str(), format(pair_us[1], "%.4f", "null").c_str(),
-                   format(nv.allreduce_8b_us, "%.4f", "null").c_str());
+      std::fprintf(
+          json,
+          "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, "
+          "\"shmem_put_signal_us\": %s, \"fetch_add_us\": %s, "
+          "\"nvshmem_fetch_add_us\": %s,\n      \"add_rate_per_s\": %s, "
+          "\"nvshmem_add_rate_per_s\": %s, "
+          "\"add_threads\": %d,\n      \"barrier_us\": %s, \"nvshmem_barrier_us\": %s, "
+          "\"allreduce_8b_us\": %s, \"nvshmem_allreduce_8b_us\": %s}",
+          format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
+          format(core_us[3], "%.4f", "null").c_str(), format(core_us[2], "%.4f", "null").c_str(),
+          format(nv.fetch_add_us, "%.4f", "null").c_str(), format(add_rate, "%.1f", "null").c_str(),
+          format(nv.add_rate_per_s, "%.1f", "null").c_str(), threads,
+          format(pair_us[0], "%.4f", "null").c_str(), format(nv.barrier_us, "%.4f", "null").c_str(),
+          format(pair_us[1], "%.4f", "null").c_str(),
+          format(nv.allreduce_8b_us, "%.4f", "null").c_str());
     if (nvshmem) {
       std::snprintf(line, sizeof line, "NVSHMEM int_p + int_wait_until (no ordering): %.3f us\n", nvshmem->int_p_us);
       report += line;

@@ -140,6 +140,14 @@ if [ -x build/gpu/apps/grma-hd ]; then
   [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
+# Jacobi 2D over the OpenSHMEM layer (papers/001 §6.3), beside the
+# kernel-boundary baseline on one GPU, checked against the serial reference.
+if [ -x build/gpu/apps/grma-jacobi2d ]; then
+  step jacobi2d-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-jacobi2d --sizes 1024,2048,4096,8192 \
+    --json "$out/jacobi2d_1gpu.json"
+  [ "$gpus" -ge 2 ] && step jacobi2d-2gpu env GRMA_DEVICES=2 ./build/gpu/apps/grma-jacobi2d \
+    --sizes 1024,2048,4096,8192 --json "$out/jacobi2d_2gpu.json"
+fi
 fi  # benchmarks
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
@@ -151,5 +159,6 @@ done
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
+for j in jacobi2d-1gpu jacobi2d-2gpu; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
 echo; cat "$out/summary.txt"
 exit $status

@@ -1,0 +1,179 @@
+// Jacobi 2D with grma's OpenSHMEM layer (papers/001 §6.3, the GIO version):
+// one persistent kernel, each PE (a rank) relaxing its tile of the grid and
+// trading edges with its four neighbours by put_signal_nbi, the signal
+// carrying the generation the edge belongs to.
+//
+// A PE keeps two planes of its tile, generation g in plane g % 2: rows 1..h
+// are its cells, rows 0 and h + 1 the halos from its north and south
+// neighbours; the west and east halos are columns of their own. Iteration k
+// computes generation k + 1 from generation k: it waits for the neighbours'
+// generation-k edges (signal >= k), computes its frame (the cells next to a
+// halo), sends the frame's edges into the neighbours' plane (k + 1) % 2,
+// then computes its interior while they travel. A neighbour writes into
+// that plane only after it has the PE's generation-k edges, sent after the
+// PE read its generation-(k - 1) halos there: two planes suffice. At the
+// grid's edge the halos hold the fixed boundary.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <grma/grma.hpp>
+#include <grma/shmem.hpp>
+
+#include "jacobi.hpp"
+
+namespace jacobi {
+
+// What the host reads back: PE 0's time for the iterations, then (when the
+// run writes back) the final grid, rows x cols.
+struct result_header {
+  double seconds;
+  double pad[7];
+};
+
+struct grma_program {
+  decomposition d;
+  int iterations;
+  bool write_back;
+
+  // Halo sides; signal s counts the generations that came from side s.
+  enum side : int { north = 0, south, west, east };
+
+  // Doubles from one row of a plane to the next: whole 128-byte lines, so
+  // that every row starts a line and a warp's loads of a row touch as few
+  // lines as they can.
+  GRMA_HOST_DEVICE static std::size_t row_stride(const decomposition& d) {
+    return (std::size_t(d.max_width()) + 15) / 16 * 16;
+  }
+  // Bytes of a PE's symmetric block.
+  GRMA_HOST_DEVICE static std::size_t block_bytes(const decomposition& d) {
+    const std::size_t hm = std::size_t(d.max_height()), wm = row_stride(d);
+    return (2 * (hm + 2) * wm + 8 * hm) * sizeof(double) + 4 * sizeof(std::uint64_t);
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    grma::shmem::handle sh(r);
+    const int me = sh.my_pe(), pr = me / d.px, pc = me % d.px;
+    const int h = d.height(pr), w = d.width(pc);
+    const std::size_t wm = row_stride(d), hm = std::size_t(d.max_height());
+    const std::size_t plane_size = (hm + 2) * wm;
+    // [plane 0][plane 1][column halos: parity, side (west, east), hm][packed edges: the
+    // same][signals]
+    auto* block = static_cast<double*>(sh.align(128, block_bytes(d)));
+    for (std::size_t k = std::size_t(r.thread()); k < block_bytes(d) / sizeof(double);
+         k += std::size_t(r.threads()))
+      block[k] = 0;
+    double* const planes = block;
+    double* const halos = block + 2 * plane_size;
+    double* const packed = halos + 4 * hm;
+    auto* const signals = reinterpret_cast<std::uint64_t*>(packed + 4 * hm);
+    auto plane = [&](int generation) { return planes + std::size_t(generation % 2) * plane_size; };
+    auto halo = [&](double* base, int generation, int s) {
+      return base + (std::size_t(generation % 2) * 2 + std::size_t(s == east ? 1 : 0)) * hm;
+    };
+    const int neighbour[4] = {pr > 0 ? me - d.px : -1, pr + 1 < d.py ? me + d.px : -1,
+                              pc > 0 ? me - 1 : -1, pc + 1 < d.px ? me + 1 : -1};
+    r.sync_threads();
+    // The grid's top boundary, in both planes' north halo row.
+    if (pr == 0)
+      for (int j = r.thread(); j < w; j += r.threads())
+        planes[j] = planes[plane_size + std::size_t(j)] = top_boundary;
+    sh.barrier_all();
+
+    const double start = r.wtime();
+    for (int k = 0; k < iterations; ++k) {
+      const double* cur = plane(k);
+      double* next = plane(k + 1);
+      const double* west_halo = halo(halos, k, west);
+      const double* east_halo = halo(halos, k, east);
+      // The neighbours' generation-k edges are here; the sends of two
+      // iterations ago (from the packed edges of this parity) are done.
+      if (r.thread() == 0) {
+        if (k > 0)
+          for (int s = north; s <= east; ++s)
+            if (neighbour[s] >= 0)
+              sh.signal_wait_until(signals + s, grma::shmem::cmp_ge, std::uint64_t(k));
+        sh.quiet();
+      }
+      r.sync_threads();
+      auto cell = [&](int i, int j) {
+        const double* row = cur + std::size_t(i) * wm;
+        const double left = j > 0 ? row[j - 1] : west_halo[i - 1];
+        const double right = j + 1 < w ? row[j + 1] : east_halo[i - 1];
+        next[std::size_t(i) * wm + std::size_t(j)] =
+            update((row - wm)[j], (row + wm)[j], left, right);
+      };
+      // The frame: rows 1 and h, then columns 0 and w - 1 of the rows between.
+      const int rows_of_frame = h > 1 ? 2 : 1, sides = w > 1 ? 2 : 1;
+      const int frame = rows_of_frame * w + (h > 2 ? (h - 2) * sides : 0);
+      for (int f = r.thread(); f < frame; f += r.threads()) {
+        if (f < rows_of_frame * w)
+          cell(f < w ? 1 : h, f % w);
+        else
+          cell(2 + (f - rows_of_frame * w) / sides,
+               (f - rows_of_frame * w) % sides == 0 ? 0 : w - 1);
+      }
+      r.sync_threads();  // the frame is whole before its edge columns are packed
+      for (int i = r.thread(); i < h; i += r.threads()) {
+        halo(packed, k + 1, west)[i] = next[std::size_t(i + 1) * wm];
+        halo(packed, k + 1, east)[i] = next[std::size_t(i + 1) * wm + std::size_t(w - 1)];
+      }
+      r.sync_threads();
+      const std::uint64_t generation = std::uint64_t(k + 1);
+      if (neighbour[north] >= 0)  // my first row: the north PE's south halo row
+        sh.put_signal_nbi(next + std::size_t(d.height(pr - 1) + 1) * wm, next + wm, std::size_t(w),
+                          signals + south, generation, grma::shmem::signal_set, neighbour[north]);
+      if (neighbour[south] >= 0)  // my last row: the south PE's north halo row
+        sh.put_signal_nbi(next, next + std::size_t(h) * wm, std::size_t(w), signals + north,
+                          generation, grma::shmem::signal_set, neighbour[south]);
+      if (neighbour[west] >= 0)
+        sh.put_signal_nbi(halo(halos, k + 1, east), halo(packed, k + 1, west), std::size_t(h),
+                          signals + east, generation, grma::shmem::signal_set, neighbour[west]);
+      if (neighbour[east] >= 0)
+        sh.put_signal_nbi(halo(halos, k + 1, west), halo(packed, k + 1, east), std::size_t(h),
+                          signals + west, generation, grma::shmem::signal_set, neighbour[east]);
+      // The interior, rows 2 .. h - 1 and columns 1 .. w - 2, while the
+      // edges travel: no halo in reach. A warp takes a row at a time, its
+      // lanes neighbouring cells (whole lines), four cells a lane at once so
+      // that their loads are in flight together.
+      const int lanes = r.threads() < 32 ? r.threads() : 32, groups = r.threads() / lanes;
+      const int lane = r.thread() % lanes, group = r.thread() / lanes;
+      for (int i = 2 + group; i < h && group < groups; i += groups) {
+        const double* __restrict__ row = cur + std::size_t(i) * wm;
+        double* __restrict__ out = next + std::size_t(i) * wm;
+        int j = 1 + lane;
+        for (; j + 3 * lanes < w - 1; j += 4 * lanes) {
+          double v[4];
+          for (int u = 0; u < 4; ++u) {
+            const int c = j + u * lanes;
+            v[u] = update(row[c - std::ptrdiff_t(wm)], row[c + std::ptrdiff_t(wm)], row[c - 1],
+                          row[c + 1]);
+          }
+          for (int u = 0; u < 4; ++u) out[j + u * lanes] = v[u];
+        }
+        for (; j < w - 1; j += lanes)
+          out[j] = update(row[j - std::ptrdiff_t(wm)], row[j + std::ptrdiff_t(wm)], row[j - 1],
+                          row[j + 1]);
+      }
+      r.sync_threads();
+    }
+    sh.barrier_all();
+    if (me == 0 && r.thread() == 0)
+      r.template userdata<result_header>()->seconds = r.wtime() - start;
+
+    if (write_back) {
+      auto* grid = reinterpret_cast<double*>(r.template userdata<result_header>() + 1);
+      const double* last = plane(iterations);
+      const std::size_t top = std::size_t(d.first_row(pr)), left = std::size_t(d.first_col(pc));
+      for (std::size_t k = std::size_t(r.thread()); k < std::size_t(h) * std::size_t(w);
+           k += std::size_t(r.threads()))
+        grid[(top + k / std::size_t(w)) * std::size_t(d.cols) + left + k % std::size_t(w)] =
+            last[(k / std::size_t(w) + 1) * wm + k % std::size_t(w)];
+    }
+    sh.barrier_all();
+    sh.free(block);
+  }
+};
+
+}  // namespace jacobi

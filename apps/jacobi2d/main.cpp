@@ -1,0 +1,276 @@
+// grma-jacobi2d: Jacobi 2D (papers/001 §6.3) with grma's OpenSHMEM layer in
+// one persistent kernel, and on one GPU the kernel-boundary baseline; time
+// per iteration against the grid size, each result checked against the
+// serial reference. Weak scaling: each device of the job brings an N x N
+// part of the grid (the grid is N x devices rows of N cells). Prints a table
+// and writes JSON.
+//
+//   grma-jacobi2d [--sizes 1024,2048,...] [--iterations N] [--repeats K]
+//                 [--check-iterations K] [--threads T] [--no-baseline] [--json FILE]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <grma/grma.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "jacobi.hpp"
+#include "jacobi_grma.hpp"
+#if defined(__CUDACC__)
+#include "baseline.hpp"
+#endif
+
+namespace {
+
+struct options {
+  std::vector<int> sizes{1024, 2048};
+  int iterations = 100;
+  int repeats = 3;           // timed runs of each figure; the median is reported
+  int check_iterations = 5;  // 0: no check
+  int threads = 0;           // per rank; 0: the backend's default
+  bool baseline = true;
+  std::string json = "jacobi2d.json";
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(
+      stderr,
+      "grma-jacobi2d: %s\nusage: grma-jacobi2d [--sizes N,N,...] [--iterations N] [--repeats K] "
+      "[--check-iterations K] [--threads T] [--no-baseline] [--json FILE]\n",
+      why.c_str());
+  std::exit(2);
+}
+
+int number(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 0 || v > (1 << 20))
+    usage(std::string(what) + " must be a number, not '" + text + "'");
+  return int(v);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--sizes") {
+      o.sizes.clear();
+      std::stringstream list(value());
+      for (std::string item; std::getline(list, item, ',');) {
+        o.sizes.push_back(number(item, "a size"));
+        if (o.sizes.back() < 1) usage("sizes are at least 1");
+      }
+      if (o.sizes.empty()) usage("--sizes needs at least one size");
+    } else if (a == "--iterations") {
+      o.iterations = number(value(), "--iterations");
+    } else if (a == "--repeats") {
+      o.repeats = number(value(), "--repeats");
+    } else if (a == "--check-iterations") {
+      o.check_iterations = number(value(), "--check-iterations");
+    } else if (a == "--threads") {
+      o.threads = number(value(), "--threads");
+    } else if (a == "--no-baseline") {
+      o.baseline = false;
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  if (o.iterations < 1 || o.repeats < 1) usage("--iterations and --repeats must be at least 1");
+  return o;
+}
+
+double median(std::vector<double> runs) {
+  if (runs.empty()) return NAN;
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+// The serial reference after `iterations` sweeps, rows x cols cells.
+std::vector<double> reference(int rows, int cols, int iterations) {
+  const std::size_t stride = std::size_t(cols) + 2, plane = (std::size_t(rows) + 2) * stride;
+  std::vector<double> planes(2 * plane, 0.0);
+  for (int p = 0; p < 2; ++p)
+    std::fill_n(planes.begin() + std::ptrdiff_t(p * plane), stride, jacobi::top_boundary);
+  for (int k = 0; k < iterations; ++k) {
+    const double* cur = planes.data() + (k % 2) * plane;
+    double* next = planes.data() + ((k + 1) % 2) * plane;
+    for (std::size_t i = 1; i <= std::size_t(rows); ++i)
+      for (std::size_t j = 1; j <= std::size_t(cols); ++j) {
+        const double* c = cur + i * stride + j;
+        next[i * stride + j] = jacobi::update(c[-std::ptrdiff_t(stride)], c[stride], c[-1], c[1]);
+      }
+  }
+  std::vector<double> grid(std::size_t(rows) * std::size_t(cols));
+  const double* last = planes.data() + (iterations % 2) * plane;
+  for (std::size_t i = 0; i < std::size_t(rows); ++i)
+    for (std::size_t j = 0; j < std::size_t(cols); ++j)
+      grid[i * std::size_t(cols) + j] = last[(i + 1) * stride + j + 1];
+  return grid;
+}
+
+// The largest difference between the cells of PEs [first, first + count)
+// in `grid` and the reference (NaN counts as infinitely different).
+double error_of(const std::vector<double>& grid, const std::vector<double>& expected,
+                const jacobi::decomposition& d, int first, int count) {
+  double worst = 0;
+  for (int p = first; p < first + count; ++p) {
+    const int pr = p / d.px, pc = p % d.px;
+    for (int i = d.first_row(pr); i < d.first_row(pr + 1); ++i)
+      for (int j = d.first_col(pc); j < d.first_col(pc + 1); ++j) {
+        const std::size_t at = std::size_t(i) * std::size_t(d.cols) + std::size_t(j);
+        const double e = std::fabs(grid[at] - expected[at]);
+        worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+      }
+  }
+  return worst;
+}
+
+// The reference and every implementation make the same additions in the
+// same order; a difference means a wrong cell.
+constexpr double tolerance = 1e-12;
+
+std::string shown(double v, const char* format) {
+  if (std::isnan(v)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  grma::settings s = grma::settings::from_environment(&argc, argv);
+  const options o = parse(argc, argv);
+  const grma::launch_options launch{.threads_per_rank = o.threads};
+  // How many PEs the job has decides the tiles, and the tiles how much
+  // symmetric memory each PE needs: a probe asks, then the runtime has room.
+  grma::rank_info info;
+  {
+    grma::runtime probe(s);
+    info = probe.info(jacobi::grma_program{}, launch);
+  }
+  const int devices = info.device_count * info.node_count;
+  std::uint64_t slice = 0;
+  for (const int n : o.sizes) {
+    const jacobi::decomposition d = jacobi::split(n * devices, n, info.rank_count);
+    if (d.max_height() < 1 || d.height(d.py - 1) < 1 || d.width(d.px - 1) < 1)
+      usage("a grid of " + std::to_string(n * devices) + " x " + std::to_string(n) +
+            " has fewer cells than the " + std::to_string(info.rank_count) + " PEs");
+    // The block, the teams' workspaces (16 KiB) and room for the allocator.
+    slice = std::max<std::uint64_t>(slice, jacobi::grma_program::block_bytes(d) + (64 << 10));
+  }
+  slice = (slice + 4095) / 4096 * 4096;
+  s.symmetric_size =
+      std::max<std::uint64_t>(s.symmetric_size, slice * std::uint64_t(info.ranks_per_device));
+  grma::runtime rt(s);
+  const bool cuda = rt.backend() == grma::backend_kind::cuda, lead = info.process_index == 0;
+#if defined(__CUDACC__)
+  // The baseline sweeps one GPU's grid: a job of one device.
+  const bool baseline = o.baseline && cuda && devices == 1 && info.process_count == 1;
+  const int baseline_threads = info.threads_per_rank;
+#endif
+  if (lead) {
+    std::printf(
+        "jacobi 2d: %s backend, %d device%s, %d PEs (%d per device) x %d threads, %d iterations; "
+        "times: median of %d runs\n",
+        cuda ? "cuda" : "cpu", devices, devices == 1 ? "" : "s", info.rank_count,
+        info.ranks_per_device, info.threads_per_rank, o.iterations, o.repeats);
+    std::printf("%8s %13s %9s %14s %18s %14s %12s %12s\n", "size", "grid", "PEs", "grma [us/it]",
+                "baseline [us/it]", "baseline/grma", "grma error", "base error");
+  }
+  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (json)
+    std::fprintf(
+        json,
+        "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"nodes\": %d,\n  \"processes\": %d,\n  "
+        "\"pes\": %d,\n  \"pes_per_device\": %d,\n  \"threads_per_pe\": %d,\n  \"iterations\": "
+        "%d,\n  "
+        "\"results\": [\n",
+        cuda ? "cuda" : "cpu", devices, info.node_count, info.process_count, info.rank_count,
+        info.ranks_per_device, info.threads_per_rank, o.iterations);
+  bool all_good = true;
+  for (std::size_t at = 0; at < o.sizes.size(); ++at) {
+    const int n = o.sizes[at], rows = n * devices;
+    const jacobi::decomposition d = jacobi::split(rows, n, info.rank_count);
+    // grma and the baseline take turns, so that both see the machine alike.
+    std::vector<double> grma_runs, base_runs;
+    for (int k = 0; k < o.repeats; ++k) {
+      jacobi::result_header header{};
+      grma::launch_options timed = launch;
+      timed.userdata = &header;
+      timed.userdata_size = sizeof header;
+      rt.run(jacobi::grma_program{d, o.iterations, false}, timed);
+      grma_runs.push_back(header.seconds / o.iterations * 1e6);
+#if defined(__CUDACC__)
+      if (baseline)
+        base_runs.push_back(jacobi::run_baseline(rows, n, o.iterations, baseline_threads, nullptr) /
+                            o.iterations * 1e6);
+#endif
+    }
+    const double grma_us = median(grma_runs), base_us = median(base_runs);
+    double grma_error = NAN, base_error = NAN;
+    if (o.check_iterations > 0) {
+      const std::vector<double> expected = reference(rows, n, o.check_iterations);
+      std::vector<double> area(sizeof(jacobi::result_header) / sizeof(double) + expected.size(),
+                               0.0);
+      grma::launch_options checking = launch;
+      checking.userdata = area.data();
+      checking.userdata_size = area.size() * sizeof(double);
+      rt.run(jacobi::grma_program{d, o.check_iterations, true}, checking);
+      const std::vector<double> grid(area.begin() + sizeof(jacobi::result_header) / sizeof(double),
+                                     area.end());
+      grma_error = error_of(grid, expected, d, info.rank_start, info.rank_responsible);
+      all_good = all_good && grma_error <= tolerance;
+#if defined(__CUDACC__)
+      if (baseline) {
+        std::vector<double> base_grid;
+        jacobi::run_baseline(rows, n, o.check_iterations, baseline_threads, &base_grid);
+        base_error = error_of(base_grid, expected, d, 0, info.rank_count);
+        all_good = all_good && base_error <= tolerance;
+      }
+#endif
+    }
+    if (lead) {
+      const std::string grid = std::to_string(rows) + "x" + std::to_string(n);
+      const std::string pes = std::to_string(d.py) + "x" + std::to_string(d.px);
+      std::printf("%8d %13s %9s %14s %18s %14s %12s %12s\n", n, grid.c_str(), pes.c_str(),
+                  shown(grma_us, "%.2f").c_str(), shown(base_us, "%.2f").c_str(),
+                  shown(base_us / grma_us, "%.2f").c_str(), shown(grma_error, "%.1e").c_str(),
+                  shown(base_error, "%.1e").c_str());
+    }
+    if (json) {
+      auto figure = [](double v) { return std::isnan(v) ? std::string("null") : shown(v, "%.6g"); };
+      std::fprintf(
+          json,
+          "    {\"size\": %d, \"rows\": %d, \"cols\": %d, \"pe_rows\": %d, \"pe_cols\": %d, "
+          "\"grma_us_per_iteration\": %s, \"baseline_us_per_iteration\": %s, \"grma_error\": %s, "
+          "\"baseline_error\": %s}%s\n",
+          n, rows, n, d.py, d.px, figure(grma_us).c_str(), figure(base_us).c_str(),
+          figure(grma_error).c_str(), figure(base_error).c_str(),
+          at + 1 < o.sizes.size() ? "," : "");
+    }
+  }
+  if (json) {
+    std::fprintf(json, "  ]\n}\n");
+    std::fclose(json);
+  }
+  if (!all_good)
+    std::fprintf(stderr, "grma-jacobi2d: a result differs from the serial reference\n");
+  return all_good ? 0 : 1;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "grma-jacobi2d: %s\n", e.what());
+  return 1;
+}
