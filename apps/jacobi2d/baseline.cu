@@ -26,14 +26,19 @@ __global__ void sweep(const double* cur, double* next, int rows, int cols, int s
       update(c[-stride], c[stride], c[-1], c[1]);
 }
 
-// Both planes at generation 0: zeros, the top boundary row 1.
-void reset(double* planes[2], std::size_t plane_bytes, int stride) {
-  for (int p = 0; p < 2; ++p) {
-    check(cudaMemset(planes[p], 0, plane_bytes), "cudaMemset");
-    std::vector<double> top(std::size_t(stride), top_boundary);
-    check(cudaMemcpy(planes[p], top.data(), top.size() * sizeof(double), cudaMemcpyHostToDevice),
-          "cudaMemcpy");
-  }
+// Both planes at generation 0: the cells' first values inside the boundary
+// ring (the top row 1, the other sides 0).
+void reset(double* planes[2], int rows, int cols) {
+  const std::size_t stride = std::size_t(cols) + 2;
+  std::vector<double> plane((std::size_t(rows) + 2) * stride, 0.0);
+  for (std::size_t j = 0; j < stride; ++j) plane[j] = top_boundary;
+  for (std::size_t i = 1; i <= std::size_t(rows); ++i)
+    for (std::size_t j = 1; j <= std::size_t(cols); ++j)
+      plane[i * stride + j] = initial((long long)i - 1, (long long)j - 1);
+  for (int p = 0; p < 2; ++p)
+    check(
+        cudaMemcpy(planes[p], plane.data(), plane.size() * sizeof(double), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
 }
 
 }  // namespace
@@ -50,9 +55,9 @@ double run_baseline(int rows, int cols, int iterations, int threads, std::vector
       sweep<<<blocks, threads>>>(planes[k % 2], planes[(k + 1) % 2], rows, cols, stride);
     check(cudaGetLastError(), "sweep");
   };
-  reset(planes, plane_bytes, stride);
+  reset(planes, rows, cols);
   sweeps(1);  // warm-up
-  reset(planes, plane_bytes, stride);
+  reset(planes, rows, cols);
   cudaEvent_t begin, end;
   check(cudaEventCreate(&begin), "cudaEventCreate");
   check(cudaEventCreate(&end), "cudaEventCreate");

@@ -1,6 +1,8 @@
 // Jacobi relaxation of a 2D grid (papers/001 §6.3): rows x cols cells inside
 // a fixed boundary ring (1 above the first row, 0 on the other sides), each
-// iteration replacing every cell by the mean of its four neighbours. What the
+// iteration replacing every cell by the mean of its four neighbours. The
+// cells start from a pattern of their own, so that every halo carries data
+// from the first iteration on. What the
 // grma program, the baseline and the host's reference share.
 #pragma once
 
@@ -9,6 +11,11 @@
 namespace jacobi {
 
 inline constexpr double top_boundary = 1.0;
+
+// Cell (i, j)'s value before the first iteration.
+GRMA_HOST_DEVICE inline double initial(long long i, long long j) {
+  return double((i * 7 + j * 13) % 17) / 17.0;
+}
 
 // One cell's next value. The same expression, in the same order, everywhere:
 // the grma program, the baseline and the reference agree bit for bit.

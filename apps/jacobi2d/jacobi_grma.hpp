@@ -75,10 +75,24 @@ struct grma_program {
     const int neighbour[4] = {pr > 0 ? me - d.px : -1, pr + 1 < d.py ? me + d.px : -1,
                               pc > 0 ? me - 1 : -1, pc + 1 < d.px ? me + 1 : -1};
     r.sync_threads();
-    // The grid's top boundary, in both planes' north halo row.
+    // Generation 0 in plane 0: the tile's cells, and as halos the
+    // neighbours' cells next to it (or the boundary). Plane 1's halos at the
+    // grid's top hold the boundary too; no neighbour ever writes them.
+    const long long row0 = d.first_row(pr),
+                    col0 = d.first_col(pc);  // the tile's first cell in the grid
+    for (int k = r.thread(); k < (h + 2) * w; k += r.threads()) {
+      const long long i = row0 + k / w - 1, j = col0 + k % w;
+      planes[std::size_t(k / w) * wm + std::size_t(k % w)] = i < 0        ? top_boundary
+                                                             : i < d.rows ? initial(i, j)
+                                                                          : 0.0;
+    }
+    for (int i = r.thread(); i < h; i += r.threads()) {
+      halo(halos, 0, west)[i] = pc > 0 ? initial(row0 + i, col0 - 1) : 0.0;
+      halo(halos, 0, east)[i] = pc + 1 < d.px ? initial(row0 + i, col0 + w) : 0.0;
+    }
     if (pr == 0)
       for (int j = r.thread(); j < w; j += r.threads())
-        planes[j] = planes[plane_size + std::size_t(j)] = top_boundary;
+        planes[plane_size + std::size_t(j)] = top_boundary;
     sh.barrier_all();
 
     const double start = r.wtime();
@@ -165,11 +179,10 @@ struct grma_program {
     if (write_back) {
       auto* grid = reinterpret_cast<double*>(r.template userdata<result_header>() + 1);
       const double* last = plane(iterations);
-      const std::size_t top = std::size_t(d.first_row(pr)), left = std::size_t(d.first_col(pc));
       for (std::size_t k = std::size_t(r.thread()); k < std::size_t(h) * std::size_t(w);
            k += std::size_t(r.threads()))
-        grid[(top + k / std::size_t(w)) * std::size_t(d.cols) + left + k % std::size_t(w)] =
-            last[(k / std::size_t(w) + 1) * wm + k % std::size_t(w)];
+        grid[(std::size_t(row0) + k / std::size_t(w)) * std::size_t(d.cols) + std::size_t(col0) +
+             k % std::size_t(w)] = last[(k / std::size_t(w) + 1) * wm + k % std::size_t(w)];
     }
     sh.barrier_all();
     sh.free(block);

@@ -100,6 +100,9 @@ std::vector<double> reference(int rows, int cols, int iterations) {
   std::vector<double> planes(2 * plane, 0.0);
   for (int p = 0; p < 2; ++p)
     std::fill_n(planes.begin() + std::ptrdiff_t(p * plane), stride, jacobi::top_boundary);
+  for (std::size_t i = 1; i <= std::size_t(rows); ++i)
+    for (std::size_t j = 1; j <= std::size_t(cols); ++j)
+      planes[i * stride + j] = jacobi::initial((long long)i - 1, (long long)j - 1);
   for (int k = 0; k < iterations; ++k) {
     const double* cur = planes.data() + (k % 2) * plane;
     double* next = planes.data() + ((k + 1) % 2) * plane;

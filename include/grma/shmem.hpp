@@ -18,9 +18,11 @@
 // iget, collectives, malloc and the other allocations, team splits,
 // ctx_create and ctx_destroy) are made by all threads of the PE together
 // with the same arguments, or by the 32 threads of one warp through
-// one_warp() (NVSHMEM's _warp forms); p, g, atomics, signal_fetch,
-// signal_wait_until, the wait_until and test families, fence and quiet may
-// be made by one thread alone. Bad arguments end the job with an error that
+// one_warp() (NVSHMEM's _warp forms); p, g, atomics, fence and quiet may
+// be made by any thread alone, several at once; signal_fetch,
+// signal_wait_until and the wait_until and test families by one thread of
+// the PE at a time (a waiting thread shows the watchdog what the PE waits
+// for, in one record per PE). Bad arguments end the job with an error that
 // names the PE, the call and the values; calls that OpenSHMEM gives a
 // status return it (0 for success).
 //
@@ -361,8 +363,11 @@ class handle {
     *ctx = made;
     return 0;
   }
-  // Completes the context's operations, then ends it.
-  GRMA_INLINE void ctx_destroy(context ctx) { r_->ctx_destroy(ctx); }
+  // Completes the context's operations, then ends it; ctx_invalid (a
+  // failed ctx_create's) is no context, and nothing is done.
+  GRMA_INLINE void ctx_destroy(context ctx) {
+    if (!(ctx == ctx_invalid)) r_->ctx_destroy(ctx);
+  }
 
   // ---- atomics on one word of 4 or 8 bytes (fetch, set, swap: also float and double) ----
 

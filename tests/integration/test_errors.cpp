@@ -464,10 +464,30 @@ TEST(Errors, ShmemAlltoallsWithAZeroStride) {
     auto* block = static_cast<int*>(sh.calloc(8, sizeof(int)));
     sh.alltoalls(grma::shmem::team_world, block, block + 4, 1, 0, 1);
   });
-  EXPECT_STREQ(
+  // Every rank fails alike; the first to fail names itself.
+  EXPECT_EQ(e.code(), grma::errc::invalid_stride);
+  EXPECT_THAT(e.what(), AnyOf(StartsWith("grma: rank 0: alltoalls: "),
+                              StartsWith("grma: rank 1: alltoalls: ")));
+  EXPECT_THAT(e.what(),
+              HasSubstr("alltoalls: dest stride 1, source stride 0: strides count elements and are "
+                        "never negative (alltoalls': at least 1)"));
+}
+
+TEST(Errors, ShmemStridedRangePastTheSlice) {
+  // 3 elements 2^60 apart: a range of more than 2^63 bytes, which must not
+  // wrap around to a small one and pass the check.
+  const grma::error e = expect_failure([](auto& r) {
+    grma::shmem::handle sh(r);
+    auto* block = static_cast<long*>(sh.calloc(8, sizeof(long)));
+    // (The stride from n_pes, 2: a constant would have the compiler warn about the loop it guards.)
+    if (sh.my_pe() == 1) sh.iget(block, block + 4, 1, std::ptrdiff_t(sh.n_pes()) << 59, 3, 0);
+    sh.barrier_all();
+  });
+  EXPECT_EQ(e.code(), grma::errc::not_symmetric);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: iget: address 0x"));
+  EXPECT_THAT(
       e.what(),
-      "grma: rank 0: alltoalls: dest stride 1, source stride 0: strides count elements and "
-      "are never negative (alltoalls': at least 1)");
+      HasSubstr(" (18446744073709551615 bytes) is not in this rank's symmetric heap slice"));
 }
 
 TEST(Errors, ShmemPutSignalWithAnInvalidOperation) {

@@ -96,25 +96,33 @@ class collective_calls {
       mine.contribution[1] = bytes;
     }
     r.team_collective_begin(m, me, call::collect, 0, 0);
-    // Every member's words, fetched at once (gets from other nodes).
+    // The members' words a group at a time (gets from other nodes, all in
+    // flight), then their parts: the rank-private heap holds one group's
+    // words whatever the team's size.
     const std::uint64_t words = std::uint64_t(m.slot) * sizeof(detail::team_workspace) +
                                 offsetof(detail::team_workspace, contribution);
-    auto* parts =
-        static_cast<std::uint64_t*>(r.alloc(2 * sizeof(std::uint64_t) * std::size_t(m.size)));
-    for (int i = 0; i < m.size; ++i)
-      pull(m, i, words, parts + 2 * i, 2 * sizeof(std::uint64_t), call::collect);
-    wait_remote(call::collect);
+    auto* parts = static_cast<std::uint64_t*>(r.alloc(2 * sizeof(std::uint64_t) * collect_group));
     std::size_t at = 0;
-    for (int i = 0; i < m.size; ++i) {
-      const std::size_t part = std::size_t(parts[2 * i + 1]);
-      if (part != 0)
-        pull(m, i, parts[2 * i], static_cast<unsigned char*>(dest) + at, part, call::collect);
-      at += part;
+    for (int first = 0; first < m.size; first += collect_group) {
+      const int last = first + collect_group < m.size ? first + collect_group : m.size;
+      for (int i = first; i < last; ++i)
+        pull(m, i, words, parts + 2 * (i - first), 2 * sizeof(std::uint64_t), call::collect);
+      wait_remote(call::collect);
+      for (int i = first; i < last; ++i) {
+        const std::size_t part = std::size_t(parts[2 * (i - first) + 1]);
+        if (part != 0)
+          pull(m, i, parts[2 * (i - first)], static_cast<unsigned char*>(dest) + at, part,
+               call::collect);
+        at += part;
+      }
+      wait_remote(call::collect);  // `parts` is read before the next group's words land in it
     }
-    wait_remote(call::collect);
     r.free(parts);
     r.team_barrier(m, call::collect);
   }
+
+  // Members whose collect words a rank holds at once (16 bytes each).
+  static constexpr int collect_group = 256;
 
   // Element k of block j (`count` elements `source_stride` apart) of
   // member i's `source` (symmetric) into element k of block i (`dest_stride`
@@ -129,10 +137,11 @@ class collective_calls {
         std::int64_t(source_stride) < 0)
       r.fail(errc::invalid_stride, call::alltoalls, std::int64_t(dest_stride),
              std::int64_t(source_stride));
-    const std::size_t members = std::size_t(r.team_size(t));
-    // Every block's elements: the last one's, ((members * count - 1) * stride + 1) elements in.
-    const std::size_t extent =
-        count == 0 ? 0 : ((members * count - 1) * source_stride + 1) * sizeof(T);
+    const std::uint64_t members = std::uint64_t(r.team_size(t));
+    // Every block's elements, the last one's (members * count - 1) * stride elements in.
+    const std::uint64_t elements =
+        count != 0 && members > ~std::uint64_t{0} / count ? ~std::uint64_t{0} : members * count;
+    const std::uint64_t extent = detail::strided_extent(elements, source_stride, sizeof(T));
     run(t, call::alltoalls, source, extent, count, 0, [&](const detail::team_members& m, int me) {
       const std::uint64_t from = r.symmetric_offset_of(source, extent, call::alltoalls);
       for (int i = 0; i < m.size; ++i) {

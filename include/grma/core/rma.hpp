@@ -181,25 +181,29 @@ class rma_calls {
       r.fail(errc::word_misaligned, where, std::int64_t(reinterpret_cast<std::uintptr_t>(signal)),
              std::int64_t(sizeof(std::uint64_t)));
     transfer(where, dest, source, bytes, target, ctx, true);  // ends with the rank's threads met
-    if (!r.leader()) return;
-    if (at.address == nullptr) {  // another node: the atomic's command follows the put's
-      detail::remote_command c = r.symmetric_command(detail::remote_op::atomic, target, at.offset,
-                                                     sizeof(std::uint64_t), nullptr);
-      c.signal_op = std::uint8_t(op == signal_op::set ? detail::remote_atomic::set
-                                                      : detail::remote_atomic::add);
-      c.signal_value = value;
-      r.issue_remote_alone(c, where);
-      return;
+    if (r.leader()) {
+      if (at.address == nullptr) {  // another node: the atomic's command follows the put's
+        detail::remote_command c = r.symmetric_command(detail::remote_op::atomic, target, at.offset,
+                                                       sizeof(std::uint64_t), nullptr);
+        c.signal_op = std::uint8_t(op == signal_op::set ? detail::remote_atomic::set
+                                                        : detail::remote_atomic::add);
+        c.signal_value = value;
+        r.issue_remote_alone(c, where);
+      } else {
+        auto& word = *reinterpret_cast<std::uint64_t*>(at.address);
+        Rank::at_scope(r.wide(), [&](auto scope) {
+          // Release, by the thread that met the others after their copies:
+          // the data is visible before the signal's new value.
+          if (op == signal_op::set)
+            detail::store_release<scope.value>(word, value);
+          else
+            detail::add_release<scope.value>(word, value);
+        });
+      }
     }
-    auto& word = *reinterpret_cast<std::uint64_t*>(at.address);
-    Rank::at_scope(r.wide(), [&](auto scope) {
-      // Release, by the thread that met the others after their copies: the
-      // data is visible before the signal's new value.
-      if (op == signal_op::set)
-        detail::store_release<scope.value>(word, value);
-      else
-        detail::add_release<scope.value>(word, value);
-    });
+    // No thread returns before the signal is issued: a quiet or fence by any
+    // thread after the call covers it.
+    r.sync_threads();
   }
 
   template <class T>
@@ -217,7 +221,7 @@ class rma_calls {
     if (count != 0) {
       // The symmetric side's extent: its first to its last element.
       const std::size_t stride = is_put ? dest_stride : source_stride;
-      const std::size_t extent = ((count - 1) * stride + 1) * sizeof(T);
+      const std::uint64_t extent = detail::strided_extent(count, stride, sizeof(T));
       if ((is_put ? source : dest) == nullptr) r.fail(errc::null_buffer, where, std::int64_t(extent));
       const auto at = r.place_symmetric(is_put ? static_cast<const void*>(dest) : source, extent, target, where);
       if (at.address == nullptr) {  // another node: an element per command, in order

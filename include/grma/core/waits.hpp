@@ -126,22 +126,22 @@ class wait_calls {
   GRMA_INLINE void wait_until_all_vector(T* words, std::size_t n, const int* status, cmp c,
                                          const T* values) {
     check_values(call::wait_until_all_vector, n, values);
-    wait(call::wait_until_all_vector, words, n, c, values, -1,
-         [&] { return all_ready(words, n, status, c, values); });
+    wait(call::wait_until_all_vector, words, n, c, each<T>{values}, -1,
+         [&] { return all_ready(words, n, status, c, each<T>{values}); });
   }
   template <class T>
   GRMA_INLINE wait_result wait_until_all_vector(T* words, std::size_t n, const int* status, cmp c,
                                                 const T* values, within limit) {
     check_values(call::wait_until_all_vector, n, values);
-    return wait(call::wait_until_all_vector, words, n, c, values, limit.seconds,
-                [&] { return all_ready(words, n, status, c, values); });
+    return wait(call::wait_until_all_vector, words, n, c, each<T>{values}, limit.seconds,
+                [&] { return all_ready(words, n, status, c, each<T>{values}); });
   }
   template <class T>
   GRMA_INLINE bool test_all_vector(T* words, std::size_t n, const int* status, cmp c,
                                    const T* values) {
     check<T>(call::test_all_vector, words, n, c);
     check_values(call::test_all_vector, n, values);
-    return all_ready(words, n, status, c, values);
+    return all_ready(words, n, status, c, each<T>{values});
   }
   template <class T>
   GRMA_INLINE std::size_t wait_until_any_vector(T* words, std::size_t n, const int* status, cmp c,
@@ -149,8 +149,8 @@ class wait_calls {
     check_values(call::wait_until_any_vector, n, values);
     std::size_t found = no_word;
     if (included(n, status) == 0) return no_word;
-    wait(call::wait_until_any_vector, words, n, c, values, -1,
-         [&] { return (found = any_ready(words, n, status, c, values)) != no_word; });
+    wait(call::wait_until_any_vector, words, n, c, each<T>{values}, -1,
+         [&] { return (found = any_ready(words, n, status, c, each<T>{values})) != no_word; });
     return found;
   }
   template <class T>
@@ -159,15 +159,16 @@ class wait_calls {
     check_values(call::wait_until_any_vector, n, values);
     index = no_word;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_any_vector, words, n, c, values, limit.seconds,
-                [&] { return (index = any_ready(words, n, status, c, values)) != no_word; });
+    return wait(call::wait_until_any_vector, words, n, c, each<T>{values}, limit.seconds, [&] {
+      return (index = any_ready(words, n, status, c, each<T>{values})) != no_word;
+    });
   }
   template <class T>
   GRMA_INLINE std::size_t test_any_vector(T* words, std::size_t n, const int* status, cmp c,
                                           const T* values) {
     check<T>(call::test_any_vector, words, n, c);
     check_values(call::test_any_vector, n, values);
-    return any_ready(words, n, status, c, values);
+    return any_ready(words, n, status, c, each<T>{values});
   }
   template <class T>
   GRMA_INLINE std::size_t wait_until_some_vector(T* words, std::size_t n, std::size_t* indices,
@@ -175,8 +176,8 @@ class wait_calls {
     check_values(call::wait_until_some_vector, n, values);
     std::size_t found = 0;
     if (included(n, status) == 0) return 0;
-    wait(call::wait_until_some_vector, words, n, c, values, -1,
-         [&] { return (found = some_ready(words, n, indices, status, c, values)) != 0; });
+    wait(call::wait_until_some_vector, words, n, c, each<T>{values}, -1,
+         [&] { return (found = some_ready(words, n, indices, status, c, each<T>{values})) != 0; });
     return found;
   }
   template <class T>
@@ -186,15 +187,16 @@ class wait_calls {
     check_values(call::wait_until_some_vector, n, values);
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_some_vector, words, n, c, values, limit.seconds,
-                [&] { return (count = some_ready(words, n, indices, status, c, values)) != 0; });
+    return wait(call::wait_until_some_vector, words, n, c, each<T>{values}, limit.seconds, [&] {
+      return (count = some_ready(words, n, indices, status, c, each<T>{values})) != 0;
+    });
   }
   template <class T>
   GRMA_INLINE std::size_t test_some_vector(T* words, std::size_t n, std::size_t* indices,
                                            const int* status, cmp c, const T* values) {
     check<T>(call::test_some_vector, words, n, c);
     check_values(call::test_some_vector, n, values);
-    return some_ready(words, n, indices, status, c, values);
+    return some_ready(words, n, indices, status, c, each<T>{values});
   }
 
  private:
@@ -232,14 +234,19 @@ class wait_calls {
     return k;
   }
   // What word i is compared with: one value for every word, or (the
-  // _vector forms) a value each.
+  // _vector forms) a value each. A tag, not the pointer's type, tells them
+  // apart: words may be pointers themselves.
+  template <class T>
+  struct each {
+    const T* values;
+  };
   template <class T>
   GRMA_INLINE static T value_at(T value, std::size_t) {
     return value;
   }
   template <class T>
-  GRMA_INLINE static T value_at(const T* values, std::size_t i) {
-    return values[i];
+  GRMA_INLINE static T value_at(each<T> v, std::size_t i) {
+    return v.values[i];
   }
   // The value a blocked wait shows the watchdog: the one value, or where
   // the values are.
@@ -248,8 +255,8 @@ class wait_calls {
     return std::int64_t(value);
   }
   template <class T>
-  GRMA_INLINE static std::int64_t shown(const T* values) {
-    return std::int64_t(reinterpret_cast<std::uintptr_t>(values));
+  GRMA_INLINE static std::int64_t shown(each<T> v) {
+    return std::int64_t(reinterpret_cast<std::uintptr_t>(v.values));
   }
 
   template <class T, class V>

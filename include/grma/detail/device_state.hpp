@@ -189,6 +189,18 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
   return (epoch << 8) | static_cast<std::uint64_t>(c);
 }
 
+// Bytes from the first to the last of `count` elements of `element` bytes
+// that lie `stride` elements apart (strided RMA, alltoalls), or ~0 where that
+// is beyond 64 bits: no symmetric slice holds such a range, so its check
+// fails instead of passing a wrapped-around size.
+GRMA_INLINE constexpr std::uint64_t strided_extent(std::uint64_t count, std::uint64_t stride,
+                                                   std::uint64_t element) {
+  if (count == 0) return 0;
+  const std::uint64_t fit = ~std::uint64_t{0} / element;  // elements whose bytes 64 bits count
+  if (stride != 0 && count - 1 > (fit - 1) / stride) return ~std::uint64_t{0};
+  return ((count - 1) * stride + 1) * element;
+}
+
 // ---- per rank ----------------------------------------------------------------
 
 inline constexpr int comm_count = 2;         // world, device
