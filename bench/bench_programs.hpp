@@ -71,17 +71,14 @@ struct ping_pong {
   }
 };
 
-enum class core_mode { p_wait_until, put_fence_p, fetch_add, shmem_put_signal };
+enum class core_mode { p_wait_until, put_fence_p, fetch_add };
 
 // The core's one-word operations between world ranks 0 and `partner` on
 // symmetric memory, `iterations` times after 20 for warm-up: p of a flag
 // answered by the partner's p (p_wait_until), an 8-byte put, fence and p
 // of the flag answered the same way (put_fence_p; rank 0 checks the last
 // data word), or fetch_add on the partner's word by rank 0 alone
-// (fetch_add: one round trip each, checked by the final value), or the
-// OpenSHMEM layer's put_signal of 8 bytes answered by a put_signal
-// (shmem_put_signal: NVSHMEM's put with signal, as its program measures it:
-// the PE's threads put, one thread waits and meets them).
+// (fetch_add: one round trip each, checked by the final value).
 struct core_round_trip {
   int iterations;
   core_mode how;
@@ -116,23 +113,12 @@ struct core_round_trip {
           const std::uint64_t round = std::uint64_t(it + 21);
           for (int half = 0; half < 2; ++half) {
             if ((half == 0) == (me == 0)) {
-              if (how == core_mode::shmem_put_signal) {
-                if (r.thread() == 0) *outgoing = round;
-                r.sync_threads();
-                grma::shmem::handle(r).put_signal(data, outgoing, 1, flag, round,
-                                                  grma::shmem::signal_set, peer);
-                continue;
-              }
               if (how == core_mode::put_fence_p) {
                 if (r.thread() == 0) *outgoing = round;
                 r.put(data, outgoing, sizeof(std::uint64_t), peer);
                 r.fence();
               }
               if (r.thread() == 0) r.p(flag, round, peer);
-            } else if (how == core_mode::shmem_put_signal) {
-              if (r.thread() == 0)
-                grma::shmem::handle(r).signal_wait_until(flag, grma::shmem::cmp_ge, round);
-              r.sync_threads();
             } else if (r.thread() == 0) {
               r.wait_until(flag, grma::cmp::ge, round);
             }
@@ -141,14 +127,57 @@ struct core_round_trip {
       }
       if (me == 0 && r.thread() == 0) {
         r.template userdata<results>()->seconds = r.wtime() - start;
-        if (how == core_mode::put_fence_p || how == core_mode::shmem_put_signal)
-          GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
+        if (how == core_mode::put_fence_p) GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
       }
     }
     r.barrier(grma::world);
     if (how == core_mode::fetch_add && me == partner)
       GRMA_ASSERT(r, *counter == std::uint64_t(iterations + 20));
     r.free_symmetric(words);
+  }
+};
+
+// The OpenSHMEM layer's put_signal of 8 bytes between world ranks 0 and
+// `partner`, answered by a put_signal, `iterations` round trips after 20
+// for warm-up: NVSHMEM's put with signal as its program measures it (the
+// PE's threads put; one thread waits, then meets them). A program of its
+// own: as a mode of core_round_trip its code slowed the other modes' loop.
+struct shmem_put_signal_round_trip {
+  int iterations;
+  int partner;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    grma::shmem::handle sh(r);
+    const int me = sh.my_pe();
+    auto* words = static_cast<std::uint64_t*>(sh.calloc(3, sizeof(std::uint64_t)));
+    std::uint64_t* signal = words;
+    std::uint64_t* data = words + 1;
+    std::uint64_t* outgoing = words + 2;
+    if (me == 0 || me == partner) {
+      const int peer = me == 0 ? partner : 0;
+      double start = 0;
+      for (int it = -20; it < iterations; ++it) {
+        if (it == 0) start = r.wtime();
+        const std::uint64_t round = std::uint64_t(it + 21);
+        for (int half = 0; half < 2; ++half) {
+          if ((half == 0) == (me == 0)) {
+            if (r.thread() == 0) *outgoing = round;
+            r.sync_threads();
+            sh.put_signal(data, outgoing, 1, signal, round, grma::shmem::signal_set, peer);
+          } else {
+            if (r.thread() == 0) sh.signal_wait_until(signal, grma::shmem::cmp_ge, round);
+            r.sync_threads();
+          }
+        }
+      }
+      if (me == 0 && r.thread() == 0) {
+        r.template userdata<results>()->seconds = r.wtime() - start;
+        GRMA_ASSERT(r, *data == std::uint64_t(iterations + 20));
+      }
+    }
+    sh.barrier_all();
+    sh.free(words);
   }
 };
 
