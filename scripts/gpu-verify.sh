@@ -148,6 +148,12 @@ if [ -x build/gpu/apps/grma-jacobi2d ]; then
   [ "$gpus" -ge 2 ] && step jacobi2d-2gpu env GRMA_DEVICES=2 ./build/gpu/apps/grma-jacobi2d \
     --sizes 1024,2048,4096,8192 --json "$out/jacobi2d_2gpu.json"
 fi
+# The sync-free triangular solve (papers/001 §6.4), beside the level-set
+# baseline on one GPU, checked against serial forward substitution.
+if [ -x build/gpu/apps/grma-spts ]; then
+  step spts-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-spts \
+    --generate laplace2d:512,laplace2d:1024,laplace3d:48,chain:20000:4 --json "$out/spts_1gpu.json"
+fi
 fi  # benchmarks
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
   [ -f "$f" ] || continue
@@ -159,6 +165,6 @@ done
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
-for j in jacobi2d-1gpu jacobi2d-2gpu; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
+for j in jacobi2d-1gpu jacobi2d-2gpu spts-1gpu; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
 echo; cat "$out/summary.txt"
 exit $status

@@ -1,0 +1,332 @@
+// grma-spts: sync-free sparse triangular solve (papers/001 §6.4) with grma's
+// OpenSHMEM layer in one persistent kernel, and on one GPU the level-set
+// baseline (a kernel launch per level); each solution checked against
+// serial forward substitution. Matrices: a Matrix Market file, or generated
+// (the lower triangle of a 2D or 3D Laplacian, or a random matrix with one
+// dependency chain through all its rows). Prints a table and writes JSON.
+//
+//   grma-spts [--matrix FILE] [--generate laplace2d:NX[xNY],laplace3d:N,chain:N[:EXTRA],...]
+//             [--repeats K] [--threads T] [--no-baseline] [--json FILE]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <grma/grma.hpp>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "matrix.hpp"
+#include "spts_grma.hpp"
+#if defined(__CUDACC__)
+#include "baseline.hpp"
+#endif
+
+namespace {
+
+struct options {
+  std::vector<std::string> matrices{"laplace2d:512", "laplace3d:48", "chain:20000:4"};
+  int repeats = 3;
+  int threads = 0;
+  bool baseline = true;
+  std::string json = "spts.json";
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "grma-spts: %s\nusage: grma-spts [--matrix FILE] [--generate "
+               "laplace2d:NX[xNY],laplace3d:N,chain:N[:EXTRA],...] [--repeats K] [--threads T] "
+               "[--no-baseline] "
+               "[--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+int number(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 1 || v > (1L << 24))
+    usage(std::string(what) + " must be a number from 1, not '" + text + "'");
+  return int(v);
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  bool chosen = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--matrix" || a == "--generate") {
+      if (!chosen) o.matrices.clear();
+      chosen = true;
+      if (a == "--matrix") {
+        o.matrices.push_back("file:" + value());
+        continue;
+      }
+      std::stringstream list(value());
+      for (std::string item; std::getline(list, item, ',');) o.matrices.push_back(item);
+    } else if (a == "--repeats") {
+      o.repeats = number(value(), "--repeats");
+    } else if (a == "--threads") {
+      o.threads = number(value(), "--threads");
+    } else if (a == "--no-baseline") {
+      o.baseline = false;
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  return o;
+}
+
+// The matrix a name gives: file:PATH, laplace2d:NX[xNY], laplace3d:N, chain:N[:EXTRA].
+spts::csr make(const std::string& name) {
+  const std::size_t colon = name.find(':');
+  if (colon == std::string::npos)
+    usage("a matrix is file:PATH, laplace2d:NX[xNY], laplace3d:N or chain:N[:EXTRA]");
+  const std::string kind = name.substr(0, colon), arguments = name.substr(colon + 1);
+  if (kind == "file") return spts::read_matrix_market(arguments);
+  if (kind == "laplace2d") {
+    const std::size_t x = arguments.find('x');
+    const int nx = number(arguments.substr(0, x), "laplace2d's NX");
+    return spts::laplacian_2d(
+        nx, x == std::string::npos ? nx : number(arguments.substr(x + 1), "laplace2d's NY"));
+  }
+  if (kind == "laplace3d") return spts::laplacian_3d(number(arguments, "laplace3d's N"));
+  if (kind == "chain") {
+    const std::size_t c = arguments.find(':');
+    const int n = number(arguments.substr(0, c), "chain's N");
+    return spts::random_chain(
+        n, c == std::string::npos ? 4 : number(arguments.substr(c + 1), "chain's EXTRA"), 47);
+  }
+  usage("unknown matrix '" + name + "'");
+}
+
+// What the PEs read and write in userdata: the program (with its offsets)
+// and the bytes. Each PE's inbox slots are numbered in the order its rows
+// first need another PE's row.
+struct layout {
+  spts::grma_program program{};
+  std::vector<std::uint64_t> words;  // 8-byte aligned userdata
+};
+
+layout plan(const spts::csr& m, const std::vector<double>& b, int pes) {
+  const std::int64_t n = m.n, nonzeros = m.nonzeros();
+  std::vector<std::int64_t> where(std::size_t(nonzeros), 0);
+  std::vector<std::vector<std::uint64_t>> sends(static_cast<std::size_t>(n));
+  std::vector<std::int64_t> slot_of(std::size_t(n), -1);
+  // The rows level by level; the k-th is PE k mod pes's, its row k / pes.
+  std::vector<std::int64_t> order, place(static_cast<std::size_t>(n));
+  for (const std::vector<int>& level : spts::levels(m))
+    order.insert(order.end(), level.begin(), level.end());
+  for (std::int64_t k = 0; k < n; ++k) place[std::size_t(order[std::size_t(k)])] = k;
+  const std::int64_t max_rows = (n + pes - 1) / pes;
+  std::int64_t max_slots = 1;
+  for (int p = 0; p < pes; ++p) {
+    std::vector<std::int64_t> taken;
+    for (std::int64_t at = p; at < n; at += pes) {
+      const std::int64_t i = order[std::size_t(at)];
+      for (std::int64_t k = m.row_start[std::size_t(i)]; k + 1 < m.row_start[std::size_t(i) + 1];
+           ++k) {
+        const int j = m.col[std::size_t(k)];
+        if (place[std::size_t(j)] % pes == p) {
+          where[std::size_t(k)] = place[std::size_t(j)] / pes;
+          continue;
+        }
+        if (slot_of[std::size_t(j)] < 0) {
+          slot_of[std::size_t(j)] = std::int64_t(taken.size());
+          sends[std::size_t(j)].push_back(std::uint64_t(p) << 32 | std::uint64_t(taken.size()));
+          taken.push_back(j);
+        }
+        where[std::size_t(k)] = -slot_of[std::size_t(j)] - 1;
+      }
+    }
+    max_slots = std::max<std::int64_t>(max_slots, std::int64_t(taken.size()));
+    for (const std::int64_t j : taken) slot_of[std::size_t(j)] = -1;
+  }
+  std::vector<std::int64_t> send_start(std::size_t(n) + 1, 0);
+  std::vector<std::uint64_t> to;
+  for (std::int64_t i = 0; i < n; ++i) {
+    to.insert(to.end(), sends[std::size_t(i)].begin(), sends[std::size_t(i)].end());
+    send_start[std::size_t(i) + 1] = std::int64_t(to.size());
+  }
+  layout l;
+  spts::grma_program& g = l.program;
+  g.n = n;
+  g.max_rows = max_rows;
+  g.max_slots = max_slots;
+  auto append = [&](const void* data, std::size_t bytes) {
+    const std::uint64_t at = l.words.size() * 8;
+    l.words.resize(l.words.size() + (bytes + 7) / 8, 0);
+    if (data != nullptr && bytes != 0)
+      std::memcpy(reinterpret_cast<unsigned char*>(l.words.data()) + at, data, bytes);
+    return at;
+  };
+  spts::grma_program::header head{};
+  append(&head, sizeof head);
+  g.order = append(order.data(), order.size() * 8);
+  g.row_start = append(m.row_start.data(), m.row_start.size() * 8);
+  g.where = append(where.data(), where.size() * 8);
+  g.value = append(m.value.data(), m.value.size() * 8);
+  g.b = append(b.data(), b.size() * 8);
+  g.consumer_start = append(send_start.data(), send_start.size() * 8);
+  g.consumers = append(to.data(), to.size() * 8);
+  g.x = append(nullptr, std::size_t(n) * 8);
+  return l;
+}
+
+double median(std::vector<double> runs) {
+  if (runs.empty()) return NAN;
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+// The largest difference from the reference of the rows of PEs [first,
+// first + count) (row order[k] is PE k mod pes's), relative to the
+// reference's size (at least 1); NaN counts as infinitely different.
+double error_of(const double* x, const std::vector<double>& expected, const std::int64_t* order,
+                int pes, int first, int count) {
+  double worst = 0;
+  for (std::int64_t k = 0; k < std::int64_t(expected.size()); ++k) {
+    if (int(k % pes) < first || int(k % pes) >= first + count) continue;
+    const std::size_t i = std::size_t(order[k]);
+    const double e = std::fabs(x[i] - expected[i]) / std::max(1.0, std::fabs(expected[i]));
+    worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+  }
+  return worst;
+}
+
+// The solvers add each row's products in the same order as the reference;
+// a GPU may fuse a product and its addition, so not bit for bit.
+constexpr double tolerance = 1e-10;
+
+std::string shown(double v, const char* format) {
+  if (std::isnan(v)) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  grma::settings s = grma::settings::from_environment(&argc, argv);
+  const options o = parse(argc, argv);
+  const grma::launch_options launch{.threads_per_rank = o.threads};
+  // How many PEs the job has decides each PE's rows and inbox, and those
+  // how much symmetric memory a PE needs: a probe asks, then the runtime
+  // has room for the largest matrix.
+  grma::rank_info info;
+  {
+    grma::runtime probe(s);
+    info = probe.info(spts::grma_program{}, launch);
+  }
+  struct problem {
+    spts::csr m;
+    layout l;
+  };
+  std::vector<problem> problems;
+  std::uint64_t slice = 0;
+  for (const std::string& name : o.matrices) {
+    spts::csr m = make(name);
+    layout l = plan(m, spts::right_hand_side(m.n), info.rank_count);
+    // The block, the teams' workspaces (16 KiB) and room for the allocator.
+    slice = std::max<std::uint64_t>(
+        slice, std::uint64_t(l.program.max_rows + 2 * l.program.max_slots) * 8 + (64 << 10));
+    problems.push_back({std::move(m), std::move(l)});
+  }
+  slice = (slice + 4095) / 4096 * 4096;
+  s.symmetric_size =
+      std::max<std::uint64_t>(s.symmetric_size, slice * std::uint64_t(info.ranks_per_device));
+  grma::runtime rt(s);
+  const bool cuda = rt.backend() == grma::backend_kind::cuda, lead = info.process_index == 0;
+  const int pes = info.rank_count;
+#if defined(__CUDACC__)
+  const bool baseline =
+      o.baseline && cuda && info.device_count * info.node_count == 1 && info.process_count == 1;
+#endif
+  if (lead) {
+    std::printf(
+        "sparse triangular solve: %s backend, %d PEs x %d threads; times: median of %d runs\n",
+        cuda ? "cuda" : "cpu", pes, info.threads_per_rank, o.repeats);
+    std::printf("%-22s %9s %10s %7s %12s %15s %14s %11s %11s\n", "matrix", "rows", "nonzeros",
+                "levels", "grma [us]", "baseline [us]", "baseline/grma", "grma error",
+                "base error");
+  }
+  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (json)
+    std::fprintf(
+        json,
+        "{\n  \"backend\": \"%s\",\n  \"pes\": %d,\n  \"threads_per_pe\": %d,\n  \"results\": [\n",
+        cuda ? "cuda" : "cpu", pes, info.threads_per_rank);
+  bool all_good = true;
+  for (std::size_t at = 0; at < o.matrices.size(); ++at) {
+    const spts::csr& m = problems[at].m;
+    layout& l = problems[at].l;
+    const std::vector<double> b = spts::right_hand_side(m.n), expected = spts::solve_serial(m, b);
+    const std::size_t depth = spts::levels(m).size();
+    grma::launch_options run = launch;
+    run.userdata = l.words.data();
+    run.userdata_size = l.words.size() * 8;
+    std::vector<double> grma_runs, base_runs;
+    double grma_error = 0, base_error = NAN;
+    auto* x =
+        reinterpret_cast<double*>(reinterpret_cast<unsigned char*>(l.words.data()) + l.program.x);
+    const auto* order = reinterpret_cast<const std::int64_t*>(
+        reinterpret_cast<unsigned char*>(l.words.data()) + l.program.order);
+    for (int k = 0; k < o.repeats; ++k) {
+      std::fill_n(x, m.n, NAN);  // each run's solution is its own
+      rt.run(l.program, run);
+      grma_runs.push_back(
+          reinterpret_cast<const spts::grma_program::header*>(l.words.data())->seconds * 1e6);
+      // This process's PEs' rows: their solution is in its userdata.
+      grma_error = std::max(
+          grma_error, error_of(x, expected, order, pes, info.rank_start, info.rank_responsible));
+#if defined(__CUDACC__)
+      if (baseline) {
+        std::vector<double> base_x;
+        base_runs.push_back(spts::run_baseline(m, b, info.threads_per_rank, base_x) * 1e6);
+        base_error = std::isnan(base_error) ? 0 : base_error;
+        base_error = std::max(base_error, error_of(base_x.data(), expected, order, pes, 0, pes));
+      }
+#endif
+    }
+    all_good = all_good && grma_error <= tolerance && !(base_error > tolerance);
+    const double grma_us = median(grma_runs), base_us = median(base_runs);
+    if (lead)
+      std::printf("%-22s %9d %10lld %7zu %12s %15s %14s %11s %11s\n", o.matrices[at].c_str(), m.n,
+                  (long long)m.nonzeros(), depth, shown(grma_us, "%.1f").c_str(),
+                  shown(base_us, "%.1f").c_str(), shown(base_us / grma_us, "%.2f").c_str(),
+                  shown(grma_error, "%.1e").c_str(), shown(base_error, "%.1e").c_str());
+    if (json) {
+      auto figure = [](double v) { return std::isnan(v) ? std::string("null") : shown(v, "%.6g"); };
+      std::fprintf(json,
+                   "    {\"matrix\": \"%s\", \"rows\": %d, \"nonzeros\": %lld, \"levels\": %zu, "
+                   "\"grma_us\": %s, "
+                   "\"baseline_us\": %s, \"grma_error\": %s, \"baseline_error\": %s}%s\n",
+                   o.matrices[at].c_str(), m.n, (long long)m.nonzeros(), depth,
+                   figure(grma_us).c_str(), figure(base_us).c_str(), figure(grma_error).c_str(),
+                   figure(base_error).c_str(), at + 1 < o.matrices.size() ? "," : "");
+    }
+  }
+  if (json) {
+    std::fprintf(json, "  ]\n}\n");
+    std::fclose(json);
+  }
+  if (!all_good) std::fprintf(stderr, "grma-spts: a solution differs from the serial reference\n");
+  return all_good ? 0 : 1;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "grma-spts: %s\n", e.what());
+  return 1;
+}
