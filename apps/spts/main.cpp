@@ -93,13 +93,20 @@ spts::csr make(const std::string& name) {
     usage("a matrix is file:PATH, laplace2d:NX[xNY], laplace3d:N or chain:N[:EXTRA]");
   const std::string kind = name.substr(0, colon), arguments = name.substr(colon + 1);
   if (kind == "file") return spts::read_matrix_market(arguments);
+  // Rows are ints: a grid of at most 2^30 cells.
+  constexpr long long most_rows = 1LL << 30;
   if (kind == "laplace2d") {
     const std::size_t x = arguments.find('x');
     const int nx = number(arguments.substr(0, x), "laplace2d's NX");
-    return spts::laplacian_2d(
-        nx, x == std::string::npos ? nx : number(arguments.substr(x + 1), "laplace2d's NY"));
+    const int ny = x == std::string::npos ? nx : number(arguments.substr(x + 1), "laplace2d's NY");
+    if ((long long)nx * ny > most_rows) usage("laplace2d: at most 2^30 cells");
+    return spts::laplacian_2d(nx, ny);
   }
-  if (kind == "laplace3d") return spts::laplacian_3d(number(arguments, "laplace3d's N"));
+  if (kind == "laplace3d") {
+    const int n = number(arguments, "laplace3d's N");
+    if ((long long)n * n * n > most_rows) usage("laplace3d: at most 2^30 cells");
+    return spts::laplacian_3d(n);
+  }
   if (kind == "chain") {
     const std::size_t c = arguments.find(':');
     const int n = number(arguments.substr(0, c), "chain's N");

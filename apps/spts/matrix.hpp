@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -89,18 +90,25 @@ inline csr random_chain(int n, int extra, std::uint64_t seed) {
   return from_rows(below, std::vector<double>(std::size_t(n), 2.0));
 }
 
-// The lower triangle (with the diagonal) of a Matrix Market coordinate
-// matrix; a missing or zero diagonal entry becomes 1 (the solve must divide
-// by it). A symmetric file's upper entries are its lower ones.
+// The lower triangle (with the diagonal) of a real, integer or pattern
+// Matrix Market coordinate matrix: a general file's upper entries are left
+// out, a symmetric file's stand for their lower mirror; duplicate entries
+// add up; a missing or zero diagonal entry becomes 1 (the solve divides by
+// it).
 inline csr read_matrix_market(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
   std::string line;
   std::getline(in, line);
-  if (line.rfind("%%MatrixMarket matrix coordinate", 0) != 0)
+  std::transform(line.begin(), line.end(), line.begin(),
+                 [](unsigned char c) { return char(std::tolower(c)); });
+  if (line.rfind("%%matrixmarket matrix coordinate", 0) != 0)
     throw std::runtime_error(path + ": not a Matrix Market coordinate matrix");
+  if (line.find("complex") != std::string::npos || line.find("hermitian") != std::string::npos)
+    throw std::runtime_error(path + ": complex matrices are not solved here");
   const bool pattern = line.find("pattern") != std::string::npos;
-  while (std::getline(in, line) && !line.empty() && line[0] == '%') {
+  const bool symmetric = line.find("symmetric") != std::string::npos;
+  while (std::getline(in, line) && (line.empty() || line[0] == '%')) {
   }
   std::istringstream header(line);
   long rows = 0, cols = 0, entries = 0;
@@ -113,13 +121,16 @@ inline csr read_matrix_market(const std::string& path) {
     double v = 1.0;
     if (!(in >> r >> c) || (!pattern && !(in >> v)) || r < 1 || c < 1 || r > rows || c > rows)
       throw std::runtime_error(path + ": bad entry " + std::to_string(k + 1));
-    if (r < c) std::swap(r, c);  // an upper entry of a symmetric matrix
+    if (r < c) {
+      if (!symmetric) continue;  // above the diagonal
+      std::swap(r, c);           // a symmetric file's upper entry is its lower one
+    }
     if (r == c)
-      diagonal[std::size_t(r - 1)] = v;
+      diagonal[std::size_t(r - 1)] += v;
     else
       below[std::size_t(r - 1)].push_back({int(c - 1), v});
   }
-  for (auto& row : below) {  // duplicate entries add up, as Matrix Market's do
+  for (auto& row : below) {
     std::sort(row.begin(), row.end());
     std::vector<std::pair<int, double>> merged;
     for (const auto& e : row)
