@@ -196,11 +196,16 @@ TEST(Errors, WindowTableFull) {
 }
 
 TEST(Errors, DoubleFree) {
+  // Rank 1 alone allocates: with rank 0's blocks beside its own (the ranks
+  // of a device share its heap), a freed neighbour of rank 0's could merge
+  // with `a` and hide its header, and the second free would then be an
+  // invalid free (seen once in an AddressSanitizer run).
   const grma::error e = expect_failure([](auto& r) {
+    if (r.rank(grma::world) != 1) return;
     void* a = r.alloc(100);
     void* b = r.alloc(100);  // keeps a's header from merging into a free neighbour
     r.free(a);
-    if (r.rank(grma::world) == 1) r.free(a);
+    r.free(a);
     r.free(b);
   });
   EXPECT_EQ(e.code(), grma::errc::double_free);
