@@ -14,12 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <grma/grma.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <grma/grma.hpp>
-
+#include "../app_support.hpp"
 #include "hd_grma.hpp"
 #include "reference.hpp"
 #if defined(__CUDACC__)
@@ -27,6 +27,8 @@
 #endif
 
 namespace {
+
+using apps::median;
 
 struct options {
   std::vector<int> widths{16, 40};
@@ -139,14 +141,6 @@ std::string format(double x, const char* f, const char* none = "-") {
   char text[32];
   std::snprintf(text, sizeof text, f, x);
   return text;
-}
-
-// The median of `runs`; NaN for none.
-double median(std::vector<double> runs) {
-  if (runs.empty()) return NAN;
-  std::sort(runs.begin(), runs.end());
-  const std::size_t h = runs.size() / 2;
-  return runs.size() % 2 == 1 ? runs[h] : (runs[h - 1] + runs[h]) / 2;
 }
 
 // `runs` as a JSON array.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "../app_support.hpp"
 #include "jacobi.hpp"
 #include "jacobi_grma.hpp"
 #if defined(__CUDACC__)
@@ -24,6 +25,9 @@
 #endif
 
 namespace {
+
+using apps::median;
+using apps::shown;
 
 struct options {
   std::vector<int> sizes{1024, 2048};
@@ -88,12 +92,6 @@ options parse(int argc, char** argv) {
   return o;
 }
 
-double median(std::vector<double> runs) {
-  if (runs.empty()) return NAN;
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
-
 // The serial reference after `iterations` sweeps, rows x cols cells.
 std::vector<double> reference(int rows, int cols, int iterations) {
   const std::size_t stride = std::size_t(cols) + 2, plane = (std::size_t(rows) + 2) * stride;
@@ -140,13 +138,6 @@ double error_of(const std::vector<double>& grid, const std::vector<double>& expe
 // The reference and every implementation make the same additions in the
 // same order; a difference means a wrong cell.
 constexpr double tolerance = 1e-12;
-
-std::string shown(double v, const char* format) {
-  if (std::isnan(v)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
 
 }  // namespace
 

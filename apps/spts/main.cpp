@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../app_support.hpp"
 #include "matrix.hpp"
 #include "spts_grma.hpp"
 #if defined(__CUDACC__)
@@ -26,6 +27,9 @@
 #endif
 
 namespace {
+
+using apps::median;
+using apps::shown;
 
 struct options {
   std::vector<std::string> matrices{"laplace2d:512", "laplace3d:48", "chain:20000:4"};
@@ -189,12 +193,6 @@ layout plan(const spts::csr& m, const std::vector<double>& b, int pes) {
   return l;
 }
 
-double median(std::vector<double> runs) {
-  if (runs.empty()) return NAN;
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
-
 // The largest difference from the reference of the rows of PEs [first,
 // first + count) (row order[k] is PE k mod pes's), relative to the
 // reference's size (at least 1); NaN counts as infinitely different.
@@ -213,13 +211,6 @@ double error_of(const double* x, const std::vector<double>& expected, const std:
 // The solvers add each row's products in the same order as the reference;
 // a GPU may fuse a product and its addition, so not bit for bit.
 constexpr double tolerance = 1e-10;
-
-std::string shown(double v, const char* format) {
-  if (std::isnan(v)) return "-";
-  char text[32];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
 
 }  // namespace
 
