@@ -3,6 +3,7 @@
 // or `partner` ranks on) are.
 #pragma once
 
+#include <grma/gaspi.hpp>
 #include <grma/grma.hpp>
 #include <grma/shmem.hpp>
 
@@ -178,6 +179,56 @@ struct shmem_put_signal_round_trip {
     }
     sh.barrier_all();
     sh.free(words);
+  }
+};
+
+// The GASPI layer's ping-pong (papers/002's latency ping-pong): 8 bytes by
+// write_notify between world ranks 0 and `partner`, each taken with
+// notify_waitsome and notify_reset and answered the same way, `iterations`
+// round trips after 20 for warm-up. The queue is waited on every 256
+// writes, as a GPI-2 program keeps its queue from filling.
+struct gaspi_write_notify_round_trip {
+  int iterations;
+  int partner;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    namespace gaspi = grma::gaspi;
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(0, 16, gaspi::group_all, gaspi::block, gaspi::mem_initialized);
+    void* pointer = nullptr;
+    g.segment_ptr(0, &pointer);
+    auto* words = static_cast<std::uint64_t*>(pointer);  // [0] outgoing, [1] incoming
+    const int me = r.rank(grma::world);
+    if (me == 0 || me == partner) {
+      const int peer = me == 0 ? partner : 0;
+      double start = 0;
+      gaspi::notification_id_t id = 0;
+      gaspi::notification_t value = 0;
+      for (int it = -20; it < iterations; ++it) {
+        if (it == 0) start = r.wtime();
+        const auto round = gaspi::notification_t(it + 21);
+        for (int half = 0; half < 2; ++half) {
+          if ((half == 0) == (me == 0)) {
+            if (r.thread() == 0) words[0] = round;
+            r.sync_threads();
+            g.write_notify(0, 0, peer, 0, 8, 8, 0, round, 0, gaspi::block);
+            if (it % 256 == 0) g.wait(0, gaspi::block);
+          } else {
+            g.notify_waitsome(0, 0, 1, &id, gaspi::block);
+            g.notify_reset(0, id, &value);
+          }
+        }
+      }
+      if (me == 0 && r.thread() == 0) {
+        r.template userdata<results>()->seconds = r.wtime() - start;
+        GRMA_ASSERT(r, words[1] == std::uint64_t(iterations + 20) &&
+                           value == std::uint32_t(iterations + 20));
+      }
+      g.wait(0, gaspi::block);
+    }
+    g.proc_term(gaspi::block);
   }
 };
 

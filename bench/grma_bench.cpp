@@ -394,7 +394,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   };
   // The same device's bandwidth is also measured both ways.
   const int steps =
-      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 4 + 3)) +
+      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 5 + 3)) +
       int(paths.empty() ? 0 : bandwidth_sizes.size()) +
       int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
       (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
@@ -564,7 +564,8 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       first = false;
     }
     // The core's one-word operations, 8 bytes, after the notified ping-pongs.
-    double core_us[4] = {NAN, NAN, NAN, NAN};  // the last: the OpenSHMEM layer's put_signal
+    // [3]: the OpenSHMEM layer's put_signal; [4]: the GASPI layer's write_notify ping-pong.
+    double core_us[5] = {NAN, NAN, NAN, NAN, NAN};
     {
       const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until,
                                             bench::core_mode::put_fence_p,
@@ -580,6 +581,11 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
           run(bench::shmem_put_signal_round_trip{latency_iterations, p.offset(ranks_latency)},
               ranks_latency);
       core_us[3] = r.seconds / latency_iterations * 1e6;
+      show.step(std::string(p.name) + ": GASPI write_notify round trip");
+      const results gr =
+          run(bench::gaspi_write_notify_round_trip{latency_iterations, p.offset(ranks_latency)},
+              ranks_latency);
+      core_us[4] = gr.seconds / latency_iterations * 1e6;
     }
     // What NVSHMEM's two PEs measure beside fetch_add, in their shape: the
     // add rate of one rank's threads, and barrier and 8-byte allreduce over
@@ -602,9 +608,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     const bench::nvshmem_figures nv = nvshmem.value_or(bench::nvshmem_figures{});  // NaNs where none ran
     std::snprintf(
         line, sizeof line,
-        "%s: core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f, OpenSHMEM put_signal %.3f "
-        "(round trips), fetch_add %.3f\n",
-        p.name, core_us[0], core_us[1], core_us[3], core_us[2]);
+        "%s: core, 8 B [us]: p + wait_until %.3f, put + fence + p %.3f, OpenSHMEM put_signal %.3f, "
+        "GASPI write_notify %.3f (%.2fx put_signal) (round trips), fetch_add %.3f\n",
+        p.name, core_us[0], core_us[1], core_us[3], core_us[4], core_us[4] / core_us[3],
+        core_us[2]);
     report += line;
     if (!p.remote) {
       std::snprintf(line, sizeof line, "%s: rank 0 and rank %d %s, beside NVSHMEM's two PEs\n%-32s %12s %12s %13s\n",
@@ -632,13 +639,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       std::fprintf(
           json,
           "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, "
-          "\"shmem_put_signal_us\": %s, \"fetch_add_us\": %s, "
+          "\"shmem_put_signal_us\": %s, \"gaspi_write_notify_us\": %s, \"fetch_add_us\": %s, "
           "\"nvshmem_fetch_add_us\": %s,\n      \"add_rate_per_s\": %s, "
           "\"nvshmem_add_rate_per_s\": %s, "
           "\"add_threads\": %d,\n      \"barrier_us\": %s, \"nvshmem_barrier_us\": %s, "
           "\"allreduce_8b_us\": %s, \"nvshmem_allreduce_8b_us\": %s}",
           format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
-          format(core_us[3], "%.4f", "null").c_str(), format(core_us[2], "%.4f", "null").c_str(),
+          format(core_us[3], "%.4f", "null").c_str(), format(core_us[4], "%.4f", "null").c_str(),
+          format(core_us[2], "%.4f", "null").c_str(),
           format(nv.fetch_add_us, "%.4f", "null").c_str(), format(add_rate, "%.1f", "null").c_str(),
           format(nv.add_rate_per_s, "%.1f", "null").c_str(), threads,
           format(pair_us[0], "%.4f", "null").c_str(), format(nv.barrier_us, "%.4f", "null").c_str(),

@@ -87,6 +87,37 @@ enum class call : std::int32_t {
   test_all_vector,
   test_any_vector,
   test_some_vector,
+  // The GASPI layer's (grma/gaspi.hpp).
+  gaspi_proc_init,
+  gaspi_proc_term,
+  gaspi_segment_create,
+  gaspi_segment_delete,
+  gaspi_segment_query,
+  gaspi_write,
+  gaspi_read,
+  gaspi_write_list,
+  gaspi_read_list,
+  gaspi_notify,
+  gaspi_write_notify,
+  gaspi_write_list_notify,
+  gaspi_read_notify,
+  gaspi_read_list_notify,
+  gaspi_notify_waitsome,
+  gaspi_notify_reset,
+  gaspi_wait,
+  gaspi_queue_query,
+  gaspi_atomic_fetch_add,
+  gaspi_atomic_compare_swap,
+  gaspi_group_create,
+  gaspi_group_add,
+  gaspi_group_commit,
+  gaspi_group_delete,
+  gaspi_group_query,
+  gaspi_barrier,
+  gaspi_allreduce,
+  gaspi_passive_send,
+  gaspi_passive_receive,
+  gaspi_state_vec_get,
   count_  // number of calls, keep last
 };
 
@@ -140,7 +171,19 @@ enum class errc : std::int32_t {
   symmetric_not_owner,       // v0 address
   team_holds_blocks,         // v0 team slot, v1 live symmetric blocks
   invalid_stride,            // v0 dest stride, v1 source stride (signed)
-  count_                     // keep last
+  // The GASPI layer's (grma/gaspi.hpp).
+  not_initialized,       // v0 1 where proc_init was called twice
+  segment_unknown,       // v0 segment id, v1 segments a rank may have
+  segment_exists,        // v0 segment id
+  segment_range,         // v0 offset, v1 size, v2 segment bytes, v3 segment id, v4 rank
+  notification_range,    // v0 first id, v1 ids, v2 ids of each segment, v3 segment id
+  notification_zero,     // v0 notification id
+  argument_range,        // v0 value, v1 lowest, v2 highest (v1 > v2: refused); text: the argument
+  group_state,           // v0 group, v1 its stage (0 none, 1 built, 2 committing, 3 committed)
+  group_mismatch,        // v0 group, v1 the member whose differs, v2 its members, v3 mine
+  collective_pending,    // v0 group, v1 the call under way
+  passive_message_size,  // v0 message bytes, v1 receive bytes, v2 sender
+  count_                 // keep last
 };
 
 // Why a target's network engine refused a request from another node

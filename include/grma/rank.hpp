@@ -13,16 +13,9 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include "grma/config.hpp"
-#include "grma/error.hpp"
-#include "grma/types.hpp"
-#include "grma/detail/atomic.hpp"
-#include "grma/detail/device_state.hpp"
-#include "grma/detail/heap.hpp"
-#include "grma/detail/log_line.hpp"
-#include "grma/detail/matching.hpp"
-#include "grma/detail/ring.hpp"
 #include "grma/core/atomics.hpp"
 #include "grma/core/collectives.hpp"
 #include "grma/core/contexts.hpp"
@@ -30,6 +23,14 @@
 #include "grma/core/symmetric_heap.hpp"
 #include "grma/core/teams.hpp"
 #include "grma/core/waits.hpp"
+#include "grma/detail/atomic.hpp"
+#include "grma/detail/device_state.hpp"
+#include "grma/detail/heap.hpp"
+#include "grma/detail/log_line.hpp"
+#include "grma/detail/matching.hpp"
+#include "grma/detail/ring.hpp"
+#include "grma/error.hpp"
+#include "grma/types.hpp"
 
 namespace grma {
 
@@ -81,6 +82,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE int thread() const { return P::thread_index(); }
   GRMA_INLINE int threads() const { return P::thread_count(); }
   GRMA_INLINE void sync_threads() const { P::sync(); }
+  // Thread 0's `value` to every thread of the rank, all of which call
+  // together (it meets them): a result one thread computed for all.
+  template <class T>
+  GRMA_INLINE T from_leader(T value) const {
+    return P::broadcast(value);
+  }
   // Seconds from an arbitrary start, for timing inside rank code.
   GRMA_INLINE double wtime() const { return P::now_seconds(); }
 
@@ -587,6 +594,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     fail(errc::invalid_comm, call::comm_query, c.id);
   }
 
+ public:
+  // Ends the job with a bad argument's error: the record names this rank,
+  // the call and the values (the layers, grma/shmem.hpp and grma/gaspi.hpp,
+  // report theirs through it).
+  //
   // Fills the record here (a few stores at the failing branch) and leaves
   // the rest (claiming the job's error, trapping) to one out-of-line copy:
   // an out-of-line call with all of fail's arguments made the kernels
@@ -607,6 +619,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     for (std::uint32_t i = 0; i < n; ++i) r.text[i] = text[i];
     fail_with(r);
   }
+
+ private:
   [[noreturn]] GRMA_COLD void fail_with(const error_record& r) const {
     detail::store_relaxed<detail::scope::system>(status().state, std::int32_t(detail::rank_state::failed));
     P::fail(*view().error_claim, *view().control, r);
@@ -1473,6 +1487,16 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   const detail::device_view* v_;
   detail::rank_local* local_;
   int device_rank_;
+};
+
+// The rank one_warp() makes from a Rank: the layers' warp handles hold one.
+template <class Rank>
+using warp_rank_of = decltype(std::declval<const Rank&>().one_warp());
+
+// Holds a warp's rank, as a base made before the handle that points to it.
+template <class WarpRank>
+struct warp_rank_holder {
+  WarpRank held;
 };
 
 }  // namespace grma

@@ -736,15 +736,6 @@ class handle {
 
 // ---- one warp's PE ------------------------------------------------------------------
 
-template <class Rank>
-using warp_rank_of = decltype(std::declval<const Rank&>().one_warp());
-
-// Holds the warp's rank before the handle that points to it is made.
-template <class WarpRank>
-struct warp_rank_holder {
-  WarpRank held;
-};
-
 // What handle::one_warp returns: a handle on the warp's rank, which it
 // holds. Neither copied nor moved (the handle points into it): use it where
 // it is made.

@@ -90,6 +90,66 @@ const char* call_name(call c) {
     case call::test_some_vector:
       return "test_some_vector";
     case call::team_query: return "team_rank/team_size/team_translate";
+    case call::gaspi_proc_init:
+      return "gaspi_proc_init";
+    case call::gaspi_proc_term:
+      return "gaspi_proc_term";
+    case call::gaspi_segment_create:
+      return "gaspi_segment_create";
+    case call::gaspi_segment_delete:
+      return "gaspi_segment_delete";
+    case call::gaspi_segment_query:
+      return "gaspi_segment_ptr/size/list";
+    case call::gaspi_write:
+      return "gaspi_write";
+    case call::gaspi_read:
+      return "gaspi_read";
+    case call::gaspi_write_list:
+      return "gaspi_write_list";
+    case call::gaspi_read_list:
+      return "gaspi_read_list";
+    case call::gaspi_notify:
+      return "gaspi_notify";
+    case call::gaspi_write_notify:
+      return "gaspi_write_notify";
+    case call::gaspi_write_list_notify:
+      return "gaspi_write_list_notify";
+    case call::gaspi_read_notify:
+      return "gaspi_read_notify";
+    case call::gaspi_read_list_notify:
+      return "gaspi_read_list_notify";
+    case call::gaspi_notify_waitsome:
+      return "gaspi_notify_waitsome";
+    case call::gaspi_notify_reset:
+      return "gaspi_notify_reset";
+    case call::gaspi_wait:
+      return "gaspi_wait";
+    case call::gaspi_queue_query:
+      return "gaspi_queue_size/num";
+    case call::gaspi_atomic_fetch_add:
+      return "gaspi_atomic_fetch_add";
+    case call::gaspi_atomic_compare_swap:
+      return "gaspi_atomic_compare_swap";
+    case call::gaspi_group_create:
+      return "gaspi_group_create";
+    case call::gaspi_group_add:
+      return "gaspi_group_add";
+    case call::gaspi_group_commit:
+      return "gaspi_group_commit";
+    case call::gaspi_group_delete:
+      return "gaspi_group_delete";
+    case call::gaspi_group_query:
+      return "gaspi_group_size/ranks";
+    case call::gaspi_barrier:
+      return "gaspi_barrier";
+    case call::gaspi_allreduce:
+      return "gaspi_allreduce";
+    case call::gaspi_passive_send:
+      return "gaspi_passive_send";
+    case call::gaspi_passive_receive:
+      return "gaspi_passive_receive";
+    case call::gaspi_state_vec_get:
+      return "gaspi_state_vec_get";
     case call::count_: break;
   }
   return "unknown call";
@@ -292,6 +352,55 @@ std::string describe_values(const error_record& r) {
     case errc::team_holds_blocks:
       s << "team " << v[0] << " still holds " << v[1]
         << " symmetric blocks: free_symmetric them over the team before team_destroy";
+      break;
+    case errc::not_initialized:
+      if (v[0] == 1)
+        s << "the GASPI layer is initialized already on this rank (proc_init once per run)";
+      else
+        s << "the GASPI layer is not initialized on this rank (proc_init first)";
+      break;
+    case errc::segment_unknown:
+      s << "segment " << v[0] << " does not exist on this rank (segment_create makes ids 0 to "
+        << v[1] - 1 << ")";
+      break;
+    case errc::segment_exists:
+      s << "segment " << v[0] << " exists already (segment_delete first)";
+      break;
+    case errc::segment_range:
+      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
+        << " bytes of segment " << v[3] << " (rank " << v[4] << "'s copy)";
+      break;
+    case errc::notification_range:
+      s << "notification ids " << v[0] << " to " << v[0] + v[1] - 1 << " are not all in 0 to "
+        << v[2] - 1 << " of segment " << v[3];
+      break;
+    case errc::notification_zero:
+      s << "notification " << v[0] << " with value 0 (a notification's value is not 0)";
+      break;
+    case errc::argument_range:  // an empty range: the value is refused for another reason
+      if (v[1] > v[2])
+        s << r.text << ": " << v[0];
+      else
+        s << r.text << " " << v[0] << " is outside " << v[1] << " to " << v[2];
+      break;
+    case errc::group_state: {
+      static const char* const stages[] = {"does not exist", "is not committed",
+                                           "is being committed (call group_commit again)",
+                                           "is committed already"};
+      s << "group " << v[0] << " " << (v[1] >= 0 && v[1] < 4 ? stages[v[1]] : "is unknown");
+      break;
+    }
+    case errc::group_mismatch:
+      s << "group " << v[0] << " has " << v[3] << " members here but " << v[2]
+        << " or others at rank " << v[1] << " (every member adds the same ranks)";
+      break;
+    case errc::collective_pending:
+      s << "group " << v[0] << " has a " << call_name(call(v[1]))
+        << " that returned timeout: call it again, with the same arguments, first";
+      break;
+    case errc::passive_message_size:
+      s << "the passive message of " << u(v[0]) << " bytes from rank " << v[2]
+        << " does not fit the " << u(v[1]) << " bytes passive_receive was given";
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <grma/gaspi.hpp>
 #include <grma/grma.hpp>
 #include <grma/shmem.hpp>
 #include <memory>
@@ -539,6 +540,134 @@ TEST(Errors, ShmemVectorWaitWithoutValues) {
     sh.barrier_all();
   });
   EXPECT_STREQ(e.what(), "grma: rank 1: wait_until_all_vector: buffer is null but size is 16");
+}
+
+// ---- the GASPI layer: bad arguments end the job, named by the layer's call ----
+
+namespace gaspi = grma::gaspi;
+
+// A GASPI program: proc_init, segment 0 of 256 bytes, `body` on rank 1,
+// a barrier over group_all, proc_term.
+template <class Body>
+auto gaspi_program(Body body) {
+  return [body](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(0, 256, gaspi::group_all, gaspi::block);
+    if (r.rank(grma::world) == 1) body(g);
+    g.barrier(gaspi::group_all, gaspi::block);
+    g.proc_term(gaspi::block);
+  };
+}
+
+TEST(Errors, GaspiUnknownSegment) {
+  const grma::error e =
+      expect_failure(gaspi_program([](auto& g) { g.write(0, 0, 0, 4, 0, 8, 0, gaspi::block); }));
+  EXPECT_EQ(e.code(), grma::errc::segment_unknown);
+  EXPECT_EQ(e.where(), grma::call::gaspi_write);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_write: segment 4 does not exist on this rank (segment_create "
+               "makes ids 0 to 31)");
+}
+
+TEST(Errors, GaspiRangeOutsideTheSegment) {
+  const grma::error e =
+      expect_failure(gaspi_program([](auto& g) { g.read(0, 0, 0, 0, 200, 57, 1, gaspi::block); }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_read: offset 200 + size 57 exceeds the 256 bytes of segment 0 "
+               "(rank 0's copy)");
+}
+
+TEST(Errors, GaspiNotificationIdOutOfRange) {
+  const grma::error e =
+      expect_failure(gaspi_program([](auto& g) { g.notify(0, 0, 1024, 1, 0, gaspi::block); }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_notify: notification ids 1024 to 1024 are not all in 0 to 1023 "
+               "of segment 0");
+}
+
+TEST(Errors, GaspiWaitsomePastTheLastId) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    gaspi::notification_id_t id = 0;
+    g.notify_waitsome(0, 1000, 25, &id, gaspi::test);
+  }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_notify_waitsome: notification ids 1000 to 1024 are not all in "
+               "0 to 1023 of segment 0");
+}
+
+TEST(Errors, GaspiNotificationOfValueZero) {
+  const grma::error e = expect_failure(
+      gaspi_program([](auto& g) { g.write_notify(0, 0, 0, 0, 0, 8, 3, 0, 0, gaspi::block); }));
+  EXPECT_EQ(e.code(), grma::errc::notification_zero);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_write_notify: notification 3 with value 0 (a notification's "
+               "value is not 0)");
+}
+
+TEST(Errors, GaspiQueueOutOfRange) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) { g.wait(16, gaspi::block); }));
+  EXPECT_STREQ(e.what(), "grma: rank 1: gaspi_wait: queue 16 is outside 0 to 15");
+}
+
+TEST(Errors, GaspiBarrierOfAGroupNotCommitted) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    gaspi::group_t group = 0;
+    g.group_create(&group);
+    g.group_add(group, 1);
+    g.barrier(group, gaspi::block);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::group_state);
+  EXPECT_STREQ(e.what(), "grma: rank 1: gaspi_barrier: group 1 is not committed");
+}
+
+TEST(Errors, GaspiCommitByARankOutsideTheGroup) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    gaspi::group_t group = 0;
+    g.group_create(&group);
+    g.group_add(group, 0);
+    g.group_commit(group, gaspi::block);
+  }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_group_commit: group_commit by a rank that is not a member of "
+               "group: 1");
+}
+
+TEST(Errors, GaspiCallBeforeProcInit) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    if (r.rank(grma::world) == 1) g.barrier(gaspi::group_all, gaspi::block);
+    r.barrier(grma::world);
+  });
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_barrier: the GASPI layer is not initialized on this rank "
+               "(proc_init first)");
+}
+
+TEST(Errors, GaspiAllreduceOfTooManyElements) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    long values[2] = {};
+    g.allreduce(values, values, 256, gaspi::op_sum, gaspi::type_long, gaspi::group_all,
+                gaspi::block);
+  }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_allreduce: allreduce's count 256 is outside 1 to 255");
+}
+
+TEST(Errors, GaspiPassiveMessageLargerThanTheReceive) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(0, 256, gaspi::group_all, gaspi::block);
+    gaspi::rank_t sender = -1;
+    if (r.rank(grma::world) == 0) g.passive_send(0, 0, 1, 100, gaspi::block);
+    if (r.rank(grma::world) == 1) g.passive_receive(0, 0, &sender, 64, gaspi::block);
+    g.barrier(gaspi::group_all, gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::passive_message_size);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_passive_receive: the passive message of 100 bytes from rank 0 "
+               "does not fit the 64 bytes passive_receive was given");
 }
 
 // The team of team_split_strided(team_world, 0, 1, 1), as rank 0 holds it:
