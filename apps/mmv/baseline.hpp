@@ -1,0 +1,16 @@
+// The kernel-boundary baseline of the streaming matrix-vector product
+// (papers/002 §7, the GPI-2 version's GPU side): per batch, the host copies
+// every pair's vectors into the workers' buffer, launches a kernel of one
+// block per pair (each copies the matrix into shared memory, then
+// multiplies its vectors) and copies the products back; two batches in
+// flight, on two streams, as grma's version has.
+#pragma once
+
+namespace mmv {
+
+// Seconds for `batches` batches of `vectors` vectors per pair (after one
+// warm-up batch); with `wrong`, whether a product of the last batch differs
+// from the matrix times its vector.
+double run_baseline(int pairs, int vectors, int batches, int threads, bool* wrong);
+
+}  // namespace mmv

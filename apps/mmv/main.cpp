@@ -1,0 +1,224 @@
+// grma-mmv: the streaming multi-matrix-vector product (papers/002 §7,
+// Table 3) with grma's GASPI layer in one persistent kernel, and on one GPU
+// the kernel-boundary baseline; throughput in millions of vector products
+// per second against the batch size (all pairs' vectors of one batch),
+// each result checked against the matrix times its vector. The job's ranks
+// form `pairs` producer-worker pairs (producers first: on a job of two
+// devices, producers on one and workers on the other). Prints a table and
+// writes JSON.
+//
+//   grma-mmv [--batches-kb 60,120,...] [--pairs P] [--vectors N] [--repeats K]
+//            [--threads T] [--no-check] [--no-baseline] [--json FILE]
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <grma/grma.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../app_support.hpp"
+#include "mmv.hpp"
+#include "mmv_grma.hpp"
+#if defined(__CUDACC__)
+#include "baseline.hpp"
+#endif
+
+namespace {
+
+using apps::median;
+using apps::shown;
+
+struct options {
+  std::vector<int> batches_kb{60, 120, 240, 480, 960, 1920};  // papers/002 Table 3
+  int pairs = 30;                                             // the paper's 30 blocks
+  long long vectors = 1 << 22;  // per figure: batches enough for about this many
+  int repeats = 3;
+  int threads = 0;  // per rank; 0: 1024 on a GPU, as the paper's
+  bool check = true;
+  bool baseline = true;
+  std::string json = "mmv.json";
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "grma-mmv: %s\nusage: grma-mmv [--batches-kb K,K,...] [--pairs P] [--vectors N] "
+               "[--repeats K] [--threads T] [--no-check] [--no-baseline] [--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+long long number(const std::string& text, const char* what) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || v < 1 || v > (1ll << 40))
+    usage(std::string(what) + " must be a positive number, not '" + text + "'");
+  return v;
+}
+
+options parse(int argc, char** argv) {
+  options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&] {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--batches-kb") {
+      o.batches_kb.clear();
+      std::stringstream list(value());
+      for (std::string item; std::getline(list, item, ',');)
+        o.batches_kb.push_back(int(std::min(number(item, "a batch size"), 1ll << 20)));
+      if (o.batches_kb.empty()) usage("--batches-kb needs at least one size");
+    } else if (a == "--pairs") {
+      o.pairs = int(std::min(number(value(), "--pairs"), 1ll << 16));
+    } else if (a == "--vectors") {
+      o.vectors = number(value(), "--vectors");
+    } else if (a == "--repeats") {
+      o.repeats = int(std::min(number(value(), "--repeats"), 1000ll));
+    } else if (a == "--threads") {
+      o.threads = int(std::min(number(value(), "--threads"), 1024ll));
+    } else if (a == "--no-check") {
+      o.check = false;
+    } else if (a == "--no-baseline") {
+      o.baseline = false;
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  return o;
+}
+
+// Vectors of one pair in a batch of `kb` KiB over all pairs (at least one).
+int vectors_per_pair(int kb, int pairs) {
+  return std::max(1, int(std::int64_t(kb) * 1024 / std::int64_t(mmv::vector_bytes) / pairs));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  grma::settings s = grma::settings::from_environment(&argc, argv);
+  const options o = parse(argc, argv);
+  grma::launch_options launch{.threads_per_rank = o.threads};
+  grma::rank_info info;
+  {
+    grma::runtime probe(s);
+    if (probe.backend() == grma::backend_kind::cuda && o.threads == 0)
+      launch.threads_per_rank = 1024;
+    info = probe.info(mmv::grma_program{}, launch);
+  }
+  const int devices = info.device_count * info.node_count;
+  launch.ranks_per_device = (2 * o.pairs + devices - 1) / devices;
+  std::size_t largest = 0;
+  for (const int kb : o.batches_kb)
+    largest = std::max(largest, std::size_t(vectors_per_pair(kb, o.pairs)) * mmv::vector_bytes);
+  // A rank's segment (four buffers and the notification slots), the GASPI
+  // layer's state, the teams' workspaces and room for the allocator.
+  const std::uint64_t slice = (4 * largest + (256 << 10) + 4095) / 4096 * 4096;
+  s.symmetric_size =
+      std::max<std::uint64_t>(s.symmetric_size, slice * std::uint64_t(launch.ranks_per_device));
+  grma::runtime rt(s);
+  info = rt.info(mmv::grma_program{}, launch);
+  const bool cuda = rt.backend() == grma::backend_kind::cuda, lead = info.process_index == 0;
+  if (cuda && (info.threads_per_rank % mmv::n != 0))
+    usage("on a GPU a rank's threads are whole warps (--threads a multiple of 32)");
+  if (info.rank_count < 2 * o.pairs)
+    usage("the job has " + std::to_string(info.rank_count) + " ranks, fewer than 2 x " +
+          std::to_string(o.pairs) + " pairs");
+#if defined(__CUDACC__)
+  const bool baseline = o.baseline && cuda && devices == 1 && info.process_count == 1;
+#endif
+  if (lead) {
+    std::printf(
+        "mmv: %s backend, %d device%s, %d pairs of ranks x %d threads, about %lld vectors per "
+        "figure; "
+        "throughput [million vectors/s]: median of %d runs\n",
+        cuda ? "cuda" : "cpu", devices, devices == 1 ? "" : "s", o.pairs, info.threads_per_rank,
+        o.vectors, o.repeats);
+    std::printf("%10s %12s %9s %12s %12s %14s %8s %8s\n", "batch [KB]", "vectors/pair", "batches",
+                "grma [M/s]", "baseline [M/s]", "grma/baseline", "grma ok", "base ok");
+  }
+  std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
+  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (json)
+    std::fprintf(
+        json,
+        "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"nodes\": %d,\n  \"processes\": %d,\n"
+        "  \"pairs\": %d,\n  \"threads_per_rank\": %d,\n  \"results\": [\n",
+        cuda ? "cuda" : "cpu", devices, info.node_count, info.process_count, o.pairs,
+        info.threads_per_rank);
+  bool all_good = true;
+  std::vector<mmv::producer_record> records(std::size_t(o.pairs));
+  grma::launch_options timed = launch;
+  timed.userdata = records.data();
+  timed.userdata_size = records.size() * sizeof(mmv::producer_record);
+  for (std::size_t at = 0; at < o.batches_kb.size(); ++at) {
+    const int kb = o.batches_kb[at], vectors = vectors_per_pair(kb, o.pairs);
+    const int batches = int(std::max<long long>(4, o.vectors / (std::int64_t(vectors) * o.pairs)));
+    const double products = double(vectors) * o.pairs * batches;
+    std::vector<double> grma_runs, base_runs;
+    bool grma_ok = true, base_ok = true;
+    for (int k = 0; k < o.repeats; ++k) {
+      std::fill(records.begin(), records.end(), mmv::producer_record{});
+      rt.run(mmv::grma_program{o.pairs, vectors, batches, false}, timed);
+      double slowest = 0;
+      for (const auto& rec : records) slowest = std::max(slowest, rec.seconds);
+      grma_runs.push_back(products / slowest / 1e6);
+#if defined(__CUDACC__)
+      if (baseline)
+        base_runs.push_back(
+            products /
+            mmv::run_baseline(o.pairs, vectors, batches, info.threads_per_rank, nullptr) / 1e6);
+#endif
+    }
+    if (o.check) {  // a few batches, every product compared
+      std::fill(records.begin(), records.end(), mmv::producer_record{});
+      rt.run(mmv::grma_program{o.pairs, vectors, 5, true}, timed);
+      for (int p = info.rank_start; p < std::min(o.pairs, info.rank_start + info.rank_responsible);
+           ++p)
+        grma_ok = grma_ok && records[std::size_t(p)].wrong == 0;
+#if defined(__CUDACC__)
+      if (baseline) {
+        bool wrong = true;
+        mmv::run_baseline(o.pairs, vectors, 5, info.threads_per_rank, &wrong);
+        base_ok = !wrong;
+      }
+#endif
+      all_good = all_good && grma_ok && base_ok;
+    }
+    const double grma_rate = median(grma_runs), base_rate = median(base_runs);
+    if (lead)
+      std::printf("%10d %12d %9d %12s %12s %14s %8s %8s\n", kb, vectors, batches,
+                  shown(grma_rate, "%.2f").c_str(), shown(base_rate, "%.2f").c_str(),
+                  shown(grma_rate / base_rate, "%.2f").c_str(),
+                  o.check ? (grma_ok ? "yes" : "NO") : "-",
+                  o.check && !base_runs.empty() ? (base_ok ? "yes" : "NO") : "-");
+    if (json) {
+      auto figure = [](double v) { return std::isnan(v) ? std::string("null") : shown(v, "%.6g"); };
+      std::fprintf(json,
+                   "    {\"batch_kb\": %d, \"vectors_per_pair\": %d, \"batches\": %d, "
+                   "\"grma_million_per_s\": %s, \"baseline_million_per_s\": %s, \"checked\": %s, "
+                   "\"grma_ok\": %s, \"baseline_ok\": %s}%s\n",
+                   kb, vectors, batches, figure(grma_rate).c_str(), figure(base_rate).c_str(),
+                   o.check ? "true" : "false", grma_ok ? "true" : "false",
+                   base_ok ? "true" : "false", at + 1 < o.batches_kb.size() ? "," : "");
+    }
+  }
+  if (json) {
+    std::fprintf(json, "  ]\n}\n");
+    std::fclose(json);
+  }
+  if (!all_good)
+    std::fprintf(stderr, "grma-mmv: a product differs from the matrix times its vector\n");
+  return all_good ? 0 : 1;
+} catch (const grma::error& e) {
+  std::fprintf(stderr, "%s\n", e.what());
+  return 1;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "grma-mmv: %s\n", e.what());
+  return 1;
+}
