@@ -180,7 +180,7 @@ enum class errc : std::int32_t {
   notification_zero,     // v0 notification id
   argument_range,        // v0 value, v1 lowest, v2 highest (v1 > v2: refused); text: the argument
   group_state,           // v0 group, v1 its stage (0 none, 1 built, 2 committing, 3 committed)
-  group_mismatch,        // v0 group, v1 the member whose differs, v2 its members, v3 mine
+  group_mismatch,        // v0 group, v1 the member whose members differ
   collective_pending,    // v0 group, v1 the call under way
   passive_message_size,  // v0 message bytes, v1 receive bytes, v2 sender
   count_                 // keep last

@@ -8,8 +8,8 @@
 //   GRMA_HOST_DEVICE void operator()(Rank& r) const {
 //     grma::gaspi::handle g(r);
 //     g.proc_init(grma::gaspi::block);
-//     g.segment_create(0, bytes, grma::gaspi::group_all, grma::gaspi::block);
-//     g.write_notify(0, 0, next, 0, 0, bytes, 7, 1, 0, grma::gaspi::block);
+//     g.segment_create(0, 2 * bytes, grma::gaspi::group_all, grma::gaspi::block);
+//     g.write_notify(0, 0, next, 0, bytes, bytes, 7, 1, 0, grma::gaspi::block);
 //     grma::gaspi::notification_id_t id;
 //     g.notify_waitsome(0, 7, 1, &id, grma::gaspi::block);
 //     ...
@@ -19,7 +19,9 @@
 // Who calls: every call is made by all threads of the rank together with
 // the same arguments (GPUrdma's block-wide calls), or by the 32 threads of
 // one warp through one_warp(); one handle per rank, made once and passed
-// by reference (it holds the layer's state after proc_init).
+// by reference (it holds the layer's state after proc_init). Results go to
+// every thread: each may pass its own variable for an output (`&id`, an
+// allreduce's recv, state_vec_get's vector) or all the same one.
 //
 // Statuses: every call returns success, or timeout where its time limit
 // (a timeout_t: block, test or milliseconds) passed first, or queue_full
@@ -41,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "grma/config.hpp"
 #include "grma/error.hpp"
@@ -149,6 +152,7 @@ struct state {
   std::uint64_t outbox_taken;   // the sequence of this rank's outbox message its receiver took
   std::uint64_t outbox_header;  // sequence << 32 | bytes of the message in the outbox
   std::uint64_t members_hash[group_max];  // of each group at its commit, read by the others
+  std::int64_t agree[4];                  // segment_create's id check (an allreduce of two words)
 
   // This rank's alone (thread 0 writes, between the rank's threads' meetings).
   config cfg;
@@ -172,13 +176,15 @@ struct state {
   GRMA_HOST_DEVICE unsigned char* contribution() {
     return reinterpret_cast<unsigned char*>(pending_senders() + world_words * (1 + group_max));
   }
-  GRMA_HOST_DEVICE unsigned char* health() { return contribution() + allreduce_elem_max * 8; }
+  // allreduce's result, this rank's alone, which every thread copies out.
+  GRMA_HOST_DEVICE unsigned char* result() { return contribution() + allreduce_elem_max * 8; }
+  GRMA_HOST_DEVICE unsigned char* health() { return result() + allreduce_elem_max * 8; }
   GRMA_HOST_DEVICE unsigned char* outbox() {
     return health() + (std::size_t(world_size) + 7) / 8 * 8;
   }
   GRMA_HOST_DEVICE static std::size_t bytes(int world_size, std::size_t passive_max) {
     const std::size_t words = (std::size_t(world_size) + 63) / 64;
-    return sizeof(state) + words * (1 + group_max) * 8 + allreduce_elem_max * 8 +
+    return sizeof(state) + words * (1 + group_max) * 8 + 2 * allreduce_elem_max * 8 +
            (std::size_t(world_size) + 7) / 8 * 8 + passive_max;
   }
 };
@@ -229,6 +235,8 @@ class handle {
     in_range(where, "config.passive_transfer_size_max", std::int64_t(c.passive_transfer_size_max),
              8, 1 << 20);
     const int n = r.size(world);
+    in_range(where, "ranks of the job (the layer's barriers take 2^16)", n, 1,
+             1 << layer::barrier_rounds);
     const std::size_t passive = (c.passive_transfer_size_max + 7) / 8 * 8;
     // Zeroed on every rank before any rank returns: no word another rank
     // writes is cleared after it was written.
@@ -251,13 +259,16 @@ class handle {
     return success;
   }
 
-  // Collective over every rank: completes every queue, deletes the segments
-  // left, ends the queues' contexts and frees the layer's state.
+  // Collective over every rank: completes every queue, waits until the
+  // rank's last passive message is taken, deletes the segments left, ends
+  // the queues' contexts and frees the layer's state.
   GRMA_INLINE status proc_term(timeout_t limit = block) {
     (void)limit;
     layer::state& s = state_of(call::gaspi_proc_term);
     Rank& r = *r_;
     for (int q = 0; q < s.cfg.queue_num; ++q) r.quiet(s.queues[q]);
+    if (r.thread() == 0) outbox_free(-1);  // the last passive message is taken
+    r.sync_threads();
     for (int id = 0; id < segment_max; ++id)
       if (s.segments[id].alive != 0) segment_delete(id);
     for (int q = 1; q < s.cfg.queue_num; ++q) {
@@ -285,7 +296,7 @@ class handle {
   GRMA_INLINE status state_vec_get(state_t* state_vec) {
     layer::state& s = state_of(call::gaspi_state_vec_get);
     if (state_vec == nullptr) r_->fail(errc::null_buffer, call::gaspi_state_vec_get, s.world_size);
-    for (int k = r_->thread(); k < s.world_size; k += r_->threads()) state_vec[k] = s.health()[k];
+    for (int k = 0; k < s.world_size; ++k) state_vec[k] = s.health()[k];  // by every thread
     r_->sync_threads();
     return success;
   }
@@ -306,7 +317,11 @@ class handle {
     if (s.segments[id].alive != 0) r.fail(errc::segment_exists, where, id);
     in_range(where, "segment_create's group (grma's segments span group_all)", group, group_all,
              group_all);
+    in_range(where, "segment_create's policy", int(policy), 0, 1);
     const std::size_t slot_bytes = (std::size_t(s.cfg.notification_num) * 8 + 255) / 256 * 256;
+    if (size > ~std::size_t{0} / 2 - slot_bytes)
+      out_of_range(where, "segment size", std::int64_t(size), 0,
+                   std::int64_t(~std::size_t{0} / 2 - slot_bytes));
     auto* memory = static_cast<unsigned char*>(r.alloc_symmetric(slot_bytes + size, 256));
     auto* slots = reinterpret_cast<std::uint64_t*>(memory);
     for (std::size_t i = std::size_t(r.thread()); i < slot_bytes / 8; i += std::size_t(r.threads()))
@@ -314,7 +329,19 @@ class handle {
     if (policy == mem_initialized)
       for (std::size_t i = std::size_t(r.thread()); i < size; i += std::size_t(r.threads()))
         memory[slot_bytes + i] = 0;
+    // Every rank names the block with the same id: the highest and the
+    // lowest id any rank passed are this one.
+    if (r.thread() == 0) {
+      s.agree[0] = id;
+      s.agree[1] = -id;
+    }
     r.sync_threads();
+    r.allreduce(team_world, s.agree + 2, s.agree, 2, reduce_op::max);
+    if (s.agree[2] != id || -s.agree[3] != id)
+      refuse(where,
+             "segment_create's id differs between ranks (they create the same ids in the same "
+             "order); another rank's",
+             s.agree[2] != id ? s.agree[2] : -s.agree[3]);
     if (r.thread() == 0) s.segments[id] = {slots, memory + slot_bytes, size, 1, 0};
     r.barrier(team_world);  // every rank's slots are zero before any rank notifies
     return success;
@@ -351,6 +378,7 @@ class handle {
   // The ids of the first `count` live segments, in order.
   GRMA_INLINE status segment_list(int count, segment_id_t* ids) {
     layer::state& s = state_of(call::gaspi_segment_query);
+    if (count > 0 && ids == nullptr) r_->fail(errc::null_buffer, call::gaspi_segment_query, count);
     int n = 0;
     for (int id = 0; id < segment_max && n < count; ++id)
       if (s.segments[id].alive != 0) ids[n++] = id;
@@ -429,7 +457,8 @@ class handle {
                                 const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list;
-    check_list(where, count, queue);
+    check_list(where, count, queue, 0, segments_local, offsets_local, segments_remote,
+               offsets_remote, sizes);
     for (int i = 0; i < count; ++i) {
       place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
       place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
@@ -449,7 +478,8 @@ class handle {
                                        notification_t value, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list_notify;
-    check_list(where, count, queue);
+    check_list(where, count, queue, 1, segments_local, offsets_local, segments_remote,
+               offsets_remote, sizes);
     for (int i = 0; i < count; ++i) {
       place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
       place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
@@ -469,7 +499,8 @@ class handle {
                                const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list;
-    check_list(where, count, queue);
+    check_list(where, count, queue, 0, segments_local, offsets_local, segments_remote,
+               offsets_remote, sizes);
     for (int i = 0; i < count; ++i) {
       place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
       place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
@@ -506,7 +537,8 @@ class handle {
                                       queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list_notify;
-    check_list(where, count, queue);
+    check_list(where, count, queue, 1, segments_local, offsets_local, segments_remote,
+               offsets_remote, sizes);
     for (int i = 0; i < count; ++i) {
       place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
       place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
@@ -530,6 +562,7 @@ class handle {
                                      notification_id_t* first_id, timeout_t limit) {
     const call where = call::gaspi_notify_waitsome;
     layer::segment_entry& e = segment(where, segment_local);
+    if (first_id == nullptr) r_->fail(errc::null_buffer, where, count);
     check_ids(where, segment_local, first, count);
     Rank& r = *r_;
     std::size_t index = core::no_word;
@@ -634,7 +667,7 @@ class handle {
     layer::state& s = state_of(where);
     Rank& r = *r_;
     const int id = s.groups_made;
-    in_range(where, "groups made (ids are not reused)", id + 1, 1, group_max - 1);
+    in_range(where, "group id (ids are not reused after group_delete)", id, 1, group_max - 1);
     r.sync_threads();
     if (r.thread() == 0) {
       s.groups_made = id + 1;
@@ -689,7 +722,7 @@ class handle {
         for (int i = 0; i < e.size; ++i) {
           const int w = world_of(group, i);
           const std::uint64_t theirs = r.g(&s.members_hash[group], w);
-          if (theirs != hash) r.fail(errc::group_mismatch, where, group, w, -1, e.size);
+          if (theirs != hash) r.fail(errc::group_mismatch, where, group, w);
         }
       }
     }
@@ -712,7 +745,8 @@ class handle {
   // The members' world ranks, ascending.
   GRMA_INLINE status group_ranks(group_t group, rank_t* ranks) {
     const int n = group_at(call::gaspi_group_query, group, 0).size;
-    for (int i = 0; i < n; ++i) ranks[i] = world_of(group, i);
+    if (n != 0 && ranks == nullptr) r_->fail(errc::null_buffer, call::gaspi_group_query, n);
+    for (int i = 0; i < n; ++i) ranks[i] = world_of(group, i);  // by every thread
     return success;
   }
   GRMA_INLINE static status group_max_get(int* count) {
@@ -741,7 +775,10 @@ class handle {
 
   // recv[i] = op over the members' send[i], i < count (at most
   // allreduce_elem_max), elements of `type`. Every member passes the same
-  // count, op and type.
+  // count, op and type; the rank's threads pass the same values in send
+  // (one buffer or each its own), and every thread's recv gets the result.
+  // While an allreduce that returned timeout is not finished, an allreduce
+  // on another group is an error (the rank has one contribution buffer).
   GRMA_INLINE status allreduce(const void* send, void* recv, int count, operation_t op,
                                datatype_t type, group_t group, timeout_t limit) {
     const call where = call::gaspi_allreduce;
@@ -753,6 +790,11 @@ class handle {
     in_range(where, "allreduce's type", int(type), int(type_int), int(type_ulong));
     if (send == nullptr || recv == nullptr) r.fail(errc::null_buffer, where, count);
     check_pending(where, group, e);
+    // The rank has one contribution buffer: an allreduce that returned
+    // timeout on another group still has its members reading it.
+    for (int other = 0; other < group_max; ++other)
+      if (other != group && s.groups[other].pending == int(where))
+        r.fail(errc::collective_pending, where, other, int(where));
     const std::size_t bytes = std::size_t(count) * element_bytes(type);
     const double until = deadline(limit);
     std::uint32_t step = e.pending == int(where) ? e.allreduce_step : 0;
@@ -775,7 +817,7 @@ class handle {
       if (r.thread() == 0) result = barrier_rounds(group, until);
       result = r.from_leader(result);
       if (result != success) return result;
-      combine(type, op, group, recv, count);
+      combine(type, op, group, s.result(), count);
       r.sync_threads();
       if (r.thread() == 0) e.allreduce_step = 2;
     }
@@ -787,7 +829,12 @@ class handle {
         e.allreduce_step = 0;
       }
     }
-    return r.from_leader(result);
+    result = r.from_leader(result);
+    if (result != success) return result;
+    // By every thread: each may pass a recv of its own (or all the same one).
+    auto* to = static_cast<unsigned char*>(recv);
+    for (std::size_t i = 0; i < bytes; ++i) to[i] = s.result()[i];
+    return success;
   }
   GRMA_INLINE static status allreduce_elem_max_get(int* count) {
     *count = allreduce_elem_max;
@@ -797,9 +844,11 @@ class handle {
   // ---- passive communication: one message at a time from a rank to another ----
 
   // `size` bytes (1 to config.passive_transfer_size_max) from this rank's
-  // segment to `rank`, which takes them with passive_receive; returns once it
-  // has. Called again after it returned timeout, it waits on for the same
-  // message.
+  // segment to `rank`, which takes them with passive_receive. The message
+  // is copied into this rank's outbox, so the call returns once it is
+  // posted; the outbox holds one message, so a send first waits until the
+  // receiver of the rank's last one has taken it (where that wait returns
+  // timeout, nothing was posted: call it again).
   GRMA_INLINE status passive_send(segment_id_t segment_local, offset_t offset_local, rank_t rank,
                                   std::size_t size, timeout_t limit) {
     const call where = call::gaspi_passive_send;
@@ -812,36 +861,24 @@ class handle {
              std::int64_t(s.cfg.passive_transfer_size_max));
     const auto* from =
         static_cast<const unsigned char*>(place(where, segment_local, offset_local, size, me));
-    const bool resumed = s.outbox_pending != 0;
-    if (resumed && s.outbox_target != rank)
-      refuse(where,
-             "passive_send to another rank than the one whose passive_send returned timeout (call "
-             "it again for that rank first)",
-             rank);
-    r.sync_threads();
-    if (!resumed) {
-      for (std::size_t i = std::size_t(r.thread()); i < size; i += std::size_t(r.threads()))
-        s.outbox()[i] = from[i];
-      r.sync_threads();
-      if (r.thread() == 0) {
-        const std::uint64_t sequence = ++s.outbox_sequence;
-        s.outbox_header = sequence << 32 | size;
-        s.outbox_pending = 1;
-        s.outbox_target = rank;
-        // The outbox is written before the receiver can see this rank's bit.
-        r.fence();
-        r.atomic_or(&s.pending_senders()[me / 64], std::uint64_t{1} << (me % 64), rank);
-      }
-    }
     status result = success;
+    if (r.thread() == 0) result = outbox_free(deadline(limit));
+    result = r.from_leader(result);  // every thread reads the outbox's state after
+    if (result != success) return result;
+    for (std::size_t i = std::size_t(r.thread()); i < size; i += std::size_t(r.threads()))
+      s.outbox()[i] = from[i];
+    r.sync_threads();
     if (r.thread() == 0) {
-      result = wait_word(&s.outbox_taken, s.outbox_sequence, deadline(limit));
-      if (result == success)
-        s.outbox_pending = 0;
-      else
-        s.health()[rank] = state_corrupt;
+      const std::uint64_t sequence = ++s.outbox_sequence;
+      s.outbox_header = sequence << 32 | size;
+      s.outbox_pending = 1;
+      s.outbox_target = rank;
+      // The outbox is written before the receiver can see this rank's bit.
+      r.fence();
+      r.atomic_or(&s.pending_senders()[me / 64], std::uint64_t{1} << (me % 64), rank);
     }
-    return r.from_leader(result);
+    r.sync_threads();
+    return success;
   }
 
   // A message from any rank into this rank's segment (at most `size`
@@ -850,6 +887,7 @@ class handle {
                                      rank_t* rank, std::size_t size, timeout_t limit) {
     const call where = call::gaspi_passive_receive;
     layer::state& s = state_of(where);
+    if (rank == nullptr) r_->fail(errc::null_buffer, where, std::int64_t(size));
     Rank& r = *r_;
     const int me = r.rank(world);
     auto* to = static_cast<unsigned char*>(place(where, segment_local, offset_local, size, me));
@@ -884,7 +922,12 @@ class handle {
     if (bytes > size)
       r.fail(errc::passive_message_size, where, std::int64_t(bytes), std::int64_t(size), sender);
     r.get(to, s.outbox(), bytes, sender);  // the data is here at return
-    if (r.thread() == 0) r.p(&s.outbox_taken, header >> 32, sender);
+    if (r.thread() == 0) {
+      // Release: the bit's clearing and the outbox's reads come before the
+      // sender may post (and set its bit) again.
+      r.fence();
+      r.p(&s.outbox_taken, header >> 32, sender);
+    }
     r.sync_threads();
     *rank = sender;
     return success;
@@ -927,9 +970,17 @@ class handle {
     if (queue < 0 || queue >= queue_max || queue >= queues)  // queue_max: the compiler's bound too
       out_of_range(where, "queue", queue, 0, queues - 1);
   }
-  GRMA_INLINE void check_list(call where, int count, queue_id_t queue) const {
+  // A list of `count` operations and `extra` more (its notification) fits
+  // an empty queue; its arrays are there.
+  GRMA_INLINE void check_list(call where, int count, queue_id_t queue, int extra,
+                              const void* segments_local, const void* offsets_local,
+                              const void* segments_remote, const void* offsets_remote,
+                              const void* sizes) const {
     check_queue(where, queue);
-    in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max - 1);
+    in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max - extra);
+    if (segments_local == nullptr || offsets_local == nullptr || segments_remote == nullptr ||
+        offsets_remote == nullptr || sizes == nullptr)
+      r_->fail(errc::null_buffer, where, count);
   }
   GRMA_INLINE void check_ids(call where, segment_id_t id, notification_id_t first,
                              int count) const {
@@ -1083,6 +1134,19 @@ class handle {
     return r.wait_until(word, cmp::ge, value, within{left}) == wait_result::met ? success : timeout;
   }
 
+  // Waits, by thread 0, until the receiver of this rank's last passive
+  // message has taken it (at once where none is out).
+  GRMA_INLINE status outbox_free(double until) {
+    layer::state& s = *s_;
+    if (s.outbox_pending == 0) return success;
+    const status result = wait_word(&s.outbox_taken, s.outbox_sequence, until);
+    if (result == success)
+      s.outbox_pending = 0;
+    else
+      s.health()[s.outbox_target] = state_corrupt;
+    return result;
+  }
+
   // The group's barrier from where it stopped, by thread 0. Release: the
   // fence before each signal orders the rank's writes (and, through the
   // threads' meeting before, its threads') before it; acquire: the wait.
@@ -1145,10 +1209,19 @@ class handle {
         value = m == 0         ? theirs
                 : op == op_min ? (theirs < value ? theirs : value)
                 : op == op_max ? (theirs > value ? theirs : value)
-                               : T(value + theirs);
+                               : sum(value, theirs);
       }
       static_cast<T*>(recv)[i] = value;
     }
+  }
+
+  // a + b, integers wrapping as unsigned ones (no signed overflow).
+  template <class T>
+  GRMA_INLINE static T sum(T a, T b) {
+    if constexpr (std::is_integral_v<T>)
+      return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+    else
+      return a + b;
   }
 
   Rank* r_;

@@ -83,9 +83,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE int threads() const { return P::thread_count(); }
   GRMA_INLINE void sync_threads() const { P::sync(); }
   // Thread 0's `value` to every thread of the rank, all of which call
-  // together (it meets them): a result one thread computed for all.
+  // together: a result one thread computed for all. It meets them, so what
+  // thread 0 wrote or acquired before it the others see after it (a
+  // block's broadcast meets them already; a warp's shuffle does not).
   template <class T>
   GRMA_INLINE T from_leader(T value) const {
+    if constexpr (!P::broadcast_meets) P::sync();
     return P::broadcast(value);
   }
   // Seconds from an arbitrary start, for timing inside rank code.

@@ -391,8 +391,8 @@ std::string describe_values(const error_record& r) {
       break;
     }
     case errc::group_mismatch:
-      s << "group " << v[0] << " has " << v[3] << " members here but " << v[2]
-        << " or others at rank " << v[1] << " (every member adds the same ranks)";
+      s << "group " << v[0] << " has other members here than at rank " << v[1]
+        << " (every member adds the same ranks)";
       break;
     case errc::collective_pending:
       s << "group " << v[0] << " has a " << call_name(call(v[1]))

@@ -654,6 +654,57 @@ TEST(Errors, GaspiAllreduceOfTooManyElements) {
                "grma: rank 1: gaspi_allreduce: allreduce's count 256 is outside 1 to 255");
 }
 
+TEST(Errors, GaspiAllreduceWhileAnotherGroupsIsUnfinished) {
+  const grma::error e = expect_failure(
+      [](auto& r) {
+        gaspi::handle g(r);
+        g.proc_init(gaspi::block);
+        gaspi::group_t pair = 0;
+        g.group_create(&pair);
+        g.group_add(pair, 1);
+        g.group_add(pair, 2);
+        long one = 1, total = 0;
+        // Rank 1's allreduce over every rank finds rank 0 missing and
+        // returns timeout; its allreduce over {1, 2} then is refused.
+        if (r.rank(grma::world) == 1) {
+          g.allreduce(&one, &total, 1, gaspi::op_sum, gaspi::type_long, gaspi::group_all,
+                      gaspi::test);
+          g.group_commit(pair, gaspi::block);
+          g.allreduce(&one, &total, 1, gaspi::op_sum, gaspi::type_long, pair, gaspi::block);
+        }
+        if (r.rank(grma::world) == 2) g.group_commit(pair, gaspi::block);
+        g.barrier(gaspi::group_all, gaspi::block);
+      },
+      3);
+  EXPECT_EQ(e.code(), grma::errc::collective_pending);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_allreduce: group 0 has a gaspi_allreduce that returned "
+               "timeout: call it again, with the same arguments, first");
+}
+
+TEST(Errors, GaspiSegmentOfAWrappingSize) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    g.segment_create(1, ~std::size_t{0} - 4096, gaspi::group_all, gaspi::block);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::argument_range);
+  // A size past half the address space shows as the negative number it is as a signed one.
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_segment_create: segment size -4097 is outside 0 to "
+               "9223372036854767615");
+}
+
+TEST(Errors, GaspiSegmentIdsThatDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(r.rank(grma::world) == 1 ? 3 : 2, 256, gaspi::group_all, gaspi::block);
+    g.barrier(gaspi::group_all, gaspi::block);
+  });
+  EXPECT_THAT(e.what(),
+              HasSubstr("gaspi_segment_create: segment_create's id differs between ranks (they "
+                        "create the same ids in the same order); another rank's: "));
+}
+
 TEST(Errors, GaspiPassiveMessageLargerThanTheReceive) {
   const grma::error e = expect_failure([](auto& r) {
     gaspi::handle g(r);

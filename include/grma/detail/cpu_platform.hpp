@@ -34,6 +34,7 @@ struct cpu_platform {
   GRMA_INLINE static int thread_index() { return 0; }
   GRMA_INLINE static int thread_count() { return 1; }
   GRMA_INLINE static void sync() {}
+  static constexpr bool broadcast_meets = true;  // one thread
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
   // One thread per rank: no lanes to combine (the CUDA platform's calls).

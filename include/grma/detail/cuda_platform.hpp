@@ -97,7 +97,10 @@ struct cuda_platform {
   }
 
   // Thread 0's value, to every thread of the block. The first barrier keeps
-  // thread 0 from overwriting the slot while others still read the last one.
+  // thread 0 from overwriting the slot while others still read the last one;
+  // the barriers also order thread 0's memory operations before it with
+  // the others' after it (broadcast_meets).
+  static constexpr bool broadcast_meets = true;
   template <class T>
   GRMA_INLINE static T broadcast(T value) {
 #if GRMA_DEVICE_CODE
@@ -333,7 +336,9 @@ struct cuda_warp_platform : cuda_platform {
     __syncwarp();
 #endif
   }
-  // Lane 0's value, to every lane, a 32-bit word at a time.
+  // Lane 0's value, to every lane, a 32-bit word at a time. A shuffle
+  // orders no memory (broadcast_meets false).
+  static constexpr bool broadcast_meets = false;
   template <class T>
   GRMA_INLINE static T broadcast(T value) {
 #if GRMA_DEVICE_CODE
