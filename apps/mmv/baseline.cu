@@ -36,7 +36,7 @@ __global__ void multiply(const float* matrix, const float* x, float* y, int vect
 double run_baseline(int pairs, int vectors, int batches, int threads, bool* wrong) {
   const std::size_t count = std::size_t(pairs) * std::size_t(vectors) * n,
                     bytes = count * sizeof(float);
-  // The producers' vectors of batches 0 and 1 (batch b sends those of b % 2),
+  // The producers' vector sets 0 and 1 (batch b sends set b % 2),
   // the workers' buffers and the producers' products, per parity.
   float *matrix = nullptr, *source[2] = {}, *in[2] = {}, *out[2] = {}, *products[2] = {};
   check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");

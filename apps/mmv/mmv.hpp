@@ -21,9 +21,10 @@ GRMA_HOST_DEVICE inline float matrix_entry(int i, int j) {
   return float((i * 37 + j * 11) % 17 - 8) / 8.0f;
 }
 
-// Element j of vector v of batch b of stream s (a producer's stream).
-GRMA_HOST_DEVICE inline float vector_entry(int s, int b, int v, int j) {
-  return float(int((unsigned(s) * 131u + unsigned(b) * 7u + unsigned(v) * 3u + unsigned(j)) % 23u) -
+// Element j of vector v of set k of stream s (a producer's stream; its
+// batches alternate between sets 0 and 1).
+GRMA_HOST_DEVICE inline float vector_entry(int s, int k, int v, int j) {
+  return float(int((unsigned(s) * 131u + unsigned(k) * 7u + unsigned(v) * 3u + unsigned(j)) % 23u) -
                11) /
          16.0f;
 }

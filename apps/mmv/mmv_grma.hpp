@@ -5,8 +5,10 @@
 // two) with write_notify; the worker multiplies each vector by the matrix,
 // which it holds in registers from the start to the end of the stream
 // (GPUrdma's kept it in shared memory), and writes the products back with
-// write_notify. Two batches are in flight per pair: the producer fills and
-// sends batch b + 1 while the worker computes batch b.
+// write_notify. Two batches are in flight per pair: the producer sends
+// batch b + 1 while the worker computes batch b; batch b carries vector set
+// b % 2 (the producer makes both sets before the clock starts, as the
+// baseline's host does).
 //
 // Segment 0 of every rank: two vector buffers (a producer's outgoing, a
 // worker's incoming), then two product buffers (a worker's outgoing, a
@@ -69,26 +71,32 @@ struct grma_program {
     const int worker = pairs + stream;
     gaspi::notification_id_t id = 0;
     gaspi::notification_t value = 0;
+    // The stream's batches alternate between two sets of vectors, made
+    // before the clock starts (the baseline sends the same two).
+    for (int k = 0; k < 2; ++k) {
+      auto* x = reinterpret_cast<float*>(memory + k * bytes);
+      for (int e = r.thread(); e < vectors * n; e += r.threads())
+        x[e] = vector_entry(stream, k, e / n, e % n);
+    }
+    r.sync_threads();
     const double start = r.wtime();
     for (int b = 0; b < batches + 2; ++b) {
-      if (b >= 2) {  // batch b - 2's products: its buffers are free again
+      if (b >= 2) {  // batch b - 2's products: the worker's buffers are free again
         const int k = (b - 2) % 2;
         g.notify_waitsome(0, 2 + k, 1, &id, gaspi::block);
         g.notify_reset(0, 2 + k, &value);
         if (check)
-          check_products(r, stream, b - 2,
-                         reinterpret_cast<const float*>(memory + (2 + k) * bytes));
+          check_products(r, stream, k, reinterpret_cast<const float*>(memory + (2 + k) * bytes));
       }
       if (b >= batches) continue;
       const int k = b % 2;
-      g.wait(0, gaspi::block);  // batch b - 2 has left the buffer
-      auto* x = reinterpret_cast<float*>(memory + k * bytes);
-      for (int e = r.thread(); e < vectors * n; e += r.threads())
-        x[e] = vector_entry(stream, b, e / n, e % n);
-      r.sync_threads();
       g.write_notify(0, k * bytes, worker, 0, k * bytes, bytes, k, gaspi::notification_t(b + 1), 0,
                      gaspi::block);
+      // The queue's count (two a batch) is emptied now and then: that the
+      // products came back says the vectors arrived.
+      if (b % 256 == 255) g.wait(0, gaspi::block);
     }
+    g.wait(0, gaspi::block);
     const double seconds = r.wtime() - start;
     if (r.thread() == 0) r.template userdata<producer_record>()[stream].seconds = seconds;
   }
@@ -115,7 +123,9 @@ struct grma_program {
       const int k = b % 2;
       g.notify_waitsome(0, k, 1, &id, gaspi::block);
       g.notify_reset(0, k, &value);
-      g.wait(0, gaspi::block);  // batch b - 2's products have left the buffer
+      // Batch b - 2's products have left the buffer: the producer had them
+      // before it sent batch b. The queue is emptied now and then.
+      if (b % 256 == 255) g.wait(0, gaspi::block);
       const auto* x = reinterpret_cast<const float*>(memory + k * bytes);
       auto* y = reinterpret_cast<float*>(memory + (2 + k) * bytes);
 #if GRMA_DEVICE_CODE
@@ -131,14 +141,14 @@ struct grma_program {
     g.wait(0, gaspi::block);
   }
 
-  // The products of batch b against the matrix, by all threads.
+  // Products of vector set k (batches k, k + 2, ...) against the matrix, by all threads.
   template <class Rank>
-  GRMA_HOST_DEVICE void check_products(Rank& r, int stream, int b, const float* y) const {
+  GRMA_HOST_DEVICE void check_products(Rank& r, int stream, int k, const float* y) const {
     for (int e = r.thread(); e < vectors * n; e += r.threads()) {
       float row[n], x[n];
       for (int j = 0; j < n; ++j) {
         row[j] = matrix_entry(e % n, j);
-        x[j] = vector_entry(stream, b, e / n, j);
+        x[j] = vector_entry(stream, k, e / n, j);
       }
       if (y[e] != product_entry(row, x))
         *static_cast<volatile unsigned*>(&r.template userdata<producer_record>()[stream].wrong) = 1;
