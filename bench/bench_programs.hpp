@@ -346,6 +346,61 @@ struct bandwidth {
   }
 };
 
+// The GASPI layer's throughput ping-pong (papers/002 §7): `active` pairs,
+// rank i and rank i + offset. The first writes `bytes` to its partner with
+// write_notify, the partner takes them (notify_waitsome, notify_reset) and
+// writes the same bytes back; `iterations` round trips after one before
+// the clock starts, every pair on its own queues (a rank's queues are its
+// own). Rank 0 times them between barriers: 2 * bytes * active *
+// iterations moved. Every rank makes the segment (segment_create is
+// collective); only the pairs use it.
+struct gaspi_throughput {
+  std::size_t bytes;
+  int iterations;
+  int active;
+  int offset;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    namespace gaspi = grma::gaspi;
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(0, 2 * bytes, gaspi::group_all, gaspi::block);
+    void* pointer = nullptr;
+    g.segment_ptr(0, &pointer);
+    auto* memory = static_cast<unsigned char*>(pointer);
+    // Touched first: the first use of the pages is not the transfer's cost.
+    for (std::size_t i = r.thread(); i < 2 * bytes; i += r.threads()) memory[i] = (unsigned char)i;
+    r.sync_threads();
+    const int me = r.rank(grma::world);
+    const bool first = me < active, second = me >= offset && me < offset + active;
+    const int partner = first ? me + offset : me - offset;
+    gaspi::notification_id_t id = 0;
+    gaspi::notification_t value = 0;
+    auto round_trip = [&](int round) {
+      const auto number = gaspi::notification_t(round);
+      if (first) {
+        g.write_notify(0, 0, partner, 0, bytes, bytes, 0, number, 0, gaspi::block);
+        g.notify_waitsome(0, 1, 1, &id, gaspi::block);
+        g.notify_reset(0, 1, &value);
+      } else if (second) {
+        g.notify_waitsome(0, 0, 1, &id, gaspi::block);
+        g.notify_reset(0, 0, &value);
+        g.write_notify(0, bytes, partner, 0, bytes, bytes, 1, number, 0, gaspi::block);
+      }
+      g.wait(0, gaspi::block);
+    };
+    round_trip(1);
+    g.barrier(gaspi::group_all, gaspi::block);
+    const double start = r.wtime();
+    for (int it = 0; it < iterations; ++it) round_trip(it + 2);
+    g.barrier(gaspi::group_all, gaspi::block);
+    if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    if (first || second) GRMA_ASSERT(r, value == gaspi::notification_t(iterations + 1));
+    g.proc_term(gaspi::block);
+  }
+};
+
 // Message rate: `active` ranks each put 8 bytes `messages` times to the
 // rank `offset` on, as fast as they can, while that rank takes the
 // notifications `batch` at a time; rank 0 times it all. Message k lands in

@@ -380,6 +380,11 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   for (std::size_t b = std::size_t(64) << 10; b <= widest; b *= 4)
     if (4 * b <= heap / 2) bandwidth_sizes.push_back(b);
   const auto all_pairs_fit = [&](std::size_t b) { return 2 * b * std::size_t(full) <= heap / 2; };
+  // The GASPI ping-pong's segment (two buffers, the notification slots)
+  // and the layer's state in each rank's symmetric slice, with room to spare.
+  const auto gaspi_fits = [&](std::size_t b) {
+    return 2 * b + (std::size_t(256) << 10) <= rt.settings().symmetric_size / std::size_t(full) / 2;
+  };
   const int message_count = o.quick ? 64 : 1024, message_batch = 16;
   const int latency_iterations = o.quick ? 200 : 5000;
   // The add rate's adds, as many in all whatever the threads: a GPU rank's
@@ -394,7 +399,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   };
   // The same device's bandwidth is also measured both ways.
   const int steps =
-      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 2 + 1 + 5 + 3)) +
+      int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 3 + 1 + 5 + 3)) +
       int(paths.empty() ? 0 : bandwidth_sizes.size()) +
       int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
       (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
@@ -664,11 +669,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       if (json) std::fprintf(json, ",\n     \"bandwidth\": [],\n     \"message_rate\": null\n    }");
       continue;
     }
-    std::snprintf(
-        line, sizeof line,
-        "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s %14s %14s\n",
-        p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
-        "NVSHMEM all", "staged MPI", "UCX put", "peer copy", "both ways", "copy of both");
+    std::snprintf(line, sizeof line,
+                  "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s "
+                  "%14s %14s %14s\n",
+                  p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
+                  "NVSHMEM all", "staged MPI", "UCX put", "peer copy", "both ways", "copy of both",
+                  "GASPI pingpong");
     report += line;
     if (json) std::fprintf(json, ",\n     \"bandwidth\": [\n");
     first = true;
@@ -695,6 +701,17 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                     1e9
               : NAN;
       const double both_copy = both_measured ? floor_gbs(bytes * std::size_t(2 * pairs)) : NAN;
+      // The GASPI layer's ping-pong of all pairs (papers/002's throughput
+      // ping-pong), where two buffers a rank fit its symmetric slice.
+      const bool gaspi_measured = all_measured && gaspi_fits(bytes);
+      if (gaspi_measured)
+        show.step(std::string(p.name) + ": GASPI ping-pong " + std::to_string(bytes) + " B");
+      const double gaspi_gbs =
+          gaspi_measured
+              ? double(bytes) * iterations * pairs * 2 /
+                    run(bench::gaspi_throughput{bytes, iterations, pairs, offset}, full).seconds /
+                    1e9
+              : NAN;
       // The copy of as much as was moved at once: all pairs' bytes, or one rank's.
       double copy = floor_gbs(bytes * std::size_t(all_measured ? pairs : 1));
 #if GRMA_BENCH_MPI
@@ -706,12 +723,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       const double nvshmem_one = nvshmem ? figure_at(nvshmem->one_block_gbs, bytes) : NAN;
       const double nvshmem_all = nvshmem ? figure_at(nvshmem->blocks_gbs, bytes) : NAN;
       std::snprintf(line, sizeof line,
-                    "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s %14s %14s\n", bytes, one_gbs,
-                    format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
+                    "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s %14s %14s %14s\n", bytes,
+                    one_gbs, format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
                     format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),
                     format(staged_copy, "%.2f").c_str(), format(ucx_put, "%.2f").c_str(),
                     format(peer_copy, "%.2f").c_str(), format(both_gbs, "%.2f").c_str(),
-                    format(both_copy, "%.2f").c_str());
+                    format(both_copy, "%.2f").c_str(), format(gaspi_gbs, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(
@@ -720,13 +737,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
             "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s, \"ucx_put_gbs\": %s, "
             "\"ucx_put_memory\": \"%s\", \"peer_copy_gbs\": %s, \"both_ways_gbs\": %s, "
-            "\"both_ways_copy_floor_gbs\": %s}",
+            "\"both_ways_copy_floor_gbs\": %s, \"gaspi_pingpong_gbs\": %s}",
             first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
             format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
             format(nvshmem_all, "%.3f", "null").c_str(),
             format(staged_copy, "%.3f", "null").c_str(), format(ucx_put, "%.3f", "null").c_str(),
             ucx_put_memory, format(peer_copy, "%.3f", "null").c_str(),
-            format(both_gbs, "%.3f", "null").c_str(), format(both_copy, "%.3f", "null").c_str());
+            format(both_gbs, "%.3f", "null").c_str(), format(both_copy, "%.3f", "null").c_str(),
+            format(gaspi_gbs, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.
@@ -856,6 +874,9 @@ int main(int argc, char** argv) try {
     // device's heap room for all ranks' bandwidth buffers.
     if (b == grma::backend_kind::cuda && std::getenv("GRMA_HEAP_SIZE") == nullptr)
       s.heap_size = std::uint64_t(6) << 30;
+    // And the symmetric heap room for the GASPI ping-pong's segments.
+    if (b == grma::backend_kind::cuda && std::getenv("GRMA_SYMMETRIC_SIZE") == nullptr)
+      s.symmetric_size = std::uint64_t(2) << 30;
     grma::runtime rt(s);
     if (first) {
       lead = rt.info(bench::matching{}, {.threads_per_rank = 1}).process_index == 0;
