@@ -140,21 +140,12 @@ struct group_entry {
 
 inline constexpr int barrier_rounds = 16;  // 2^16 ranks at most
 
-// One rank's state: a symmetric block, so another rank's copy of a word is
-// named by this rank's address. Words other ranks write come first; after
-// the struct: the senders with a passive message here (a bit per world
-// rank, set with atomic_or), each group's members (a bit per world rank),
-// allreduce's contribution, the health vector (a byte per world rank) and
-// the passive outbox.
-struct state {
-  // Written by other ranks.
-  std::uint64_t barrier[group_max][barrier_rounds];
-  std::uint64_t outbox_taken;   // the sequence of this rank's outbox message its receiver took
-  std::uint64_t outbox_header;  // sequence << 32 | bytes of the message in the outbox
-  std::uint64_t members_hash[group_max];  // of each group at its commit, read by the others
-  std::int64_t agree[4];                  // segment_create's id check (an allreduce of two words)
-
-  // This rank's alone (thread 0 writes, between the rank's threads' meetings).
+// What the rank's calls read on every call, the rank's alone (thread 0
+// writes it, between the rank's threads' meetings). On a GPU it is in
+// shared memory: the core's waits acquire, and an acquire invalidates the
+// SM's L1, so in global memory every call after a wait would read its
+// tables from L2 (0.3 to 0.6 us a call, measured in the ping-pong).
+struct local_state {
   config cfg;
   int world_size;
   int world_words;  // 64-bit words of a bit per world rank
@@ -166,6 +157,25 @@ struct state {
   std::uint32_t posted[queue_max];
   segment_entry segments[segment_max];
   group_entry groups[group_max];
+};
+
+// One rank's state in the symmetric heap, so another rank's copy of a word
+// is named by this rank's address. Words other ranks write come first;
+// after the struct: the senders with a passive message here (a bit per
+// world rank, set with atomic_or), each group's members (a bit per world
+// rank), allreduce's contribution and result, the health vector (a byte
+// per world rank) and the passive outbox.
+struct state {
+  // Written by other ranks.
+  std::uint64_t barrier[group_max][barrier_rounds];
+  std::uint64_t outbox_taken;   // the sequence of this rank's outbox message its receiver took
+  std::uint64_t outbox_header;  // sequence << 32 | bytes of the message in the outbox
+  std::uint64_t members_hash[group_max];  // of each group at its commit, read by the others
+  std::int64_t agree[4];                  // segment_create's id check (an allreduce of two words)
+
+  int world_size;
+  int world_words;
+  local_state local;  // the rank's local_state where it has no shared memory (the CPU)
 
   GRMA_HOST_DEVICE std::uint64_t* pending_senders() {
     return reinterpret_cast<std::uint64_t*>(this + 1);
@@ -189,6 +199,19 @@ struct state {
   }
 };
 
+// Where a rank keeps its local_state: a GPU rank in its block's shared
+// memory (one per kernel: this function is no template), a CPU rank in its
+// state block.
+GRMA_HOST_DEVICE inline local_state* local_of(state* s) {
+#if GRMA_DEVICE_CODE
+  __shared__ local_state hot;
+  (void)s;
+  return &hot;
+#else
+  return &s->local;
+#endif
+}
+
 GRMA_HOST_DEVICE inline int bits_set(std::uint64_t w) {
   int n = 0;
   for (; w != 0; w &= w - 1) ++n;
@@ -210,7 +233,7 @@ class handle {
   // The rank's calls made by one warp of its threads while the others do
   // other work: the rules of basic_rank::one_warp (all 32 threads call
   // together; no other thread of the rank makes a call meanwhile).
-  GRMA_INLINE warp_handle<Rank> one_warp() const { return warp_handle<Rank>(*r_, s_); }
+  GRMA_INLINE warp_handle<Rank> one_warp() const { return warp_handle<Rank>(*r_, s_, l_); }
 
   // The grma rank under the GASPI rank, for grma's own calls.
   GRMA_INLINE Rank& rank() const { return *r_; }
@@ -228,7 +251,7 @@ class handle {
     (void)limit;
     Rank& r = *r_;
     const call where = call::gaspi_proc_init;
-    if (s_ != nullptr) r.fail(errc::not_initialized, where, 1);
+    if (s_ != nullptr) failed(errc::not_initialized, where, 1);
     in_range(where, "config.notification_num", c.notification_num, 1, notification_num_max);
     in_range(where, "config.queue_num", c.queue_num, 1, queue_max);
     in_range(where, "config.queue_size_max", c.queue_size_max, 1, 1 << 30);
@@ -241,21 +264,29 @@ class handle {
     // Zeroed on every rank before any rank returns: no word another rank
     // writes is cleared after it was written.
     auto* s = static_cast<layer::state*>(r.calloc_symmetric(layer::state::bytes(n, passive), 1));
+    layer::local_state* l = layer::local_of(s);
+    auto* words = reinterpret_cast<std::uint32_t*>(l);
+    for (std::size_t i = std::size_t(r.thread()); i < sizeof(layer::local_state) / 4;
+         i += std::size_t(r.threads()))
+      words[i] = 0;
     context made[queue_max];
-    for (int q = 1; q < c.queue_num; ++q) made[q] = r.ctx_create();
+    for (int q = 1; q < c.queue_num; ++q) made[q] = r.ctx_create();  // meets the threads
     if (r.thread() == 0) {
-      s->cfg = c;
-      s->cfg.passive_transfer_size_max = passive;
       s->world_size = n;
       s->world_words = (n + 63) / 64;
-      s->groups_made = 1;
-      for (int q = 1; q < c.queue_num; ++q) s->queues[q] = made[q];
-      s->groups[group_all].stage = 3;
-      s->groups[group_all].size = n;
-      s->groups[group_all].pending = int(call::none);
+      l->cfg = c;
+      l->cfg.passive_transfer_size_max = passive;
+      l->world_size = n;
+      l->world_words = (n + 63) / 64;
+      l->groups_made = 1;
+      for (int q = 1; q < c.queue_num; ++q) l->queues[q] = made[q];
+      l->groups[group_all].stage = 3;
+      l->groups[group_all].size = n;
+      l->groups[group_all].pending = int(call::none);
     }
     r.sync_threads();
     s_ = s;
+    l_ = l;
     return success;
   }
 
@@ -264,20 +295,21 @@ class handle {
   // the queues' contexts and frees the layer's state.
   GRMA_INLINE status proc_term(timeout_t limit = block) {
     (void)limit;
-    layer::state& s = state_of(call::gaspi_proc_term);
+    layer::local_state& l = state_of(call::gaspi_proc_term);
     Rank& r = *r_;
-    for (int q = 0; q < s.cfg.queue_num; ++q) r.quiet(s.queues[q]);
+    for (int q = 0; q < l.cfg.queue_num; ++q) r.quiet(l.queues[q]);
     if (r.thread() == 0) outbox_free(-1);  // the last passive message is taken
     r.sync_threads();
     for (int id = 0; id < segment_max; ++id)
-      if (s.segments[id].alive != 0) segment_delete(id);
-    for (int q = 1; q < s.cfg.queue_num; ++q) {
-      context ctx = s.queues[q];
+      if (l.segments[id].alive != 0) segment_delete(id);
+    for (int q = 1; q < l.cfg.queue_num; ++q) {
+      context ctx = l.queues[q];
       r.ctx_destroy(ctx);
     }
     r.barrier(team_world);  // no rank writes this one's state any more
-    r.free_symmetric(&s);
+    r.free_symmetric(s_);
     s_ = nullptr;
+    l_ = nullptr;
     return success;
   }
 
@@ -294,9 +326,9 @@ class handle {
   // rank that waited on rank k returned timeout (a barrier's or allreduce's
   // partner of the round, a passive message's receiver), else state_healthy.
   GRMA_INLINE status state_vec_get(state_t* state_vec) {
-    layer::state& s = state_of(call::gaspi_state_vec_get);
-    if (state_vec == nullptr) r_->fail(errc::null_buffer, call::gaspi_state_vec_get, s.world_size);
-    for (int k = 0; k < s.world_size; ++k) state_vec[k] = s.health()[k];  // by every thread
+    layer::local_state& l = state_of(call::gaspi_state_vec_get);
+    if (state_vec == nullptr) failed(errc::null_buffer, call::gaspi_state_vec_get, l.world_size);
+    for (int k = 0; k < l.world_size; ++k) state_vec[k] = s_->health()[k];  // by every thread
     r_->sync_threads();
     return success;
   }
@@ -311,14 +343,14 @@ class handle {
                                     timeout_t limit, alloc_t policy = mem_uninitialized) {
     (void)limit;
     const call where = call::gaspi_segment_create;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     Rank& r = *r_;
     in_range(where, "segment id", id, 0, segment_max - 1);
-    if (s.segments[id].alive != 0) r.fail(errc::segment_exists, where, id);
+    if (l.segments[id].alive != 0) failed(errc::segment_exists, where, id);
     in_range(where, "segment_create's group (grma's segments span group_all)", group, group_all,
              group_all);
     in_range(where, "segment_create's policy", int(policy), 0, 1);
-    const std::size_t slot_bytes = (std::size_t(s.cfg.notification_num) * 8 + 255) / 256 * 256;
+    const std::size_t slot_bytes = (std::size_t(l.cfg.notification_num) * 8 + 255) / 256 * 256;
     if (size > ~std::size_t{0} / 2 - slot_bytes)
       out_of_range(where, "segment size", std::int64_t(size), 0,
                    std::int64_t(~std::size_t{0} / 2 - slot_bytes));
@@ -332,17 +364,17 @@ class handle {
     // Every rank names the block with the same id: the highest and the
     // lowest id any rank passed are this one.
     if (r.thread() == 0) {
-      s.agree[0] = id;
-      s.agree[1] = -id;
+      s_->agree[0] = id;
+      s_->agree[1] = -id;
     }
     r.sync_threads();
-    r.allreduce(team_world, s.agree + 2, s.agree, 2, reduce_op::max);
-    if (s.agree[2] != id || -s.agree[3] != id)
+    r.allreduce(team_world, s_->agree + 2, s_->agree, 2, reduce_op::max);
+    if (s_->agree[2] != id || -s_->agree[3] != id)
       refuse(where,
              "segment_create's id differs between ranks (they create the same ids in the same "
              "order); another rank's",
-             s.agree[2] != id ? s.agree[2] : -s.agree[3]);
-    if (r.thread() == 0) s.segments[id] = {slots, memory + slot_bytes, size, 1, 0};
+             s_->agree[2] != id ? s_->agree[2] : -s_->agree[3]);
+    if (r.thread() == 0) l.segments[id] = {slots, memory + slot_bytes, size, 1, 0};
     r.barrier(team_world);  // every rank's slots are zero before any rank notifies
     return success;
   }
@@ -369,19 +401,19 @@ class handle {
     return success;
   }
   GRMA_INLINE status segment_num(int* count) {
-    layer::state& s = state_of(call::gaspi_segment_query);
+    layer::local_state& l = state_of(call::gaspi_segment_query);
     int n = 0;
-    for (int id = 0; id < segment_max; ++id) n += s.segments[id].alive != 0 ? 1 : 0;
+    for (int id = 0; id < segment_max; ++id) n += l.segments[id].alive != 0 ? 1 : 0;
     *count = n;
     return success;
   }
   // The ids of the first `count` live segments, in order.
   GRMA_INLINE status segment_list(int count, segment_id_t* ids) {
-    layer::state& s = state_of(call::gaspi_segment_query);
-    if (count > 0 && ids == nullptr) r_->fail(errc::null_buffer, call::gaspi_segment_query, count);
+    layer::local_state& l = state_of(call::gaspi_segment_query);
+    if (count > 0 && ids == nullptr) failed(errc::null_buffer, call::gaspi_segment_query, count);
     int n = 0;
     for (int id = 0; id < segment_max && n < count; ++id)
-      if (s.segments[id].alive != 0) ids[n++] = id;
+      if (l.segments[id].alive != 0) ids[n++] = id;
     return success;
   }
   GRMA_INLINE static status segment_max_get(int* count) {
@@ -562,7 +594,7 @@ class handle {
                                      notification_id_t* first_id, timeout_t limit) {
     const call where = call::gaspi_notify_waitsome;
     layer::segment_entry& e = segment(where, segment_local);
-    if (first_id == nullptr) r_->fail(errc::null_buffer, where, count);
+    if (first_id == nullptr) failed(errc::null_buffer, where, count);
     check_ids(where, segment_local, first, count);
     Rank& r = *r_;
     std::size_t index = core::no_word;
@@ -606,20 +638,20 @@ class handle {
   GRMA_INLINE status wait(queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_wait;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     check_queue(where, queue);
-    r_->quiet(s.queues[queue]);
+    r_->quiet(l.queues[queue]);
     r_->sync_threads();
-    if (r_->thread() == 0) s.posted[queue] = 0;
+    if (r_->thread() == 0) l.posted[queue] = 0;
     r_->sync_threads();
     return success;
   }
   // Operations posted to the queue since its last wait (write_notify and
   // the _notify forms count their notification too).
   GRMA_INLINE status queue_size(queue_id_t queue, int* posted) {
-    layer::state& s = state_of(call::gaspi_queue_query);
+    layer::local_state& l = state_of(call::gaspi_queue_query);
     check_queue(call::gaspi_queue_query, queue);
-    *posted = int(s.posted[queue]);
+    *posted = int(l.posted[queue]);
     return success;
   }
   GRMA_INLINE status queue_size_max(int* most) {
@@ -664,15 +696,15 @@ class handle {
   // makes group_max - 1 groups at most.
   GRMA_INLINE status group_create(group_t* group) {
     const call where = call::gaspi_group_create;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     Rank& r = *r_;
-    const int id = s.groups_made;
+    const int id = l.groups_made;
     in_range(where, "group id (ids are not reused after group_delete)", id, 1, group_max - 1);
     r.sync_threads();
     if (r.thread() == 0) {
-      s.groups_made = id + 1;
-      s.groups[id].stage = 1;
-      s.groups[id].pending = int(call::none);
+      l.groups_made = id + 1;
+      l.groups[id].stage = 1;
+      l.groups[id].pending = int(call::none);
     }
     r.sync_threads();
     *group = id;
@@ -682,7 +714,7 @@ class handle {
     const call where = call::gaspi_group_add;
     layer::group_entry& e = group_at(where, group, 1);
     check_rank(where, rank);
-    std::uint64_t& word = state_of(where).members(group)[rank / 64];
+    std::uint64_t& word = s_->members(group)[rank / 64];
     const std::uint64_t bit = std::uint64_t{1} << (rank % 64);
     r_->sync_threads();
     if (r_->thread() == 0 && (word & bit) == 0) {
@@ -697,12 +729,12 @@ class handle {
   // may be called. Called again after it returned timeout, it goes on.
   GRMA_INLINE status group_commit(group_t group, timeout_t limit) {
     const call where = call::gaspi_group_commit;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     Rank& r = *r_;
     in_range(where, "group", group, 1, group_max - 1);
-    layer::group_entry& e = s.groups[group];
+    layer::group_entry& e = l.groups[group];
     const std::uint32_t stage = e.stage;
-    if (stage != 1 && stage != 2) r.fail(errc::group_state, where, group, stage);
+    if (stage != 1 && stage != 2) failed(errc::group_state, where, group, stage);
     if (member_index(group, r.rank(world)) < 0)
       refuse(where, "group_commit by a rank that is not a member of group", group);
     const std::uint64_t hash = members_hash(group);
@@ -710,7 +742,7 @@ class handle {
     status result = success;
     if (r.thread() == 0) {
       if (stage == 1) {
-        s.members_hash[group] = hash;
+        s_->members_hash[group] = hash;
         e.stage = 2;
         e.pending = int(where);
       }
@@ -721,8 +753,8 @@ class handle {
         // Every member published its hash before its barrier's signals.
         for (int i = 0; i < e.size; ++i) {
           const int w = world_of(group, i);
-          const std::uint64_t theirs = r.g(&s.members_hash[group], w);
-          if (theirs != hash) r.fail(errc::group_mismatch, where, group, w);
+          const std::uint64_t theirs = r.g(&s_->members_hash[group], w);
+          if (theirs != hash) failed(errc::group_mismatch, where, group, w);
         }
       }
     }
@@ -730,11 +762,11 @@ class handle {
   }
   GRMA_INLINE status group_delete(group_t group) {
     const call where = call::gaspi_group_delete;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     in_range(where, "group", group, 1, group_max - 1);
-    if (s.groups[group].stage == 0) r_->fail(errc::group_state, where, group, 0);
+    if (l.groups[group].stage == 0) failed(errc::group_state, where, group, 0);
     r_->sync_threads();
-    if (r_->thread() == 0) s.groups[group].stage = 0;
+    if (r_->thread() == 0) l.groups[group].stage = 0;
     r_->sync_threads();
     return success;
   }
@@ -745,7 +777,7 @@ class handle {
   // The members' world ranks, ascending.
   GRMA_INLINE status group_ranks(group_t group, rank_t* ranks) {
     const int n = group_at(call::gaspi_group_query, group, 0).size;
-    if (n != 0 && ranks == nullptr) r_->fail(errc::null_buffer, call::gaspi_group_query, n);
+    if (n != 0 && ranks == nullptr) failed(errc::null_buffer, call::gaspi_group_query, n);
     for (int i = 0; i < n; ++i) ranks[i] = world_of(group, i);  // by every thread
     return success;
   }
@@ -782,19 +814,19 @@ class handle {
   GRMA_INLINE status allreduce(const void* send, void* recv, int count, operation_t op,
                                datatype_t type, group_t group, timeout_t limit) {
     const call where = call::gaspi_allreduce;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     layer::group_entry& e = group_at(where, group, 3);
     Rank& r = *r_;
     in_range(where, "allreduce's count", count, 1, allreduce_elem_max);
     in_range(where, "allreduce's op", int(op), int(op_min), int(op_sum));
     in_range(where, "allreduce's type", int(type), int(type_int), int(type_ulong));
-    if (send == nullptr || recv == nullptr) r.fail(errc::null_buffer, where, count);
+    if (send == nullptr || recv == nullptr) failed(errc::null_buffer, where, count);
     check_pending(where, group, e);
     // The rank has one contribution buffer: an allreduce that returned
     // timeout on another group still has its members reading it.
     for (int other = 0; other < group_max; ++other)
-      if (other != group && s.groups[other].pending == int(where))
-        r.fail(errc::collective_pending, where, other, int(where));
+      if (other != group && l.groups[other].pending == int(where))
+        failed(errc::collective_pending, where, other, int(where));
     const std::size_t bytes = std::size_t(count) * element_bytes(type);
     const double until = deadline(limit);
     std::uint32_t step = e.pending == int(where) ? e.allreduce_step : 0;
@@ -804,7 +836,7 @@ class handle {
       // and not written again before the second.
       const auto* from = static_cast<const unsigned char*>(send);
       for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
-        s.contribution()[i] = from[i];
+        s_->contribution()[i] = from[i];
       r.sync_threads();
       if (r.thread() == 0) {
         e.pending = int(where);
@@ -817,7 +849,7 @@ class handle {
       if (r.thread() == 0) result = barrier_rounds(group, until);
       result = r.from_leader(result);
       if (result != success) return result;
-      combine(type, op, group, s.result(), count);
+      combine(type, op, group, s_->result(), count);
       r.sync_threads();
       if (r.thread() == 0) e.allreduce_step = 2;
     }
@@ -833,7 +865,7 @@ class handle {
     if (result != success) return result;
     // By every thread: each may pass a recv of its own (or all the same one).
     auto* to = static_cast<unsigned char*>(recv);
-    for (std::size_t i = 0; i < bytes; ++i) to[i] = s.result()[i];
+    for (std::size_t i = 0; i < bytes; ++i) to[i] = s_->result()[i];
     return success;
   }
   GRMA_INLINE static status allreduce_elem_max_get(int* count) {
@@ -852,13 +884,13 @@ class handle {
   GRMA_INLINE status passive_send(segment_id_t segment_local, offset_t offset_local, rank_t rank,
                                   std::size_t size, timeout_t limit) {
     const call where = call::gaspi_passive_send;
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     Rank& r = *r_;
     const int me = r.rank(world);
     check_rank(where, rank);
     if (rank == me) refuse(where, "passive_send's rank is the sender's own", rank);
     in_range(where, "passive_send's size", std::int64_t(size), 1,
-             std::int64_t(s.cfg.passive_transfer_size_max));
+             std::int64_t(l.cfg.passive_transfer_size_max));
     const auto* from =
         static_cast<const unsigned char*>(place(where, segment_local, offset_local, size, me));
     status result = success;
@@ -866,16 +898,16 @@ class handle {
     result = r.from_leader(result);  // every thread reads the outbox's state after
     if (result != success) return result;
     for (std::size_t i = std::size_t(r.thread()); i < size; i += std::size_t(r.threads()))
-      s.outbox()[i] = from[i];
+      s_->outbox()[i] = from[i];
     r.sync_threads();
     if (r.thread() == 0) {
-      const std::uint64_t sequence = ++s.outbox_sequence;
-      s.outbox_header = sequence << 32 | size;
-      s.outbox_pending = 1;
-      s.outbox_target = rank;
+      const std::uint64_t sequence = ++l.outbox_sequence;
+      s_->outbox_header = sequence << 32 | size;
+      l.outbox_pending = 1;
+      l.outbox_target = rank;
       // The outbox is written before the receiver can see this rank's bit.
       r.fence();
-      r.atomic_or(&s.pending_senders()[me / 64], std::uint64_t{1} << (me % 64), rank);
+      r.atomic_or(&s_->pending_senders()[me / 64], std::uint64_t{1} << (me % 64), rank);
     }
     r.sync_threads();
     return success;
@@ -886,16 +918,16 @@ class handle {
   GRMA_INLINE status passive_receive(segment_id_t segment_local, offset_t offset_local,
                                      rank_t* rank, std::size_t size, timeout_t limit) {
     const call where = call::gaspi_passive_receive;
-    layer::state& s = state_of(where);
-    if (rank == nullptr) r_->fail(errc::null_buffer, where, std::int64_t(size));
+    layer::local_state& l = state_of(where);
+    if (rank == nullptr) failed(errc::null_buffer, where, std::int64_t(size));
     Rank& r = *r_;
     const int me = r.rank(world);
     auto* to = static_cast<unsigned char*>(place(where, segment_local, offset_local, size, me));
-    std::uint64_t* senders = s.pending_senders();
+    std::uint64_t* senders = s_->pending_senders();
     int sender = -1;
     std::uint64_t header = 0;
     if (r.thread() == 0) {
-      const auto words = std::size_t(s.world_words);
+      const auto words = std::size_t(l.world_words);
       std::size_t index = core::no_word;
       if (limit == test)
         index = r.test_any(senders, words, nullptr, cmp::ne, std::uint64_t{0});
@@ -912,7 +944,7 @@ class handle {
         while (((bits >> bit) & 1) == 0) ++bit;
         r.atomic_and(&senders[index], ~(std::uint64_t{1} << bit), me);
         sender = int(index) * 64 + bit;
-        header = r.g(&s.outbox_header, sender);
+        header = r.g(&s_->outbox_header, sender);
       }
     }
     sender = r.from_leader(sender);
@@ -920,13 +952,13 @@ class handle {
     header = r.from_leader(header);
     const std::size_t bytes = std::size_t(header & 0xffffffffu);
     if (bytes > size)
-      r.fail(errc::passive_message_size, where, std::int64_t(bytes), std::int64_t(size), sender);
-    r.get(to, s.outbox(), bytes, sender);  // the data is here at return
+      failed(errc::passive_message_size, where, std::int64_t(bytes), std::int64_t(size), sender);
+    r.get(to, s_->outbox(), bytes, sender);  // the data is here at return
     if (r.thread() == 0) {
       // Release: the bit's clearing and the outbox's reads come before the
       // sender may post (and set its bit) again.
       r.fence();
-      r.p(&s.outbox_taken, header >> 32, sender);
+      r.p(&s_->outbox_taken, header >> 32, sender);
     }
     r.sync_threads();
     *rank = sender;
@@ -940,22 +972,30 @@ class handle {
  private:
   template <class>
   friend class warp_handle;
-  GRMA_INLINE handle(Rank& r, layer::state* s) : r_(&r), s_(s) {}
+  GRMA_INLINE handle(Rank& r, layer::state* s, layer::local_state* l) : r_(&r), s_(s), l_(l) {}
 
-  GRMA_INLINE layer::state& state_of(call where) const {
-    if (s_ == nullptr) r_->fail(errc::not_initialized, where, 0);
-    return *s_;
+  GRMA_INLINE layer::local_state& state_of(call where) const {
+    if (l_ == nullptr) failed(errc::not_initialized, where, 0);
+    return *l_;
   }
 
   GRMA_INLINE void in_range(call where, const char* what, std::int64_t value, std::int64_t lowest,
                             std::int64_t highest) const {
     if (value < lowest || value > highest) out_of_range(where, what, value, lowest, highest);
   }
-  [[noreturn]] GRMA_INLINE void out_of_range(call where, const char* what, std::int64_t value,
-                                             std::int64_t lowest, std::int64_t highest) const {
+  // The failing branches out of line: inlined at every check, the error's
+  // record lengthened every call's code (the write_notify ping-pong's round
+  // trip was 0.1 us longer).
+  [[noreturn]] GRMA_COLD void out_of_range(call where, const char* what, std::int64_t value,
+                                           std::int64_t lowest, std::int64_t highest) const {
     std::uint32_t n = 0;
     while (what[n] != 0) ++n;
     r_->fail(errc::argument_range, where, value, lowest, highest, 0, 0, what, n);
+  }
+  [[noreturn]] GRMA_COLD void failed(errc code, call where, std::int64_t v0 = 0,
+                                     std::int64_t v1 = 0, std::int64_t v2 = 0, std::int64_t v3 = 0,
+                                     std::int64_t v4 = 0) const {
+    r_->fail(code, where, v0, v1, v2, v3, v4);
   }
   // An argument the call does not take: "what: value".
   [[noreturn]] GRMA_INLINE void refuse(call where, const char* what, std::int64_t value) const {
@@ -963,7 +1003,7 @@ class handle {
   }
   GRMA_INLINE void check_rank(call where, rank_t rank) const {
     const int n = r_->size(world);
-    if (rank < 0 || rank >= n) r_->fail(errc::rank_out_of_range, where, rank, n, world.id);
+    if (rank < 0 || rank >= n) failed(errc::rank_out_of_range, where, rank, n, world.id);
   }
   GRMA_INLINE void check_queue(call where, queue_id_t queue) const {
     const int queues = state_of(where).cfg.queue_num;
@@ -980,20 +1020,20 @@ class handle {
     in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max - extra);
     if (segments_local == nullptr || offsets_local == nullptr || segments_remote == nullptr ||
         offsets_remote == nullptr || sizes == nullptr)
-      r_->fail(errc::null_buffer, where, count);
+      failed(errc::null_buffer, where, count);
   }
   GRMA_INLINE void check_ids(call where, segment_id_t id, notification_id_t first,
                              int count) const {
     const int ids = state_of(where).cfg.notification_num;
     if (first < 0 || count < 1 || first > ids - count)
-      r_->fail(errc::notification_range, where, first, count, ids, id);
+      failed(errc::notification_range, where, first, count, ids, id);
   }
 
   GRMA_INLINE layer::segment_entry& segment(call where, segment_id_t id) const {
-    layer::state& s = state_of(where);
-    if (id < 0 || id >= segment_max || s.segments[id].alive == 0)
-      r_->fail(errc::segment_unknown, where, id, segment_max);
-    return s.segments[id];
+    layer::local_state& l = state_of(where);
+    if (id < 0 || id >= segment_max || l.segments[id].alive == 0)
+      failed(errc::segment_unknown, where, id, segment_max);
+    return l.segments[id];
   }
   // This rank's address of [offset, offset + size) of the segment (rank's
   // copy is there in rank's slice).
@@ -1002,8 +1042,8 @@ class handle {
     check_rank(where, rank);
     layer::segment_entry& e = segment(where, id);
     if (offset > e.bytes || size > e.bytes - offset)
-      r_->fail(errc::segment_range, where, std::int64_t(offset), std::int64_t(size),
-               std::int64_t(e.bytes), id, rank);
+      failed(errc::segment_range, where, std::int64_t(offset), std::int64_t(size),
+             std::int64_t(e.bytes), id, rank);
     return e.data + offset;
   }
   GRMA_INLINE std::uint64_t* notification_slot(call where, segment_id_t id, notification_id_t n,
@@ -1011,17 +1051,17 @@ class handle {
     check_rank(where, rank);
     layer::segment_entry& e = segment(where, id);
     check_ids(where, id, n, 1);
-    if (value == 0) r_->fail(errc::notification_zero, where, n);
+    if (value == 0) failed(errc::notification_zero, where, n);
     return e.slots + n;
   }
   GRMA_INLINE std::uint64_t* atomic_word(call where, segment_id_t id, offset_t offset,
                                          rank_t rank) const {
     unsigned char* at = place(where, id, offset, 8, rank);
-    if (offset % 8 != 0) r_->fail(errc::word_misaligned, where, std::int64_t(offset), 8);
+    if (offset % 8 != 0) failed(errc::word_misaligned, where, std::int64_t(offset), 8);
     return reinterpret_cast<std::uint64_t*>(at);
   }
 
-  GRMA_INLINE context context_of(queue_id_t queue) const { return s_->queues[queue]; }
+  GRMA_INLINE context context_of(queue_id_t queue) const { return l_->queues[queue]; }
 
   // Whether the queue has room for `entries` more operations; where it has,
   // they are counted. Every thread reads the count before thread 0 changes
@@ -1029,11 +1069,11 @@ class handle {
   // met (rma.hpp) before any reads it again.
   GRMA_INLINE bool post(call where, queue_id_t queue, int entries) {
     check_queue(where, queue);
-    layer::state& s = *s_;
+    layer::local_state& l = *l_;
     const bool room =
-        s.posted[queue] + std::uint32_t(entries) <= std::uint32_t(s.cfg.queue_size_max);
+        l.posted[queue] + std::uint32_t(entries) <= std::uint32_t(l.cfg.queue_size_max);
     r_->sync_threads();
-    if (room && r_->thread() == 0) s.posted[queue] += std::uint32_t(entries);
+    if (room && r_->thread() == 0) l.posted[queue] += std::uint32_t(entries);
     return room;
   }
 
@@ -1072,24 +1112,24 @@ class handle {
   // ---- groups' members and barriers (thread 0 alone runs a barrier) ----
 
   GRMA_INLINE layer::group_entry& group_at(call where, group_t group, std::uint32_t stage) const {
-    layer::state& s = state_of(where);
+    layer::local_state& l = state_of(where);
     in_range(where, "group", group, 0, group_max - 1);
-    layer::group_entry& e = s.groups[group];
+    layer::group_entry& e = l.groups[group];
     // stage 0: any that exists; 1: one being built; 3: a committed one.
     const bool ok = stage == 0 ? e.stage != 0 : e.stage == stage;
-    if (!ok) r_->fail(errc::group_state, where, group, e.stage);
+    if (!ok) failed(errc::group_state, where, group, e.stage);
     return e;
   }
   GRMA_INLINE void check_pending(call where, group_t group, const layer::group_entry& e) const {
     if (e.pending != int(call::none) && e.pending != int(where))
-      r_->fail(errc::collective_pending, where, group, e.pending);
+      failed(errc::collective_pending, where, group, e.pending);
   }
 
   // Member i's world rank.
   GRMA_INLINE int world_of(group_t group, int i) const {
     if (group == group_all) return i;
     const std::uint64_t* bits = s_->members(group);
-    for (int w = 0; w < s_->world_words; ++w) {
+    for (int w = 0; w < l_->world_words; ++w) {
       const int here = layer::bits_set(bits[w]);
       if (i < here) {
         std::uint64_t word = bits[w];
@@ -1113,7 +1153,7 @@ class handle {
   }
   GRMA_INLINE std::uint64_t members_hash(group_t group) const {
     std::uint64_t h = 1469598103934665603ull;
-    for (int w = 0; w < s_->world_words; ++w) h = (h ^ s_->members(group)[w]) * 1099511628211ull;
+    for (int w = 0; w < l_->world_words; ++w) h = (h ^ s_->members(group)[w]) * 1099511628211ull;
     return h | 1;  // never 0, the value of a member that has not published
   }
 
@@ -1137,13 +1177,13 @@ class handle {
   // Waits, by thread 0, until the receiver of this rank's last passive
   // message has taken it (at once where none is out).
   GRMA_INLINE status outbox_free(double until) {
-    layer::state& s = *s_;
-    if (s.outbox_pending == 0) return success;
-    const status result = wait_word(&s.outbox_taken, s.outbox_sequence, until);
+    layer::local_state& l = *l_;
+    if (l.outbox_pending == 0) return success;
+    const status result = wait_word(&s_->outbox_taken, l.outbox_sequence, until);
     if (result == success)
-      s.outbox_pending = 0;
+      l.outbox_pending = 0;
     else
-      s.health()[s.outbox_target] = state_corrupt;
+      s_->health()[l.outbox_target] = state_corrupt;
     return result;
   }
 
@@ -1154,7 +1194,7 @@ class handle {
   // can be no further) satisfies the wait too.
   GRMA_INLINE status barrier_rounds(group_t group, double until) {
     Rank& r = *r_;
-    layer::group_entry& e = s_->groups[group];
+    layer::group_entry& e = l_->groups[group];
     const int n = e.size, me = member_index(group, r.rank(world));
     const std::uint64_t number = e.epoch + 1;
     for (; (1 << e.round) < n; ++e.round, e.signalled = 0) {
@@ -1201,7 +1241,7 @@ class handle {
   GRMA_INLINE void combine_as(operation_t op, group_t group, void* recv, int count) {
     Rank& r = *r_;
     const auto* mine = reinterpret_cast<const T*>(s_->contribution());
-    const int n = s_->groups[group].size;
+    const int n = l_->groups[group].size;
     for (int i = r.thread(); i < count; i += r.threads()) {
       T value{};
       for (int m = 0; m < n; ++m) {
@@ -1226,6 +1266,7 @@ class handle {
 
   Rank* r_;
   layer::state* s_ = nullptr;
+  layer::local_state* l_ = nullptr;
 };
 
 // What handle::one_warp returns: a handle on the warp's rank, which it
@@ -1237,8 +1278,8 @@ class warp_handle : private warp_rank_holder<warp_rank_of<Rank>>,
   using holder = warp_rank_holder<warp_rank_of<Rank>>;
 
  public:
-  GRMA_INLINE warp_handle(const Rank& r, layer::state* s)
-      : holder{r.one_warp()}, handle<warp_rank_of<Rank>>(holder::held, s) {}
+  GRMA_INLINE warp_handle(const Rank& r, layer::state* s, layer::local_state* l)
+      : holder{r.one_warp()}, handle<warp_rank_of<Rank>>(holder::held, s, l) {}
   warp_handle(const warp_handle&) = delete;
   warp_handle& operator=(const warp_handle&) = delete;
 };
