@@ -182,12 +182,14 @@ struct shmem_put_signal_round_trip {
   }
 };
 
-// The GASPI layer's ping-pong (papers/002's latency ping-pong): 8 bytes by
-// write_notify between world ranks 0 and `partner`, each taken with
-// notify_waitsome and notify_reset and answered the same way, `iterations`
-// round trips after 20 for warm-up. The queue is waited on every 256
-// writes, as a GPI-2 program keeps its queue from filling.
+// The GASPI layer's ping-pong (papers/002's latency ping-pong): `bytes`
+// (at least 8) by write_notify between world ranks 0 and `partner`, each
+// taken with notify_waitsome and notify_reset and answered the same way,
+// `iterations` round trips after 20 for warm-up. The queue is waited on
+// every 256 writes, as a GPI-2 program keeps its queue from filling. The
+// first word carries the round's number.
 struct gaspi_write_notify_round_trip {
+  std::size_t bytes;
   int iterations;
   int partner;
 
@@ -196,10 +198,12 @@ struct gaspi_write_notify_round_trip {
     namespace gaspi = grma::gaspi;
     gaspi::handle g(r);
     g.proc_init(gaspi::block);
-    g.segment_create(0, 16, gaspi::group_all, gaspi::block, gaspi::mem_initialized);
+    g.segment_create(0, 2 * bytes, gaspi::group_all, gaspi::block, gaspi::mem_initialized);
     void* pointer = nullptr;
     g.segment_ptr(0, &pointer);
-    auto* words = static_cast<std::uint64_t*>(pointer);  // [0] outgoing, [1] incoming
+    auto* outgoing = static_cast<std::uint64_t*>(pointer);
+    const auto* incoming =
+        reinterpret_cast<const std::uint64_t*>(static_cast<unsigned char*>(pointer) + bytes);
     const int me = r.rank(grma::world);
     if (me == 0 || me == partner) {
       const int peer = me == 0 ? partner : 0;
@@ -211,9 +215,9 @@ struct gaspi_write_notify_round_trip {
         const auto round = gaspi::notification_t(it + 21);
         for (int half = 0; half < 2; ++half) {
           if ((half == 0) == (me == 0)) {
-            if (r.thread() == 0) words[0] = round;
+            if (r.thread() == 0) *outgoing = round;
             r.sync_threads();
-            g.write_notify(0, 0, peer, 0, 8, 8, 0, round, 0, gaspi::block);
+            g.write_notify(0, 0, peer, 0, bytes, bytes, 0, round, 0, gaspi::block);
             if (it % 256 == 0) g.wait(0, gaspi::block);
           } else {
             g.notify_waitsome(0, 0, 1, &id, gaspi::block);
@@ -223,7 +227,7 @@ struct gaspi_write_notify_round_trip {
       }
       if (me == 0 && r.thread() == 0) {
         r.template userdata<results>()->seconds = r.wtime() - start;
-        GRMA_ASSERT(r, words[1] == std::uint64_t(iterations + 20) &&
+        GRMA_ASSERT(r, *incoming == std::uint64_t(iterations + 20) &&
                            value == std::uint32_t(iterations + 20));
       }
       g.wait(0, gaspi::block);
