@@ -27,7 +27,7 @@ __global__ void multiply(const float* matrix, const float* x, float* y, int vect
   const std::size_t first = std::size_t(blockIdx.x) * std::size_t(vectors) * n;
   for (int v = warp; v < vectors; v += warps) {
     const float* xv = x + first + std::size_t(v) * n;
-    y[first + std::size_t(v) * n + lane] = product_entry(m[lane], xv);
+    y[first + std::size_t(v) * n + lane] = warp_product(m[lane], xv, lane);
   }
 }
 

@@ -36,4 +36,17 @@ GRMA_HOST_DEVICE inline float product_entry(const float* row, const float* x) {
   return y;
 }
 
+#if defined(__CUDACC__)
+// The same by a whole warp, lane i holding row i: each lane loads one
+// element of x (one coalesced load a vector) and takes the others from its
+// neighbours by shuffles. Loading all of x in every lane cost an L2 round
+// trip per element, about 7 us a batch of 512 vectors per warp group.
+__device__ inline float warp_product(const float* row, const float* x, int lane) {
+  const float mine = x[lane];
+  float y = 0;
+  for (int j = 0; j < n; ++j) y += row[j] * __shfl_sync(0xffffffffu, mine, j);
+  return y;
+}
+#endif
+
 }  // namespace mmv

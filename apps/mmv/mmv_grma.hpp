@@ -3,8 +3,8 @@
 // job's ranks in pairs. Producer p (world rank p) sends batches of vectors
 // to worker p (world rank pairs + p, on the job's other device when it has
 // two) with write_notify; the worker multiplies each vector by the matrix,
-// which it holds in registers from the start to the end of the stream
-// (GPUrdma's kept it in shared memory), and writes the products back with
+// which it holds in shared memory from the start to the end of the stream
+// (as GPUrdma's did), and writes the products back with
 // write_notify. Two batches are in flight per pair: the producer sends
 // batch b + 1 while the worker computes batch b; batch b carries vector set
 // b % 2 (the producer makes both sets before the clock starts, as the
@@ -108,11 +108,16 @@ struct grma_program {
     gaspi::notification_id_t id = 0;
     gaspi::notification_t value = 0;
 #if GRMA_DEVICE_CODE
-    // A whole warp per vector: lane i holds row i of the matrix for the
-    // whole stream and computes entry i of each of its warp's vectors.
+    // The matrix in the block's shared memory for the whole stream, as
+    // GPUrdma's worker kept it (in registers, a row a lane, it was spilled:
+    // a rank kernel of 1024 threads has 64 registers a thread), rows a
+    // padded row apart so that the lanes' reads of their rows hit different
+    // banks. A whole warp per vector: lane i computes entry i.
+    __shared__ float matrix[n][n + 1];
+    for (int e = r.thread(); e < n * n; e += r.threads())
+      matrix[e / n][e % n] = matrix_entry(e / n, e % n);
+    r.sync_threads();
     const int lane = r.thread() % n, warp = r.thread() / n, warps = r.threads() / n;
-    float row[n];
-    for (int j = 0; j < n; ++j) row[j] = matrix_entry(lane, j);
 #else
     // One thread: the whole matrix.
     float matrix[n][n];
@@ -129,7 +134,8 @@ struct grma_program {
       const auto* x = reinterpret_cast<const float*>(memory + k * bytes);
       auto* y = reinterpret_cast<float*>(memory + (2 + k) * bytes);
 #if GRMA_DEVICE_CODE
-      for (int v = warp; v < vectors; v += warps) y[v * n + lane] = product_entry(row, x + v * n);
+      for (int v = warp; v < vectors; v += warps)
+        y[v * n + lane] = warp_product(matrix[lane], x + v * n, lane);
 #else
       for (int v = 0; v < vectors; ++v)
         for (int i = 0; i < n; ++i) y[v * n + i] = product_entry(matrix[i], x + v * n);
