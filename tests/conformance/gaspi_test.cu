@@ -211,7 +211,8 @@ TEST_P(Gaspi, WritesAndReadsMoveEveryByte) {
 // ---- queues ------------------------------------------------------------------------------
 
 // A queue of four: the fifth operation finds it full until its wait, and a
-// full queue leaves the others alone.
+// full queue leaves the others alone. Sources are bytes [0, 32) of segment
+// 3, destinations [128, 200): no rank reads what its neighbour writes.
 struct gaspi_queues {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -228,16 +229,16 @@ struct gaspi_queues {
     CONF_EXPECT(r, rec, queues == 16 && most == 4, queues, most, 0);
     for (int i = 0; i < 4; ++i)
       GASPI_OK(r, rec, g.write(3, 8 * i, next, 3, 128 + 8 * i, 8, 15, gaspi::test));
-    CONF_EXPECT(r, rec, g.write(3, 0, next, 3, 0, 8, 15, gaspi::block) == gaspi::queue_full, 0, 0,
+    CONF_EXPECT(r, rec, g.write(3, 0, next, 3, 128, 8, 15, gaspi::block) == gaspi::queue_full, 0, 0,
                 0);
     CONF_EXPECT(r, rec, g.notify(3, next, 1, 1, 15, gaspi::block) == gaspi::queue_full, 0, 0, 0);
     // write_notify takes two entries: it fits an empty queue of four, not one with three.
-    GASPI_OK(r, rec, g.write(3, 0, next, 3, 0, 8, 14, gaspi::block));
-    GASPI_OK(r, rec, g.write(3, 0, next, 3, 0, 8, 14, gaspi::block));
-    GASPI_OK(r, rec, g.write(3, 0, next, 3, 0, 8, 14, gaspi::block));
+    GASPI_OK(r, rec, g.write(3, 0, next, 3, 160, 8, 14, gaspi::block));
+    GASPI_OK(r, rec, g.write(3, 0, next, 3, 160, 8, 14, gaspi::block));
+    GASPI_OK(r, rec, g.write(3, 0, next, 3, 160, 8, 14, gaspi::block));
     CONF_EXPECT(r, rec,
-                g.write_notify(3, 0, next, 3, 0, 8, 2, 1, 14, gaspi::block) == gaspi::queue_full, 0,
-                0, 0);
+                g.write_notify(3, 0, next, 3, 192, 8, 2, 1, 14, gaspi::block) == gaspi::queue_full,
+                0, 0, 0);
     GASPI_OK(r, rec, g.queue_size(15, &posted));
     CONF_EXPECT(r, rec, posted == 4, posted, 15, 0);
     GASPI_OK(r, rec, g.queue_size(14, &posted));
@@ -247,7 +248,7 @@ struct gaspi_queues {
     GASPI_OK(r, rec, g.wait(15, gaspi::block));
     GASPI_OK(r, rec, g.queue_size(15, &posted));
     CONF_EXPECT(r, rec, posted == 0, posted, 15, 0);
-    GASPI_OK(r, rec, g.write_notify(3, 0, next, 3, 0, 8, 2, 1, 15, gaspi::block));
+    GASPI_OK(r, rec, g.write_notify(3, 0, next, 3, 192, 8, 2, 1, 15, gaspi::block));
     GASPI_OK(r, rec, g.wait(15, gaspi::block));
     GASPI_OK(r, rec, g.wait(14, gaspi::block));
     tally(r, rec, 0);
