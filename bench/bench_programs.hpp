@@ -357,12 +357,16 @@ struct bandwidth {
 // the clock starts, every pair on its own queues (a rank's queues are its
 // own). Rank 0 times them between barriers: 2 * bytes * active *
 // iterations moved. Every rank makes the segment (segment_create is
-// collective); only the pairs use it.
+// collective); only the pairs use it. `synchronous`: every rank meets the
+// others in a barrier after each round trip (the paper's first version,
+// which waited for all blocks before the next round; without it each pair
+// goes on at its own pace, its "block overlapping" version).
 struct gaspi_throughput {
   std::size_t bytes;
   int iterations;
   int active;
   int offset;
+  bool synchronous = false;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -393,6 +397,7 @@ struct gaspi_throughput {
         g.write_notify(0, bytes, partner, 0, bytes, bytes, 1, number, 0, gaspi::block);
       }
       g.wait(0, gaspi::block);
+      if (synchronous) g.barrier(gaspi::group_all, gaspi::block);
     };
     round_trip(1);
     g.barrier(gaspi::group_all, gaspi::block);

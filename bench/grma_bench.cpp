@@ -677,10 +677,10 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
     }
     std::snprintf(line, sizeof line,
                   "%s: bandwidth [GB/s], %d pairs\n%10s %13s %13s %14s %14s %14s %14s %14s %14s "
-                  "%14s %14s %14s\n",
+                  "%14s %14s %14s %14s\n",
                   p.name, pairs, "bytes/rank", "one rank", "all pairs", "copy floor", "NVSHMEM one",
                   "NVSHMEM all", "staged MPI", "UCX put", "peer copy", "both ways", "copy of both",
-                  "GASPI pingpong");
+                  "GASPI pingpong", "GASPI lockstep");
     report += line;
     if (json) std::fprintf(json, ",\n     \"bandwidth\": [\n");
     first = true;
@@ -718,6 +718,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                     run(bench::gaspi_throughput{bytes, iterations, pairs, offset}, full).seconds /
                     1e9
               : NAN;
+      // The same with every rank meeting the others after each round trip.
+      const double lockstep_gbs =
+          gaspi_measured
+              ? double(bytes) * iterations * pairs * 2 /
+                    run(bench::gaspi_throughput{bytes, iterations, pairs, offset, true}, full)
+                        .seconds /
+                    1e9
+              : NAN;
       // The copy of as much as was moved at once: all pairs' bytes, or one rank's.
       double copy = floor_gbs(bytes * std::size_t(all_measured ? pairs : 1));
 #if GRMA_BENCH_MPI
@@ -729,12 +737,13 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       const double nvshmem_one = nvshmem ? figure_at(nvshmem->one_block_gbs, bytes) : NAN;
       const double nvshmem_all = nvshmem ? figure_at(nvshmem->blocks_gbs, bytes) : NAN;
       std::snprintf(line, sizeof line,
-                    "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s %14s %14s %14s\n", bytes,
+                    "%10zu %13.2f %13s %14s %14s %14s %14s %14s %14s %14s %14s %14s %14s\n", bytes,
                     one_gbs, format(all_gbs, "%.2f").c_str(), format(copy, "%.2f").c_str(),
                     format(nvshmem_one, "%.2f").c_str(), format(nvshmem_all, "%.2f").c_str(),
                     format(staged_copy, "%.2f").c_str(), format(ucx_put, "%.2f").c_str(),
                     format(peer_copy, "%.2f").c_str(), format(both_gbs, "%.2f").c_str(),
-                    format(both_copy, "%.2f").c_str(), format(gaspi_gbs, "%.2f").c_str());
+                    format(both_copy, "%.2f").c_str(), format(gaspi_gbs, "%.2f").c_str(),
+                    format(lockstep_gbs, "%.2f").c_str());
       report += line;
       if (json)
         std::fprintf(
@@ -743,14 +752,16 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
             "\"pairs\": %d, \"copy_floor_gbs\": %s, \"nvshmem_one_block_gbs\": %s, "
             "\"nvshmem_blocks_gbs\": %s, \"staged_mpi_gbs\": %s, \"ucx_put_gbs\": %s, "
             "\"ucx_put_memory\": \"%s\", \"peer_copy_gbs\": %s, \"both_ways_gbs\": %s, "
-            "\"both_ways_copy_floor_gbs\": %s, \"gaspi_pingpong_gbs\": %s}",
+            "\"both_ways_copy_floor_gbs\": %s, \"gaspi_pingpong_gbs\": %s, "
+            "\"gaspi_lockstep_gbs\": %s}",
             first ? "" : ",\n", bytes, one_gbs, format(all_gbs, "%.3f", "null").c_str(), pairs,
             format(copy, "%.3f", "null").c_str(), format(nvshmem_one, "%.3f", "null").c_str(),
             format(nvshmem_all, "%.3f", "null").c_str(),
             format(staged_copy, "%.3f", "null").c_str(), format(ucx_put, "%.3f", "null").c_str(),
             ucx_put_memory, format(peer_copy, "%.3f", "null").c_str(),
             format(both_gbs, "%.3f", "null").c_str(), format(both_copy, "%.3f", "null").c_str(),
-            format(gaspi_gbs, "%.3f", "null").c_str());
+            format(gaspi_gbs, "%.3f", "null").c_str(),
+            format(lockstep_gbs, "%.3f", "null").c_str());
       first = false;
     }
     // Message rate: every pair, many small puts in flight.
