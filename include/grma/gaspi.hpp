@@ -145,7 +145,10 @@ inline constexpr int barrier_rounds = 16;  // 2^16 ranks at most
 // shared memory: the core's waits acquire, and an acquire invalidates the
 // SM's L1, so in global memory every call after a wait would read its
 // tables from L2 (0.3 to 0.6 us a call, measured in the ping-pong).
+struct state;
+
 struct local_state {
+  state* owner;  // the block of the proc_init that filled these tables
   config cfg;
   int world_size;
   int world_words;  // 64-bit words of a bit per world rank
@@ -204,6 +207,8 @@ struct state {
 // state block.
 GRMA_HOST_DEVICE inline local_state* local_of(state* s) {
 #if GRMA_DEVICE_CODE
+  // No initializer runs for shared memory: proc_init zeroes and fills it,
+  // and a handle reads it only after its proc_init (state_of).
   __shared__ local_state hot;
   (void)s;
   return &hot;
@@ -269,6 +274,7 @@ class handle {
     for (std::size_t i = std::size_t(r.thread()); i < sizeof(layer::local_state) / 4;
          i += std::size_t(r.threads()))
       words[i] = 0;
+    r.sync_threads();  // zero everywhere before thread 0 fills them
     context made[queue_max];
     for (int q = 1; q < c.queue_num; ++q) made[q] = r.ctx_create();  // meets the threads
     if (r.thread() == 0) {
@@ -283,6 +289,7 @@ class handle {
       l->groups[group_all].stage = 3;
       l->groups[group_all].size = n;
       l->groups[group_all].pending = int(call::none);
+      l->owner = s;
     }
     r.sync_threads();
     s_ = s;
@@ -765,6 +772,8 @@ class handle {
     layer::local_state& l = state_of(where);
     in_range(where, "group", group, 1, group_max - 1);
     if (l.groups[group].stage == 0) failed(errc::group_state, where, group, 0);
+    if (l.groups[group].pending != int(call::none))
+      failed(errc::collective_pending, where, group, l.groups[group].pending);
     r_->sync_threads();
     if (r_->thread() == 0) l.groups[group].stage = 0;
     r_->sync_threads();
@@ -866,6 +875,7 @@ class handle {
     // By every thread: each may pass a recv of its own (or all the same one).
     auto* to = static_cast<unsigned char*>(recv);
     for (std::size_t i = 0; i < bytes; ++i) to[i] = s_->result()[i];
+    r.sync_threads();  // every thread has its copy before a next allreduce writes the result
     return success;
   }
   GRMA_INLINE static status allreduce_elem_max_get(int* count) {
@@ -974,8 +984,10 @@ class handle {
   friend class warp_handle;
   GRMA_INLINE handle(Rank& r, layer::state* s, layer::local_state* l) : r_(&r), s_(s), l_(l) {}
 
+  // The rank's tables, which are this handle's while no other handle's
+  // proc_init has taken them (a GPU block has one copy: one handle a rank).
   GRMA_INLINE layer::local_state& state_of(call where) const {
-    if (l_ == nullptr) failed(errc::not_initialized, where, 0);
+    if (l_ == nullptr || l_->owner != s_) failed(errc::not_initialized, where, 0);
     return *l_;
   }
 

@@ -682,6 +682,31 @@ TEST(Errors, GaspiAllreduceWhileAnotherGroupsIsUnfinished) {
                "timeout: call it again, with the same arguments, first");
 }
 
+TEST(Errors, GaspiDeleteOfAGroupWithAnUnfinishedAllreduce) {
+  const grma::error e = expect_failure(
+      [](auto& r) {
+        gaspi::handle g(r);
+        g.proc_init(gaspi::block);
+        gaspi::group_t pair = 0;
+        g.group_create(&pair);
+        g.group_add(pair, 1);
+        g.group_add(pair, 2);
+        const int me = r.rank(grma::world);
+        if (me == 1 || me == 2) g.group_commit(pair, gaspi::block);
+        // Rank 2 does not take part: rank 1's allreduce returns timeout.
+        if (me == 1) {
+          long one = 1, total = 0;
+          g.allreduce(&one, &total, 1, gaspi::op_sum, gaspi::type_long, pair, gaspi::test);
+          g.group_delete(pair);
+        }
+        g.barrier(gaspi::group_all, gaspi::block);
+      },
+      3);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_group_delete: group 1 has a gaspi_allreduce that returned "
+               "timeout: call it again, with the same arguments, first");
+}
+
 TEST(Errors, GaspiSegmentOfAWrappingSize) {
   const grma::error e = expect_failure(gaspi_program([](auto& g) {
     g.segment_create(1, ~std::size_t{0} - 4096, gaspi::group_all, gaspi::block);
