@@ -39,8 +39,7 @@ GRMA_HOST_DEVICE inline float product_entry(const float* row, const float* x) {
 #if defined(__CUDACC__)
 // The same by a whole warp, lane i holding row i: each lane loads one
 // element of x (one coalesced load a vector) and takes the others from its
-// neighbours by shuffles. Loading all of x in every lane cost an L2 round
-// trip per element, about 7 us a batch of 512 vectors per warp group.
+// neighbours by shuffles, rather than every lane loading all of x.
 __device__ inline float warp_product(const float* row, const float* x, int lane) {
   const float mine = x[lane];
   float y = 0;

@@ -109,10 +109,10 @@ struct grma_program {
     gaspi::notification_t value = 0;
 #if GRMA_DEVICE_CODE
     // The matrix in the block's shared memory for the whole stream, as
-    // GPUrdma's worker kept it (in registers, a row a lane, it was spilled:
-    // a rank kernel of 1024 threads has 64 registers a thread), rows a
-    // padded row apart so that the lanes' reads of their rows hit different
-    // banks. A whole warp per vector: lane i computes entry i.
+    // GPUrdma's worker kept it (a row a lane in registers would not fit the
+    // 64 registers a thread of a 1024-thread rank has), rows a padded row
+    // apart so that the lanes' reads of their rows hit different banks. A
+    // whole warp per vector: lane i computes entry i.
     __shared__ float matrix[n][n + 1];
     for (int e = r.thread(); e < n * n; e += r.threads())
       matrix[e / n][e % n] = matrix_entry(e / n, e % n);

@@ -144,7 +144,7 @@ inline constexpr int barrier_rounds = 16;  // 2^16 ranks at most
 // writes it, between the rank's threads' meetings). On a GPU it is in
 // shared memory: the core's waits acquire, and an acquire invalidates the
 // SM's L1, so in global memory every call after a wait would read its
-// tables from L2 (0.3 to 0.6 us a call, measured in the ping-pong).
+// tables from L2 (decision 032).
 struct state;
 
 struct local_state {
@@ -496,15 +496,11 @@ class handle {
                                 const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list;
-    check_list(where, count, queue, 0, segments_local, offsets_local, segments_remote,
+    check_list(where, count, queue, 0, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
-    for (int i = 0; i < count; ++i) {
-      place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
-      place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
-    }
     if (!post(where, queue, count)) return queue_full;
-    list(true, count, segments_local, offsets_local, rank, segments_remote, offsets_remote, sizes,
-         queue);
+    list(where, true, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
+         sizes, queue);
     return success;
   }
 
@@ -517,16 +513,12 @@ class handle {
                                        notification_t value, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list_notify;
-    check_list(where, count, queue, 1, segments_local, offsets_local, segments_remote,
+    check_list(where, count, queue, 1, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
-    for (int i = 0; i < count; ++i) {
-      place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
-      place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
-    }
     std::uint64_t* slot = notification_slot(where, segment_notification, id, value, rank);
     if (!post(where, queue, count + 1)) return queue_full;
-    list(true, count, segments_local, offsets_local, rank, segments_remote, offsets_remote, sizes,
-         queue);
+    list(where, true, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
+         sizes, queue);
     signal(slot, value, rank, queue);
     return success;
   }
@@ -538,15 +530,11 @@ class handle {
                                const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list;
-    check_list(where, count, queue, 0, segments_local, offsets_local, segments_remote,
+    check_list(where, count, queue, 0, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
-    for (int i = 0; i < count; ++i) {
-      place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
-      place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
-    }
     if (!post(where, queue, count)) return queue_full;
-    list(false, count, segments_local, offsets_local, rank, segments_remote, offsets_remote, sizes,
-         queue);
+    list(where, false, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
+         sizes, queue);
     return success;
   }
 
@@ -576,18 +564,13 @@ class handle {
                                       queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list_notify;
-    check_list(where, count, queue, 1, segments_local, offsets_local, segments_remote,
+    check_list(where, count, queue, 1, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
-    for (int i = 0; i < count; ++i) {
-      place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
-      place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
-    }
     std::uint64_t* slot = notification_slot(where, segment_notification, id, 1, r_->rank(world));
     if (!post(where, queue, count + 1)) return queue_full;
-    for (int i = 0; i < count; ++i)  // blocking gets: the data is here at return
-      r_->get(place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world)),
-              place(where, segments_remote[i], offsets_remote[i], sizes[i], rank), sizes[i], rank,
-              context_of(queue));
+    list(where, false, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
+         sizes, queue);
+    r_->quiet(context_of(queue));  // the data is here
     signal(slot, 1, r_->rank(world), queue);
     return success;
   }
@@ -995,9 +978,7 @@ class handle {
                             std::int64_t highest) const {
     if (value < lowest || value > highest) out_of_range(where, what, value, lowest, highest);
   }
-  // The failing branches out of line: inlined at every check, the error's
-  // record lengthened every call's code (the write_notify ping-pong's round
-  // trip was 0.1 us longer).
+  // The failing branches, out of line: a call's fast path is its compares.
   [[noreturn]] GRMA_COLD void out_of_range(call where, const char* what, std::int64_t value,
                                            std::int64_t lowest, std::int64_t highest) const {
     std::uint32_t n = 0;
@@ -1010,8 +991,10 @@ class handle {
     r_->fail(code, where, v0, v1, v2, v3, v4);
   }
   // An argument the call does not take: "what: value".
-  [[noreturn]] GRMA_INLINE void refuse(call where, const char* what, std::int64_t value) const {
-    out_of_range(where, what, value, 1, 0);
+  [[noreturn]] GRMA_COLD void refuse(call where, const char* what, std::int64_t value) const {
+    std::uint32_t n = 0;
+    while (what[n] != 0) ++n;
+    r_->fail(errc::argument_refused, where, value, 0, 0, 0, 0, what, n);
   }
   GRMA_INLINE void check_rank(call where, rank_t rank) const {
     const int n = r_->size(world);
@@ -1023,16 +1006,21 @@ class handle {
       out_of_range(where, "queue", queue, 0, queues - 1);
   }
   // A list of `count` operations and `extra` more (its notification) fits
-  // an empty queue; its arrays are there.
+  // an empty queue, its arrays are there, and every entry is inside its
+  // segments: checked before anything is posted.
   GRMA_INLINE void check_list(call where, int count, queue_id_t queue, int extra,
-                              const void* segments_local, const void* offsets_local,
-                              const void* segments_remote, const void* offsets_remote,
-                              const void* sizes) const {
+                              const segment_id_t* segments_local, const offset_t* offsets_local,
+                              rank_t rank, const segment_id_t* segments_remote,
+                              const offset_t* offsets_remote, const std::size_t* sizes) const {
     check_queue(where, queue);
     in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max - extra);
     if (segments_local == nullptr || offsets_local == nullptr || segments_remote == nullptr ||
         offsets_remote == nullptr || sizes == nullptr)
       failed(errc::null_buffer, where, count);
+    for (int i = 0; i < count; ++i) {
+      place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));
+      place(where, segments_remote[i], offsets_remote[i], sizes[i], rank);
+    }
   }
   GRMA_INLINE void check_ids(call where, segment_id_t id, notification_id_t first,
                              int count) const {
@@ -1105,11 +1093,11 @@ class handle {
     r.sync_threads();  // a wait by any thread after the call covers the notification
   }
 
-  GRMA_INLINE void list(bool is_write, int count, const segment_id_t* segments_local,
+  // The list's puts (or gets), checked already (check_list).
+  GRMA_INLINE void list(call where, bool is_write, int count, const segment_id_t* segments_local,
                         const offset_t* offsets_local, rank_t rank,
                         const segment_id_t* segments_remote, const offset_t* offsets_remote,
                         const std::size_t* sizes, queue_id_t queue) {
-    const call where = is_write ? call::gaspi_write_list : call::gaspi_read_list;
     for (int i = 0; i < count; ++i) {
       unsigned char* local =
           place(where, segments_local[i], offsets_local[i], sizes[i], r_->rank(world));

@@ -377,11 +377,11 @@ std::string describe_values(const error_record& r) {
     case errc::notification_zero:
       s << "notification " << v[0] << " with value 0 (a notification's value is not 0)";
       break;
-    case errc::argument_range:  // an empty range: the value is refused for another reason
-      if (v[1] > v[2])
-        s << r.text << ": " << v[0];
-      else
-        s << r.text << " " << v[0] << " is outside " << v[1] << " to " << v[2];
+    case errc::argument_range:
+      s << r.text << " " << v[0] << " is outside " << v[1] << " to " << v[2];
+      break;
+    case errc::argument_refused:
+      s << r.text << ": " << v[0];
       break;
     case errc::group_state: {
       static const char* const stages[] = {"does not exist", "is not committed",
