@@ -378,8 +378,10 @@ struct gaspi_throughput {
     g.segment_ptr(0, &pointer);
     auto* memory = static_cast<unsigned char*>(pointer);
     // Touched first: the first use of the pages is not the transfer's cost.
+    // The barrier keeps a partner's first write out of a segment its owner
+    // is still touching.
     for (std::size_t i = r.thread(); i < 2 * bytes; i += r.threads()) memory[i] = (unsigned char)i;
-    r.sync_threads();
+    g.barrier(gaspi::group_all, gaspi::block);
     const int me = r.rank(grma::world);
     const bool first = me < active, second = me >= offset && me < offset + active;
     const int partner = first ? me + offset : me - offset;

@@ -127,16 +127,20 @@ struct segment_entry {
 // round k member i signals member i + 2^k and waits for member i - 2^k).
 // `epoch` counts its finished barriers; a barrier that timed out keeps its
 // round and whether the round's signal went out, and `pending` the call it
-// belongs to.
+// belongs to. `reduced` counts its finished allreduces, and an allreduce
+// that timed out keeps its step (allreduce_awaiting_result once it
+// reported its partial result to its parent).
 struct group_entry {
   std::uint32_t stage;  // 0 none, 1 built, 2 committing, 3 committed
   std::int32_t size;
   std::uint64_t epoch;
   std::uint32_t round;
   std::uint32_t signalled;
-  std::int32_t pending;          // the call whose barrier is under way (call::none: none)
-  std::uint32_t allreduce_step;  // 1 first barrier, 2 combined, second barrier
+  std::int32_t pending;  // the call whose barrier is under way (call::none: none)
+  std::uint32_t allreduce_step;
+  std::uint64_t reduced;
 };
+inline constexpr std::uint32_t allreduce_awaiting_result = ~std::uint32_t{0};
 
 inline constexpr int barrier_rounds = 16;  // 2^16 ranks at most
 
@@ -166,11 +170,15 @@ struct local_state {
 // is named by this rank's address. Words other ranks write come first;
 // after the struct: the senders with a passive message here (a bit per
 // world rank, set with atomic_or), each group's members (a bit per world
-// rank), allreduce's contribution and result, the health vector (a byte
-// per world rank) and the passive outbox.
+// rank), allreduce's partial result, a copy of a child's and the result,
+// the health vector (a byte per world rank) and the passive outbox.
 struct state {
   // Written by other ranks.
   std::uint64_t barrier[group_max][barrier_rounds];
+  // allreduce: the child of round k has its partial result ready (its
+  // number), and the parent has pushed the result.
+  std::uint64_t reduce_ready[group_max][barrier_rounds];
+  std::uint64_t result_ready[group_max];
   std::uint64_t outbox_taken;   // the sequence of this rank's outbox message its receiver took
   std::uint64_t outbox_header;  // sequence << 32 | bytes of the message in the outbox
   std::uint64_t members_hash[group_max];  // of each group at its commit, read by the others
@@ -186,18 +194,21 @@ struct state {
   GRMA_HOST_DEVICE std::uint64_t* members(int group) {
     return pending_senders() + world_words * (1 + group);
   }
-  GRMA_HOST_DEVICE unsigned char* contribution() {
+  // allreduce: the rank's contribution combined with its children's (its
+  // parent reads it with get), a child's copied here, and the result its
+  // parent pushed (which every thread copies out).
+  GRMA_HOST_DEVICE unsigned char* partial() {
     return reinterpret_cast<unsigned char*>(pending_senders() + world_words * (1 + group_max));
   }
-  // allreduce's result, this rank's alone, which every thread copies out.
-  GRMA_HOST_DEVICE unsigned char* result() { return contribution() + allreduce_elem_max * 8; }
+  GRMA_HOST_DEVICE unsigned char* child() { return partial() + allreduce_elem_max * 8; }
+  GRMA_HOST_DEVICE unsigned char* result() { return child() + allreduce_elem_max * 8; }
   GRMA_HOST_DEVICE unsigned char* health() { return result() + allreduce_elem_max * 8; }
   GRMA_HOST_DEVICE unsigned char* outbox() {
     return health() + (std::size_t(world_size) + 7) / 8 * 8;
   }
   GRMA_HOST_DEVICE static std::size_t bytes(int world_size, std::size_t passive_max) {
     const std::size_t words = (std::size_t(world_size) + 63) / 64;
-    return sizeof(state) + words * (1 + group_max) * 8 + 2 * allreduce_elem_max * 8 +
+    return sizeof(state) + words * (1 + group_max) * 8 + 3 * allreduce_elem_max * 8 +
            (std::size_t(world_size) + 7) / 8 * 8 + passive_max;
   }
 };
@@ -802,7 +813,24 @@ class handle {
   // count, op and type; the rank's threads pass the same values in send
   // (one buffer or each its own), and every thread's recv gets the result.
   // While an allreduce that returned timeout is not finished, an allreduce
-  // on another group is an error (the rank has one contribution buffer).
+  // on another group is an error (the rank has one partial result).
+  //
+  // A binomial tree over the members: member i combines into its own
+  // contribution the partial results of members i + 2^k, k = 0, 1, ...
+  // below i's lowest set bit (each pulled with one get once that member
+  // says it is ready), then tells member i - 2^lowest that its own is ready;
+  // member 0's result goes back down the same tree, pushed with put_signal.
+  // Every member gets member 0's result, combined in one order, so float
+  // sums agree everywhere; each member makes at most log2(size) gets and
+  // puts, where reading every member's contribution took size loads an
+  // element.
+  //
+  // Why the buffers may be reused at once: a member's partial result is
+  // read before its parent pushes it the result, so its next allreduce
+  // (on any group) finds it free; a result is pushed to a member only
+  // after that member joined the allreduce, so never into one it still
+  // copies out. The ready words are a group's and numbered, so a child one
+  // allreduce ahead satisfies the wait too.
   GRMA_INLINE status allreduce(const void* send, void* recv, int count, operation_t op,
                                datatype_t type, group_t group, timeout_t limit) {
     const call where = call::gaspi_allreduce;
@@ -814,51 +842,29 @@ class handle {
     in_range(where, "allreduce's type", int(type), int(type_int), int(type_ulong));
     if (send == nullptr || recv == nullptr) failed(errc::null_buffer, where, count);
     check_pending(where, group, e);
-    // The rank has one contribution buffer: an allreduce that returned
-    // timeout on another group still has its members reading it.
     for (int other = 0; other < group_max; ++other)
       if (other != group && l.groups[other].pending == int(where))
         failed(errc::collective_pending, where, other, int(where));
     const std::size_t bytes = std::size_t(count) * element_bytes(type);
-    const double until = deadline(limit);
-    std::uint32_t step = e.pending == int(where) ? e.allreduce_step : 0;
+    const bool resumed = e.pending == int(where);
     r.sync_threads();  // every thread has read the group's state
-    if (step == 0) {
-      // The contribution is read by the members after the first barrier,
-      // and not written again before the second.
+    if (!resumed) {
       const auto* from = static_cast<const unsigned char*>(send);
       for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
-        s_->contribution()[i] = from[i];
+        s_->partial()[i] = from[i];
       r.sync_threads();
       if (r.thread() == 0) {
         e.pending = int(where);
-        e.allreduce_step = 1;
-      }
-      step = 1;
-    }
-    if (step == 1) {
-      status result = success;
-      if (r.thread() == 0) result = barrier_rounds(group, until);
-      result = r.from_leader(result);
-      if (result != success) return result;
-      combine(type, op, group, s_->result(), count);
-      r.sync_threads();
-      if (r.thread() == 0) e.allreduce_step = 2;
-    }
-    status result = success;
-    if (r.thread() == 0) {
-      result = barrier_rounds(group, until);
-      if (result == success) {
-        e.pending = int(call::none);
         e.allreduce_step = 0;
       }
+      r.sync_threads();
     }
-    result = r.from_leader(result);
+    const status result = reduce_tree(type, op, group, count, bytes, deadline(limit));
     if (result != success) return result;
     // By every thread: each may pass a recv of its own (or all the same one).
     auto* to = static_cast<unsigned char*>(recv);
     for (std::size_t i = 0; i < bytes; ++i) to[i] = s_->result()[i];
-    r.sync_threads();  // every thread has its copy before a next allreduce writes the result
+    r.sync_threads();  // every thread has its copy before a next allreduce's result comes
     return success;
   }
   GRMA_INLINE static status allreduce_elem_max_get(int* count) {
@@ -1219,40 +1225,102 @@ class handle {
   GRMA_INLINE static std::size_t element_bytes(datatype_t type) {
     return type == type_int || type == type_uint || type == type_float ? 4 : 8;
   }
-  GRMA_INLINE void combine(datatype_t type, operation_t op, group_t group, void* recv, int count) {
+  // allreduce's tree (see allreduce) from the step where it stopped, by
+  // every thread; thread 0 waits. Release: the threads meet, then thread 0
+  // fences and signals; acquire: its wait, then the threads' meeting
+  // (from_leader) before they read.
+  GRMA_INLINE status reduce_tree(datatype_t type, operation_t op, group_t group, int count,
+                                 std::size_t bytes, double until) {
+    Rank& r = *r_;
+    layer::group_entry& e = l_->groups[group];
+    const int n = e.size, me = member_index(group, r.rank(world));
+    const std::uint64_t number = e.reduced + 1;
+    std::uint32_t step = e.allreduce_step;
+    r.sync_threads();  // every thread read the step before thread 0 changes it
+    // Up: the children's partial results, then this one's to the parent.
+    for (; step != layer::allreduce_awaiting_result && (1 << step) < n; ++step) {
+      const int distance = 1 << step;
+      if ((me & distance) != 0) {
+        if (r.thread() == 0) {
+          r.fence();
+          r.p(&s_->reduce_ready[group][step], number, world_of(group, me - distance));
+        }
+        step = layer::allreduce_awaiting_result;
+        break;
+      }
+      if (me + distance >= n) continue;
+      const int child = world_of(group, me + distance);
+      status result = success;
+      if (r.thread() == 0) {
+        result = wait_word(&s_->reduce_ready[group][step], number, until);
+        if (result != success) {
+          s_->health()[child] = state_corrupt;
+          e.allreduce_step = step;
+        }
+      }
+      if (r.from_leader(result) != success) return timeout;
+      r.get(s_->child(), s_->partial(), bytes, child);
+      combine(type, op, count);
+      r.sync_threads();  // the copy is read before the next get overwrites it
+    }
+    // Down: the result from the parent (member 0 has it), then to the children.
+    int below = 0;  // the children: members me + 2^k, k < below
+    if (me == 0) {
+      for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
+        s_->result()[i] = s_->partial()[i];
+      r.sync_threads();
+      while ((1 << below) < n) ++below;
+    } else {
+      while ((me & (1 << below)) == 0) ++below;
+      status result = success;
+      if (r.thread() == 0) {
+        result = wait_word(&s_->result_ready[group], number, until);
+        if (result != success) {
+          s_->health()[world_of(group, me - (1 << below))] = state_corrupt;
+          e.allreduce_step = step;
+        }
+      }
+      if (r.from_leader(result) != success) return timeout;
+    }
+    for (int k = below - 1; k >= 0; --k)  // the largest subtree first
+      if (me + (1 << k) < n)
+        r.put_signal(s_->result(), s_->result(), bytes, &s_->result_ready[group], number,
+                     signal_op::set, world_of(group, me + (1 << k)));
+    if (r.thread() == 0) {
+      e.reduced = number;
+      e.allreduce_step = 0;
+      e.pending = int(call::none);
+    }
+    return success;
+  }
+
+  GRMA_INLINE void combine(datatype_t type, operation_t op, int count) {
     switch (type) {
       case type_int:
-        return combine_as<std::int32_t>(op, group, recv, count);
+        return combine_as<std::int32_t>(op, count);
       case type_uint:
-        return combine_as<std::uint32_t>(op, group, recv, count);
+        return combine_as<std::uint32_t>(op, count);
       case type_float:
-        return combine_as<float>(op, group, recv, count);
+        return combine_as<float>(op, count);
       case type_double:
-        return combine_as<double>(op, group, recv, count);
+        return combine_as<double>(op, count);
       case type_long:
-        return combine_as<std::int64_t>(op, group, recv, count);
+        return combine_as<std::int64_t>(op, count);
       case type_ulong:
-        return combine_as<std::uint64_t>(op, group, recv, count);
+        return combine_as<std::uint64_t>(op, count);
     }
   }
-  // Element i by thread i (and every threads-th after): the members'
-  // contributions read with g, in member order (every member sums alike).
+  // partial[i] = partial[i] op child[i], element i by thread i (and every
+  // threads-th after). The partial covers the members below the child's.
   template <class T>
-  GRMA_INLINE void combine_as(operation_t op, group_t group, void* recv, int count) {
+  GRMA_INLINE void combine_as(operation_t op, int count) {
     Rank& r = *r_;
-    const auto* mine = reinterpret_cast<const T*>(s_->contribution());
-    const int n = l_->groups[group].size;
-    for (int i = r.thread(); i < count; i += r.threads()) {
-      T value{};
-      for (int m = 0; m < n; ++m) {
-        const T theirs = r.g(mine + i, world_of(group, m));
-        value = m == 0         ? theirs
-                : op == op_min ? (theirs < value ? theirs : value)
-                : op == op_max ? (theirs > value ? theirs : value)
-                               : sum(value, theirs);
-      }
-      static_cast<T*>(recv)[i] = value;
-    }
+    auto* mine = reinterpret_cast<T*>(s_->partial());
+    const auto* theirs = reinterpret_cast<const T*>(s_->child());
+    for (int i = r.thread(); i < count; i += r.threads())
+      mine[i] = op == op_min   ? (theirs[i] < mine[i] ? theirs[i] : mine[i])
+                : op == op_max ? (theirs[i] > mine[i] ? theirs[i] : mine[i])
+                               : sum(mine[i], theirs[i]);
   }
 
   // a + b, integers wrapping as unsigned ones (no signed overflow).

@@ -508,6 +508,25 @@ struct gaspi_groups {
       check_allreduce(g, r, rec, group, members, m, gaspi::type_ulong,
                       reinterpret_cast<std::uint64_t*>(send),
                       reinterpret_cast<std::uint64_t*>(recv), part * 10 + 6);
+      // Sums that round: every member gets member 0's, bit for bit, close
+      // to the sum in member order.
+      auto* parts = reinterpret_cast<double*>(send);
+      auto* sums = reinterpret_cast<double*>(recv);
+      constexpr int inexact = 16;
+      for (int i = r.thread(); i < inexact; i += r.threads()) parts[i] = 1.0 / (3 + me + i);
+      r.sync_threads();
+      GASPI_OK(r, rec,
+               g.allreduce(parts, sums, inexact, gaspi::op_sum, gaspi::type_double, group,
+                           gaspi::block));
+      GASPI_OK(r, rec, g.barrier(group, gaspi::block));
+      for (int i = r.thread(); i < inexact; i += r.threads()) {
+        double serial = 0;
+        for (int k = 0; k < m; ++k) serial += 1.0 / (3 + members[k] + i);
+        const double error = sums[i] > serial ? sums[i] - serial : serial - sums[i];
+        if (r.g(sums + i, members[0]) != sums[i] || error > 1e-12 * serial)
+          record_failure(rec, __LINE__, part, i, (long long)(error * 1e18));
+      }
+      GASPI_OK(r, rec, g.barrier(group, gaspi::block));  // read before the next allreduce writes
       // One element, many times: the collectives' words are reused in turn.
       for (int k = 0; k < 20; ++k) {
         const std::int64_t one = me + k;
