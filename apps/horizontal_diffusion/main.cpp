@@ -12,10 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <grma/grma.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -53,67 +50,40 @@ const char* name_of(hd::variant v) {
   return "?";
 }
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "grma-hd: %s\nusage: grma-hd [--widths N,N,...] [--variants "
-               "hd,overlap,nooverlap,compute] [--rows R] [--threads T] [--iterations N] [--repeats K] "
-               "[--check-iterations K] [--no-baseline] [--json FILE]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int positive(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v < 0 || v > (1 << 24))
-    usage(std::string(what) + " must be a number, not '" + text + "'");
-  return int(v);
-}
-
-options parse(int argc, char** argv) {
+options parse(apps::command_line& line) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return std::string(argv[++i]);
-    };
-    if (a == "--widths" || a == "--variants") {
-      std::stringstream list(value());
-      std::string item;
-      if (a == "--widths") o.widths.clear(); else o.variants.clear();
-      while (std::getline(list, item, ',')) {
-        if (a == "--widths") {
-          o.widths.push_back(positive(item, "a width"));
-          if (o.widths.back() < 1) usage("widths are at least 1");
-          continue;
-        }
+  constexpr int most = 1 << 24;
+  while (line.next()) {
+    const std::string a = line.option();
+    if (a == "--widths") {
+      o.widths = line.numbers("a width", 1, most);
+    } else if (a == "--variants") {
+      o.variants.clear();
+      for (const std::string& item : line.items()) {
         bool known = false;
         for (hd::variant v : {hd::variant::hd, hd::variant::overlap, hd::variant::nooverlap,
                               hd::variant::compute})
           if (item == name_of(v)) o.variants.push_back(v), known = true;
-        if (!known) usage("unknown variant '" + item + "'");
+        if (!known) line.usage("unknown variant '" + item + "'");
       }
     } else if (a == "--rows") {
-      o.rows = positive(value(), "--rows");
+      o.rows = int(line.number(3, most));  // the compute variant works on rows 2..r-1
     } else if (a == "--threads") {
-      o.threads = positive(value(), "--threads");
+      o.threads = int(line.number(0, 1024));
     } else if (a == "--iterations") {
-      o.iterations = positive(value(), "--iterations");
+      o.iterations = int(line.number(1, most));
     } else if (a == "--repeats") {
-      o.repeats = positive(value(), "--repeats");
+      o.repeats = int(line.number(1, 1000));
     } else if (a == "--check-iterations") {
-      o.check_iterations = positive(value(), "--check-iterations");
+      o.check_iterations = int(line.number(0, most));
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (a == "--json") {
-      o.json = value();
+      o.json = line.value();
     } else {
-      usage("unknown argument '" + a + "'");
+      line.unknown();
     }
   }
-  if (o.rows < 3) usage("--rows must be at least 3 (the compute variant works on rows 2..r-1)");
-  if (o.iterations < 1) usage("--iterations must be at least 1");
   return o;
 }
 
@@ -158,7 +128,12 @@ constexpr double tolerance = 1e-12;
 
 int main(int argc, char** argv) try {
   grma::runtime rt(argc, argv);
-  const options o = parse(argc, argv);
+  apps::command_line line("grma-hd",
+                          "[--widths N,N,...] [--variants hd,overlap,nooverlap,compute] [--rows R] "
+                          "[--threads T] [--iterations N] [--repeats K] [--check-iterations K] "
+                          "[--no-baseline] [--json FILE]",
+                          argc, argv);
+  const options o = parse(line);
   const hd::grma_program probe{hd::variant::hd, o.rows, 1, 1, false};
   const grma::launch_options launch{.threads_per_rank = o.threads};
   const grma::rank_info info = rt.info(probe, launch);
@@ -181,8 +156,9 @@ int main(int argc, char** argv) try {
       2 * hd::field_count * hd::band_elements(info.ranks_per_device * o.rows, widest) * sizeof(double) +
       (std::uint64_t(1) << 20);
   if (rt.settings().heap_size < heap_needed)
-    usage("width " + std::to_string(widest) + " needs a heap of " + std::to_string(heap_needed >> 20) +
-          " MiB per device: set GRMA_HEAP_SIZE=" + std::to_string((heap_needed >> 20) + 1) + "M");
+    line.usage("width " + std::to_string(widest) + " needs a heap of " +
+               std::to_string(heap_needed >> 20) + " MiB per device: set GRMA_HEAP_SIZE=" +
+               std::to_string((heap_needed >> 20) + 1) + "M");
   if (lead) {
     std::printf("horizontal diffusion: %s backend, %d device%s, %d ranks per device x %d threads, "
                 "%d rows per rank (grid %d x width), %d iterations; times: median of %d runs\n",
@@ -193,7 +169,7 @@ int main(int argc, char** argv) try {
                 "baseline [us/it]", "baseline/grma", "grma error", "base error");
   }
   std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
-  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (lead && json == nullptr) line.usage("cannot write " + o.json);
   if (json)
     std::fprintf(json,
                  "{\n  \"backend\": \"%s\",\n  \"devices\": %d,\n  \"nodes\": %d,\n  \"processes\": %d,\n  "

@@ -11,9 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <grma/grma.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,56 +37,29 @@ struct options {
   std::string json = "jacobi2d.json";
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(
-      stderr,
-      "grma-jacobi2d: %s\nusage: grma-jacobi2d [--sizes N,N,...] [--iterations N] [--repeats K] "
-      "[--check-iterations K] [--threads T] [--no-baseline] [--json FILE]\n",
-      why.c_str());
-  std::exit(2);
-}
-
-int number(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v < 0 || v > (1 << 20))
-    usage(std::string(what) + " must be a number, not '" + text + "'");
-  return int(v);
-}
-
-options parse(int argc, char** argv) {
+options parse(apps::command_line& line) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return std::string(argv[++i]);
-    };
+  constexpr int most = 1 << 20;
+  while (line.next()) {
+    const std::string a = line.option();
     if (a == "--sizes") {
-      o.sizes.clear();
-      std::stringstream list(value());
-      for (std::string item; std::getline(list, item, ',');) {
-        o.sizes.push_back(number(item, "a size"));
-        if (o.sizes.back() < 1) usage("sizes are at least 1");
-      }
-      if (o.sizes.empty()) usage("--sizes needs at least one size");
+      o.sizes = line.numbers("a size", 1, most);
     } else if (a == "--iterations") {
-      o.iterations = number(value(), "--iterations");
+      o.iterations = int(line.number(1, most));
     } else if (a == "--repeats") {
-      o.repeats = number(value(), "--repeats");
+      o.repeats = int(line.number(1, 1000));
     } else if (a == "--check-iterations") {
-      o.check_iterations = number(value(), "--check-iterations");
+      o.check_iterations = int(line.number(0, most));
     } else if (a == "--threads") {
-      o.threads = number(value(), "--threads");
+      o.threads = int(line.number(0, 1024));
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (a == "--json") {
-      o.json = value();
+      o.json = line.value();
     } else {
-      usage("unknown argument '" + a + "'");
+      line.unknown();
     }
   }
-  if (o.iterations < 1 || o.repeats < 1) usage("--iterations and --repeats must be at least 1");
   return o;
 }
 
@@ -143,7 +114,11 @@ constexpr double tolerance = 1e-12;
 
 int main(int argc, char** argv) try {
   grma::settings s = grma::settings::from_environment(&argc, argv);
-  const options o = parse(argc, argv);
+  apps::command_line line("grma-jacobi2d",
+                          "[--sizes N,N,...] [--iterations N] [--repeats K] [--check-iterations K] "
+                          "[--threads T] [--no-baseline] [--json FILE]",
+                          argc, argv);
+  const options o = parse(line);
   const grma::launch_options launch{.threads_per_rank = o.threads};
   // How many PEs the job has decides the tiles, and the tiles how much
   // symmetric memory each PE needs: a probe asks, then the runtime has room.
@@ -157,8 +132,8 @@ int main(int argc, char** argv) try {
   for (const int n : o.sizes) {
     const jacobi::decomposition d = jacobi::split(n * devices, n, info.rank_count);
     if (d.max_height() < 1 || d.height(d.py - 1) < 1 || d.width(d.px - 1) < 1)
-      usage("a grid of " + std::to_string(n * devices) + " x " + std::to_string(n) +
-            " has fewer cells than the " + std::to_string(info.rank_count) + " PEs");
+      line.usage("a grid of " + std::to_string(n * devices) + " x " + std::to_string(n) +
+                 " has fewer cells than the " + std::to_string(info.rank_count) + " PEs");
     // The block, the teams' workspaces (16 KiB) and room for the allocator.
     slice = std::max<std::uint64_t>(slice, jacobi::grma_program::block_bytes(d) + (64 << 10));
   }
@@ -182,7 +157,7 @@ int main(int argc, char** argv) try {
                 "baseline [us/it]", "baseline/grma", "grma error", "base error");
   }
   std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
-  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (lead && json == nullptr) line.usage("cannot write " + o.json);
   if (json)
     std::fprintf(
         json,

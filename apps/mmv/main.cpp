@@ -13,9 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <grma/grma.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -42,52 +40,28 @@ struct options {
   std::string json = "mmv.json";
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "grma-mmv: %s\nusage: grma-mmv [--batches-kb K,K,...] [--pairs P] [--vectors N] "
-               "[--repeats K] [--threads T] [--no-check] [--no-baseline] [--json FILE]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-long long number(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v < 1 || v > (1ll << 40))
-    usage(std::string(what) + " must be a positive number, not '" + text + "'");
-  return v;
-}
-
-options parse(int argc, char** argv) {
+options parse(apps::command_line& line) {
   options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return std::string(argv[++i]);
-    };
+  while (line.next()) {
+    const std::string a = line.option();
     if (a == "--batches-kb") {
-      o.batches_kb.clear();
-      std::stringstream list(value());
-      for (std::string item; std::getline(list, item, ',');)
-        o.batches_kb.push_back(int(std::min(number(item, "a batch size"), 1ll << 20)));
-      if (o.batches_kb.empty()) usage("--batches-kb needs at least one size");
+      o.batches_kb = line.numbers("a batch size", 1, 1 << 20);
     } else if (a == "--pairs") {
-      o.pairs = int(std::min(number(value(), "--pairs"), 1ll << 16));
+      o.pairs = int(line.number(1, 1 << 16));
     } else if (a == "--vectors") {
-      o.vectors = number(value(), "--vectors");
+      o.vectors = line.number(1, 1ll << 40);
     } else if (a == "--repeats") {
-      o.repeats = int(std::min(number(value(), "--repeats"), 1000ll));
+      o.repeats = int(line.number(1, 1000));
     } else if (a == "--threads") {
-      o.threads = int(std::min(number(value(), "--threads"), 1024ll));
+      o.threads = int(line.number(0, 1024));
     } else if (a == "--no-check") {
       o.check = false;
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (a == "--json") {
-      o.json = value();
+      o.json = line.value();
     } else {
-      usage("unknown argument '" + a + "'");
+      line.unknown();
     }
   }
   return o;
@@ -102,7 +76,11 @@ int vectors_per_pair(int kb, int pairs) {
 
 int main(int argc, char** argv) try {
   grma::settings s = grma::settings::from_environment(&argc, argv);
-  const options o = parse(argc, argv);
+  apps::command_line line("grma-mmv",
+                          "[--batches-kb K,K,...] [--pairs P] [--vectors N] [--repeats K] "
+                          "[--threads T] [--no-check] [--no-baseline] [--json FILE]",
+                          argc, argv);
+  const options o = parse(line);
   grma::launch_options launch{.threads_per_rank = o.threads};
   grma::rank_info info;
   {
@@ -125,10 +103,10 @@ int main(int argc, char** argv) try {
   info = rt.info(mmv::grma_program{}, launch);
   const bool cuda = rt.backend() == grma::backend_kind::cuda, lead = info.process_index == 0;
   if (cuda && (info.threads_per_rank % mmv::n != 0))
-    usage("on a GPU a rank's threads are whole warps (--threads a multiple of 32)");
+    line.usage("on a GPU a rank's threads are whole warps (--threads a multiple of 32)");
   if (info.rank_count < 2 * o.pairs)
-    usage("the job has " + std::to_string(info.rank_count) + " ranks, fewer than 2 x " +
-          std::to_string(o.pairs) + " pairs");
+    line.usage("the job has " + std::to_string(info.rank_count) + " ranks, fewer than 2 x " +
+               std::to_string(o.pairs) + " pairs");
 #if defined(__CUDACC__)
   const bool baseline = o.baseline && cuda && devices == 1 && info.process_count == 1;
 #endif
@@ -143,7 +121,7 @@ int main(int argc, char** argv) try {
                 "grma [M/s]", "baseline [M/s]", "grma/baseline", "grma ok", "base ok");
   }
   std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
-  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (lead && json == nullptr) line.usage("cannot write " + o.json);
   if (json)
     std::fprintf(
         json,

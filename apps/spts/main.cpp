@@ -11,10 +11,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <grma/grma.hpp>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,85 +37,67 @@ struct options {
   std::string json = "spts.json";
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "grma-spts: %s\nusage: grma-spts [--matrix FILE] [--generate "
-               "laplace2d:NX[xNY],laplace3d:N,chain:N[:EXTRA],...] [--repeats K] [--threads T] "
-               "[--no-baseline] "
-               "[--json FILE]\n",
-               why.c_str());
-  std::exit(2);
-}
-
-int number(const std::string& text, const char* what) {
-  char* end = nullptr;
-  const long v = std::strtol(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || v < 1 || v > (1L << 24))
-    usage(std::string(what) + " must be a number from 1, not '" + text + "'");
-  return int(v);
-}
-
-options parse(int argc, char** argv) {
+options parse(apps::command_line& line) {
   options o;
   bool chosen = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&] {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return std::string(argv[++i]);
-    };
+  while (line.next()) {
+    const std::string a = line.option();
     if (a == "--matrix" || a == "--generate") {
       if (!chosen) o.matrices.clear();
       chosen = true;
-      if (a == "--matrix") {
-        o.matrices.push_back("file:" + value());
-        continue;
-      }
-      std::stringstream list(value());
-      for (std::string item; std::getline(list, item, ',');) o.matrices.push_back(item);
+      if (a == "--matrix")
+        o.matrices.push_back("file:" + line.value());
+      else
+        for (const std::string& item : line.items()) o.matrices.push_back(item);
     } else if (a == "--repeats") {
-      o.repeats = number(value(), "--repeats");
+      o.repeats = int(line.number(1, 1000));
     } else if (a == "--threads") {
-      o.threads = number(value(), "--threads");
+      o.threads = int(line.number(0, 1024));
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else if (a == "--json") {
-      o.json = value();
+      o.json = line.value();
     } else {
-      usage("unknown argument '" + a + "'");
+      line.unknown();
     }
   }
   return o;
 }
 
 // The matrix a name gives: file:PATH, laplace2d:NX[xNY], laplace3d:N, chain:N[:EXTRA].
-spts::csr make(const std::string& name) {
+spts::csr make(const std::string& name, const apps::command_line& line) {
   const std::size_t colon = name.find(':');
   if (colon == std::string::npos)
-    usage("a matrix is file:PATH, laplace2d:NX[xNY], laplace3d:N or chain:N[:EXTRA]");
+    line.usage("a matrix is file:PATH, laplace2d:NX[xNY], laplace3d:N or chain:N[:EXTRA]");
   const std::string kind = name.substr(0, colon), arguments = name.substr(colon + 1);
   if (kind == "file") return spts::read_matrix_market(arguments);
   // Rows are ints: a grid of at most 2^30 cells.
   constexpr long long most_rows = 1LL << 30;
+  constexpr int most = 1 << 24;  // a side, a count
   if (kind == "laplace2d") {
     const std::size_t x = arguments.find('x');
-    const int nx = number(arguments.substr(0, x), "laplace2d's NX");
-    const int ny = x == std::string::npos ? nx : number(arguments.substr(x + 1), "laplace2d's NY");
-    if ((long long)nx * ny > most_rows) usage("laplace2d: at most 2^30 cells");
+    const int nx = int(line.number(arguments.substr(0, x), "laplace2d's NX", 1, most));
+    const int ny = x == std::string::npos
+                       ? nx
+                       : int(line.number(arguments.substr(x + 1), "laplace2d's NY", 1, most));
+    if ((long long)nx * ny > most_rows) line.usage("laplace2d: at most 2^30 cells");
     return spts::laplacian_2d(nx, ny);
   }
   if (kind == "laplace3d") {
-    const int n = number(arguments, "laplace3d's N");
-    if ((long long)n * n * n > most_rows) usage("laplace3d: at most 2^30 cells");
+    const int n = int(line.number(arguments, "laplace3d's N", 1, most));
+    if ((long long)n * n * n > most_rows) line.usage("laplace3d: at most 2^30 cells");
     return spts::laplacian_3d(n);
   }
   if (kind == "chain") {
     const std::size_t c = arguments.find(':');
-    const int n = number(arguments.substr(0, c), "chain's N");
-    return spts::random_chain(
-        n, c == std::string::npos ? 4 : number(arguments.substr(c + 1), "chain's EXTRA"), 47);
+    const int n = int(line.number(arguments.substr(0, c), "chain's N", 1, most));
+    return spts::random_chain(n,
+                              c == std::string::npos ? 4
+                                                     : int(line.number(arguments.substr(c + 1),
+                                                                       "chain's EXTRA", 1, most)),
+                              47);
   }
-  usage("unknown matrix '" + name + "'");
+  line.usage("unknown matrix '" + name + "'");
 }
 
 // What the PEs read and write in userdata: the program (with its offsets)
@@ -216,7 +196,12 @@ constexpr double tolerance = 1e-10;
 
 int main(int argc, char** argv) try {
   grma::settings s = grma::settings::from_environment(&argc, argv);
-  const options o = parse(argc, argv);
+  apps::command_line line(
+      "grma-spts",
+      "[--matrix FILE] [--generate laplace2d:NX[xNY],laplace3d:N,chain:N[:EXTRA],...] "
+      "[--repeats K] [--threads T] [--no-baseline] [--json FILE]",
+      argc, argv);
+  const options o = parse(line);
   const grma::launch_options launch{.threads_per_rank = o.threads};
   // How many PEs the job has decides each PE's rows and inbox, and those
   // how much symmetric memory a PE needs: a probe asks, then the runtime
@@ -233,7 +218,7 @@ int main(int argc, char** argv) try {
   std::vector<problem> problems;
   std::uint64_t slice = 0;
   for (const std::string& name : o.matrices) {
-    spts::csr m = make(name);
+    spts::csr m = make(name, line);
     layout l = plan(m, spts::right_hand_side(m.n), info.rank_count);
     // The block, the teams' workspaces (16 KiB) and room for the allocator.
     slice = std::max<std::uint64_t>(
@@ -259,7 +244,7 @@ int main(int argc, char** argv) try {
                 "base error");
   }
   std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
-  if (lead && json == nullptr) usage("cannot write " + o.json);
+  if (lead && json == nullptr) line.usage("cannot write " + o.json);
   if (json)
     std::fprintf(
         json,
