@@ -50,6 +50,8 @@ expect() {  # expect CASE REGEX
 }
 step gpu-error-bad-target expect bad-target "grma: rank 1: put_notify: rank 5 is out of range: communicator world has 2 ranks"
 step gpu-error-watchdog expect stuck "grma: watchdog: no progress for .*rank 0: wait_notifications\\(window 0, source 1, tag 9, count 1\\)"
+# The program's own shared memory counts against a block's with the launch's.
+step gpu-error-shared expect "shared --grma-match-capacity=1500" "GRMA_MATCH_CAPACITY 1500 needs 36000 bytes of shared memory per rank, and the program's own shared variables [0-9]+ more"
 # After a trap the process's CUDA context is gone: the next run says so.
 step gpu-error-again expect again "first run: grma: rank 1: put_notify: rank 5 is out of range.*grma: an earlier run's rank kernel failed on GPU 0: .*run the next job in a new process"
 # compute-sanitizer on the portable conformance programs at small sizes (the

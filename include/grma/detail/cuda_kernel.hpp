@@ -26,8 +26,9 @@ class cuda_kernel {
   // Both queries return the CUDA error code (0 on success).
   // Blocks of `threads` threads that fit on one multiprocessor (0 when none).
   virtual int blocks_per_sm(int threads, std::size_t shared_bytes, int& blocks) const = 0;
-  // Registers per thread and the kernel's own block-size limit, for messages.
-  virtual int attributes(int& registers, int& max_threads) const = 0;
+  // Registers per thread, the kernel's own block-size limit and its static
+  // shared memory (a layer's or the program's __shared__ variables).
+  virtual int attributes(int& registers, int& max_threads, std::size_t& static_shared) const = 0;
   // Launches on `stream` (a cudaStream_t) and waits for the kernel to end.
   virtual kernel_outcome launch_and_wait(const device_view& v, int ranks, int threads,
                                          std::size_t shared_bytes, void* stream) const = 0;

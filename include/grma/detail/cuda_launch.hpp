@@ -62,11 +62,12 @@ class cuda_kernel_for final : public cuda_kernel {
                                                              threads, shared_bytes));
   }
 
-  int attributes(int& registers, int& max_threads) const override {
+  int attributes(int& registers, int& max_threads, std::size_t& static_shared) const override {
     cudaFuncAttributes a{};
     const cudaError_t e = cudaFuncGetAttributes(&a, rank_kernel<Program>);
     registers = a.numRegs;
     max_threads = a.maxThreadsPerBlock;
+    static_shared = a.sharedSizeBytes;
     return int(e);
   }
 

@@ -68,17 +68,23 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   cuda_plan plan{};
   plan.threads = o.threads_per_rank != 0 ? o.threads_per_rank : default_threads_per_rank;
   int registers = 0, kernel_max_threads = 0;
-  cuda_check(kernel.attributes(registers, kernel_max_threads),
+  std::size_t static_shared = 0;
+  cuda_check(kernel.attributes(registers, kernel_max_threads, static_shared),
              "cudaFuncGetAttributes (the rank kernel)");
   if (plan.threads > kernel_max_threads)
     config_error("threads_per_rank " + std::to_string(plan.threads) + " exceeds the " +
                  std::to_string(kernel_max_threads) + " threads a rank of this program can have on " +
                  prop.name + " (" + std::to_string(registers) + " registers per thread)");
+  // The launch's shared memory holds the matching's pending list; the
+  // kernel's static shared memory (the program's and the layers' own
+  // variables) comes on top, and a block gets both within one limit.
   plan.shared_bytes = std::size_t(s.match_capacity) * sizeof(notification);
-  if (plan.shared_bytes > prop.sharedMemPerBlock)
+  if (static_shared + plan.shared_bytes > prop.sharedMemPerBlock)
     config_error("GRMA_MATCH_CAPACITY " + std::to_string(s.match_capacity) + " needs " +
-                 std::to_string(plan.shared_bytes) + " bytes of shared memory per rank; " +
-                 prop.name + " gives a block " + std::to_string(prop.sharedMemPerBlock));
+                 std::to_string(plan.shared_bytes) +
+                 " bytes of shared memory per rank, and the program's " + "own shared variables " +
+                 std::to_string(static_shared) + " more; " + prop.name + " gives a block " +
+                 std::to_string(prop.sharedMemPerBlock));
 
   int per_sm = 0;
   cuda_check(kernel.blocks_per_sm(plan.threads, plan.shared_bytes, per_sm),
@@ -90,7 +96,7 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   if (most <= 0)
     config_error("no rank of this program fits on " + std::string(prop.name) + " with " +
                  std::to_string(plan.threads) + " threads, " + std::to_string(registers) +
-                 " registers per thread and " + std::to_string(plan.shared_bytes) +
+                 " registers per thread and " + std::to_string(static_shared + plan.shared_bytes) +
                  " bytes of shared memory");
   plan.ranks = o.ranks_per_device != 0 ? o.ranks_per_device : s.ranks_per_device;
   if (plan.ranks == 0) plan.ranks = most;
