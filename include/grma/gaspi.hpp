@@ -829,8 +829,8 @@ class handle {
   // read before its parent pushes it the result, so its next allreduce
   // (on any group) finds it free; a result is pushed to a member only
   // after that member joined the allreduce, so never into one it still
-  // copies out. The ready words are a group's and numbered, so a child one
-  // allreduce ahead satisfies the wait too.
+  // copies out. The ready words are a group's and carry the allreduce's
+  // number, so a wait never takes another allreduce's signal.
   GRMA_INLINE status allreduce(const void* send, void* recv, int count, operation_t op,
                                datatype_t type, group_t group, timeout_t limit) {
     const call where = call::gaspi_allreduce;

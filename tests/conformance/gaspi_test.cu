@@ -696,6 +696,81 @@ TEST_P(Gaspi, TimeLimitsReturnTimeoutAndRetriesGoOn) {
   }
 }
 
+// Allreduces back to back on two groups that share members (group_all and
+// ranks 1 to n - 1), with no barrier between them, every rank calling with
+// a limit of 1 ms and again until it succeeds while a fifth of the ranks
+// pause 2 ms before each (so members stop and resume at every step of the
+// tree), counts from 1 to 255: each result exact.
+struct gaspi_allreduces_resumed {
+  static constexpr int rounds = 10;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    gaspi::handle g(r);
+    GASPI_OK(r, rec, g.proc_init(gaspi::block));
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* area = static_cast<std::int64_t*>(r.alloc_symmetric(2 * 8 * gaspi::allreduce_elem_max));
+    std::int64_t* send = area;
+    std::int64_t* recv = area + gaspi::allreduce_elem_max;
+    gaspi::group_t rest = -1;
+    GASPI_OK(r, rec, g.group_create(&rest));
+    for (int k = 1; k < n; ++k) GASPI_OK(r, rec, g.group_add(rest, k));
+    if (me >= 1) GASPI_OK(r, rec, g.group_commit(rest, gaspi::block));
+    GASPI_OK(r, rec, g.barrier(gaspi::group_all, gaspi::block));
+    auto value = [](int m, int round, int i) { return (m + 1) * 1000003LL + round * 7 + i; };
+    int retries = 0;
+    for (int round = 0; round < rounds; ++round) {
+      for (int part = 0; part < 2; ++part) {
+        if (part == 1 && me == 0) continue;
+        const gaspi::group_t group = part == 0 ? gaspi::group_all : rest;
+        const int count = 1 + (round * 37 + part * 101) % gaspi::allreduce_elem_max;
+        for (int i = r.thread(); i < count; i += r.threads()) send[i] = value(me, round, i);
+        r.sync_threads();
+        if (mix(std::uint64_t(me), std::uint64_t(round * 2 + part)) % 5 == 0) pause(r, 0.002);
+        for (;;) {
+          const gaspi::status s =
+              g.allreduce(send, recv, count, gaspi::op_sum, gaspi::type_long, group, 1);
+          if (s == gaspi::success) break;
+          CONF_EXPECT(r, rec, s == gaspi::timeout, int(s), round, part);
+          ++retries;
+        }
+        for (int i = r.thread(); i < count; i += r.threads()) {
+          long long expected = 0;
+          for (int m = part; m < n; ++m) expected += value(m, round, i);
+          if (recv[i] != expected) {
+            record_failure(rec, __LINE__, round * 2 + part, i, (long long)(recv[i] - expected));
+            break;
+          }
+        }
+        r.sync_threads();
+      }
+    }
+    // Someone waited (a rank that never returned timeout would test nothing).
+    int waited = retries > 0 ? 1 : 0;
+    int anyone = 0;
+    GASPI_OK(r, rec,
+             g.allreduce(&waited, &anyone, 1, gaspi::op_max, gaspi::type_int, gaspi::group_all,
+                         gaspi::block));
+    CONF_EXPECT(r, rec, anyone == 1, anyone, retries, 0);
+    tally(r, rec, 0);
+    r.free_symmetric(area);
+    GASPI_OK(r, rec, g.proc_term(gaspi::block));
+  }
+};
+
+TEST_P(Gaspi, AllreducesOnGroupsSharingMembersResumeAfterTimeout) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(gaspi_allreduces_resumed{});
+  j.prepare();
+  if (j.run(gaspi_allreduces_resumed{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 1u; }, "programs finished");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Matrix, Gaspi, testing::ValuesIn(suite_configs()), config_name);
 
 }  // namespace
