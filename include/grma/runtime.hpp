@@ -38,7 +38,8 @@ using cpu_rank = basic_rank<detail::cpu_platform>;
 // destination (an atomic's `old`) holds the answer, and the data, signal
 // or notification is in place at the target. test() says whether it is
 // complete; wait() waits for it, at most GRMA_TIMEOUT seconds. Both throw
-// grma::error when the operation failed (the job failed or ended first).
+// grma::error when the operation failed: the job failed or ended first, or
+// the target's engine refused it (errc::request_refused, where() its call).
 class host_request {
  public:
   host_request() = default;
@@ -70,9 +71,10 @@ class host_request {
 // completes on its own. A host's notified put is matched with any_source;
 // its envelope's source is host_source() (a number after every world
 // rank). Operations are taken while this process's ranks run; bad
-// arguments throw grma::error at once, and an offset beyond the target's
-// registered range fails the job with errc::request_refused. Host threads
-// may call these concurrently, but not while one calls wait().
+// arguments throw grma::error at once, and an offset or signal beyond the
+// target's registered range (which only the target's engine knows) fails
+// that request alone with errc::request_refused, writing nothing of it.
+// Host threads may call these concurrently, but not while one calls wait().
 class job {
  public:
   job() = default;

@@ -60,7 +60,7 @@ bool host_request::test() const {
     case detail::host_operation::in_flight:
       return false;
     case detail::host_operation::failed:
-      throw error(errc::process_failed, -1, call::runtime, op_->failure);
+      throw error(op_->failure_code, -1, detail::host_call(op_->c), op_->failure);
     default:
       return true;
   }

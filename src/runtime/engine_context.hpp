@@ -30,6 +30,9 @@ inline constexpr auto wire_ack = remote_op(17);        // `bytes` operations of 
 inline constexpr auto wire_abort = remote_op(18);      // an error_record and `bytes` of report follow
 inline constexpr auto wire_done = remote_op(19);       // the sender's ranks are done and acknowledged
 inline constexpr auto wire_beat = remote_op(20);       // the sender is alive
+// A host's request refused alone (engine_operations::check): its header
+// back, the refusal in `tag` and the bytes registered in `signal_value`.
+inline constexpr auto wire_refused = remote_op(21);
 
 struct engine_context {
   engine_context(const job_nodes& n, std::vector<const device_view*> v,

@@ -126,6 +126,17 @@ void engine_host::answer_here(const remote_command& c, std::uint64_t old) {
   part_done(number);
 }
 
+void engine_host::refused(const remote_command& refused) {
+  const std::uint32_t number = host_operation_number(refused);
+  const operation op = find(number);
+  if (!op) return;
+  const error_record r =
+      refusal_record(op->c, static_cast<refusal>(refused.tag), refused.signal_value,
+                     -1 - cx_.nodes.process, op->c.target, host_call(op->c));
+  port_->fail(*op, describe(r), errc::request_refused);
+  in_flight_.erase(number);
+}
+
 void engine_host::stop_taking() {
   if (!port_) return;
   take();  // what came before is served

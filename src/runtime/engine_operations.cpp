@@ -1,7 +1,9 @@
 #include "engine_operations.hpp"
 
 #include <chrono>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "engine_arrivals.hpp"
 #include "engine_completion.hpp"
@@ -77,6 +79,14 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
       o.host_.acknowledged(host_operation_number(c));
     else
       o.completion_.acknowledged(c);
+    return true;
+  };
+  h[std::size_t(wire_refused)] = [](engine_operations& o, int from, const remote_command& c) {
+    if (o.cx_.is_host_origin(c.origin) && o.cx_.process_of_origin(c.origin) == o.cx_.nodes.process)
+      o.host_.refused(c);
+    else
+      o.liveness_.malformed(from, -1, call::runtime,
+                            "refused an operation this process did not send");
     return true;
   };
   h[std::size_t(wire_abort)] = [](engine_operations& o, int from, const remote_command& c) {
@@ -197,28 +207,46 @@ bool engine_operations::about_to_exist(const window_slot& s, std::uint32_t gener
   return next && (waiting_[std::size_t(from)].empty() || waited < silence_limit_seconds);
 }
 
+error_record refusal_record(const remote_command& c, refusal why, std::uint64_t registered,
+                            std::int64_t origin, int rank, call where) {
+  error_record r{};
+  r.code = std::int32_t(errc::request_refused);
+  r.rank = rank;
+  r.where = std::int32_t(where);
+  r.values[0] = origin;
+  r.values[1] = std::int64_t(why);
+  const bool signal = why == refusal::signal_misaligned || why == refusal::signal_outside_range;
+  r.values[2] = std::int64_t(signal ? c.signal_offset : c.offset);
+  r.values[3] = std::int64_t(signal ? sizeof(std::uint64_t) : c.bytes);
+  r.values[4] = std::int64_t(registered);
+  r.values[5] = c.window & 0xffffu;
+  return r;
+}
+
 // Checks a request against this node's window table; on success sets
 // `range` to where the target's range starts (the window, target, range
-// and signal are all as the request says); a refused request fails the job.
+// and signal are all as the request says). A refused request fails the
+// job, but a host's that names a range, signal or word its target does not
+// have fails alone (refuse_host_operation): the host could not check those
+// (the target's range is its engine's to know, and its ranks may free a
+// window meanwhile), where a rank's request that fails them, or a host's
+// that fails the other checks, was never made by grma.
 engine_operations::verdict engine_operations::check(int from, const remote_command& c,
                                                     unsigned char*& range) {
   const window_table& t = cx_.first->windows;
   const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
-  const call where = call_of(c);
   const bool host = cx_.is_host_origin(c.origin);
   auto refuse = [&](refusal why, std::uint64_t registered) {
-    error_record r{};
-    r.code = std::int32_t(errc::request_refused);
-    r.rank = cx_.mine(c.target) ? c.target : -1;
-    r.where = std::int32_t(where);
+    if (host && why != refusal::wrong_process && why != refusal::not_for_hosts &&
+        why != refusal::outside_slice) {
+      refuse_host_operation(from, c, why, registered);
+      return verdict::refused;
+    }
     // A host origin as -1 - its process (error.cpp says "the host of process p").
-    r.values[0] = host ? -1 - cx_.process_of_origin(c.origin) : c.origin;
-    r.values[1] = std::int64_t(why);
-    r.values[2] = std::int64_t(why == refusal::signal_misaligned ? c.signal_offset : c.offset);
-    r.values[3] = std::int64_t(c.bytes);
-    r.values[4] = std::int64_t(registered);
-    r.values[5] = slot;
-    liveness_.stop_trusting(from, r);
+    liveness_.stop_trusting(
+        from,
+        refusal_record(c, why, registered, host ? -1 - cx_.process_of_origin(c.origin) : c.origin,
+                       cx_.mine(c.target) ? c.target : -1, host ? host_call(c) : call_of(c)));
     return verdict::refused;
   };
   const int origins = cx_.nodes.host_access ? cx_.origins() : cx_.world_size;
@@ -262,7 +290,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     return refuse(refusal::outside_range, e.size);
   if (c.op == remote_op::put_signal) {
     if (c.signal_offset > e.size || e.size - c.signal_offset < sizeof(std::uint64_t))
-      return refuse(refusal::outside_range, e.size);
+      return refuse(refusal::signal_outside_range, e.size);
     if ((e.offset + c.signal_offset) % sizeof(std::uint64_t) != 0)
       return refuse(refusal::signal_misaligned, e.size);
   }
@@ -307,6 +335,26 @@ bool engine_operations::serve(int from, const remote_command& c) {
   }
   cx_.receive_data(from, at, c.bytes, done);
   return true;
+}
+
+// A host's operation refused alone (check). The bytes of a put that follow
+// its header are received and dropped, so the data from that process stay
+// in step; only then is the origin told, so that once its request fails,
+// nothing reads the host's buffer any more.
+void engine_operations::refuse_host_operation(int from, const remote_command& c, refusal why,
+                                              std::uint64_t registered) {
+  remote_command answer = c;
+  answer.op = wire_refused;
+  answer.inline_bytes = 0;
+  answer.tag = std::int32_t(why);
+  answer.signal_value = registered;
+  if (from == cx_.nodes.process) return host_.refused(answer);  // its bytes were never sent
+  auto tell = [this, from, answer] { intake_.send_header(from, answer); };
+  if (!remote_sends_source(c)) return tell();
+  auto dropped = std::make_shared<std::vector<unsigned char>>(c.bytes);
+  cx_.receive_data(
+      from, dropped->data(), c.bytes, [tell, dropped] { tell(); },
+      engine_context::memory_kind::host);
 }
 
 void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,

@@ -30,6 +30,12 @@ class engine_liveness;
 // strided or non-blocking form, its blocking one).
 call call_of(const remote_command& c);
 
+// The error record of request `c`'s refusal: `origin` as error.cpp shows
+// it (a rank, or -1 - p for the host of process p), `rank` the target
+// where it is this node's (else -1), `registered` the bytes the target has.
+error_record refusal_record(const remote_command& c, refusal why, std::uint64_t registered,
+                            std::int64_t origin, int rank, call where);
+
 class engine_operations {
  public:
   engine_operations(engine_context& cx, engine_intake& intake, engine_completion& completion,
@@ -73,6 +79,8 @@ class engine_operations {
   bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const;
   verdict check(int from, const remote_command& c, unsigned char*& range);
   bool serve(int from, const remote_command& c);
+  void refuse_host_operation(int from, const remote_command& c, refusal why,
+                             std::uint64_t registered);
 
   engine_context& cx_;
   engine_intake& intake_;

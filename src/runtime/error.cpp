@@ -253,6 +253,10 @@ std::string describe_values(const error_record& r) {
         case refusal::signal_misaligned:
           s << "signal offset " << u(v[2]) << " is not 8-byte aligned (window " << v[5] << ")";
           break;
+        case refusal::signal_outside_range:
+          s << "signal offset " << u(v[2]) << " + 8 exceeds the " << u(v[4])
+            << " bytes registered with window " << v[5];
+          break;
         case refusal::outside_slice:
           s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the target's " << u(v[4])
             << "-byte slice of the symmetric heap";

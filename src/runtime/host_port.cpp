@@ -90,8 +90,9 @@ void host_port::finish(host_operation& op) {
   changed_.notify_all();
 }
 
-void host_port::fail(host_operation& op, const std::string& why) {
+void host_port::fail(host_operation& op, const std::string& why, errc code) {
   op.failure = why;
+  op.failure_code = code;
   op.outcome.store(host_operation::failed, std::memory_order_release);
   { std::lock_guard<std::mutex> lock(mutex_); }
   changed_.notify_all();

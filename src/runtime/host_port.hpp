@@ -33,7 +33,10 @@ struct host_operation {
   std::uint64_t* old = nullptr;  // a fetching atomic's: where its old value goes
   int parts_left = 0;            // engine thread only: acknowledgement, answer
   std::atomic<std::uint32_t> outcome{in_flight};
-  std::string failure;  // written before outcome = failed
+  // Written before outcome = failed: the message, and the error's code
+  // (the job's end, or a refusal of this operation alone).
+  std::string failure;
+  errc failure_code = errc::process_failed;
 };
 
 // The job:: call an operation came from (its name in messages).
@@ -75,7 +78,7 @@ class host_port {
 
   // Completes or fails `op` (the engine's thread), and wakes its waiters.
   void finish(host_operation& op);
-  void fail(host_operation& op, const std::string& why);
+  void fail(host_operation& op, const std::string& why, errc code = errc::process_failed);
 
   // Any thread: waits until `op` is no longer in flight or `seconds` have
   // passed; whether it is no longer in flight.

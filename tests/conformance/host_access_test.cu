@@ -181,7 +181,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
-      std::vector<grma::host_request> requests;
+      std::vector<grma::host_request> requests, refusals;
       std::vector<unsigned char> small(small_bytes), large(large_bytes), notified(notify_bytes);
       std::vector<std::vector<unsigned char>> keep;  // sources stay until complete
       for (int target = t; target < ranks; target += threads) {
@@ -205,6 +205,14 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
         requests.push_back(running.atomic_compare_swap(w, target, host_slots::swapped, 0,
                                                        std::uint64_t(me) + 1, &mine.swap_old));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
+        // A large put that ends past the target's range (its bytes follow
+        // the header and are dropped there) and a signal past it: each
+        // request fails alone, writing nothing (the signal word, the
+        // range's last, would show it), and what follows is served.
+        refusals.push_back(
+            running.put(w, target, host_slots::signal, pattern(large_bytes, 4), large_bytes));
+        refusals.push_back(running.put_signal(w, target, host_slots::small(me), pattern(8, 1), 8,
+                                              host_slots::bytes, 1, grma::signal_op::add));
         // Last: a host's operations to a target complete in order, so the
         // target that sees this signal finds all the above in place.
         requests.push_back(running.put_signal(w, target, host_slots::small(me), pattern(8, 1), 8,
@@ -212,6 +220,20 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       }
       for (const grma::host_request& q : requests) q.wait();
       for (const grma::host_request& q : requests) EXPECT_TRUE(q.test());
+      const std::string registered = " exceeds the " + std::to_string(host_slots::bytes) +
+                                     " bytes registered with window " + std::to_string(w.slot) +
+                                     "; nothing was written";
+      for (std::size_t k = 0; k < refusals.size(); ++k) {
+        const bool put = k % 2 == 0;
+        const int target = t + int(k / 2) * threads;
+        refused([&] { refusals[k].wait(); }, grma::errc::request_refused,
+                "grma: rank " + std::to_string(target) + (put ? ": put" : ": put_signal") +
+                    ": refused a request from the host of process " + std::to_string(me) + ": " +
+                    (put ? "offset " + std::to_string(host_slots::signal) + " + size " +
+                               std::to_string(large_bytes)
+                         : "signal offset " + std::to_string(host_slots::bytes) + " + 8") +
+                    registered);
+      }
     });
   for (std::thread& t : pool) t.join();
   running.wait();
