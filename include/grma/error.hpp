@@ -115,6 +115,7 @@ enum class call : std::int32_t {
   gaspi_group_query,
   gaspi_barrier,
   gaspi_allreduce,
+  gaspi_allreduce_user,
   gaspi_passive_send,
   gaspi_passive_receive,
   gaspi_state_vec_get,

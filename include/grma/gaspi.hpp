@@ -81,6 +81,7 @@ inline constexpr group_t group_all = 0;
 
 // A rank's state in state_vec_get (GASPI_STATE_HEALTHY, _CORRUPT).
 using state_t = unsigned char;
+using reduce_state_t = void*;  // allreduce_user's state, handed to its operation
 inline constexpr state_t state_healthy = 0;
 inline constexpr state_t state_corrupt = 1;
 
@@ -100,6 +101,8 @@ inline constexpr int group_max = 32;
 inline constexpr int queue_max = 16;
 inline constexpr int notification_num_max = 65536;
 inline constexpr int allreduce_elem_max = 255;
+// The bytes of one allreduce_user (the elements of the largest allreduce).
+inline constexpr int allreduce_buf_size = allreduce_elem_max * 8;
 
 // proc_init's choices (gaspi_config_t's); every rank passes the same.
 struct config {
@@ -200,15 +203,15 @@ struct state {
   GRMA_HOST_DEVICE unsigned char* partial() {
     return reinterpret_cast<unsigned char*>(pending_senders() + world_words * (1 + group_max));
   }
-  GRMA_HOST_DEVICE unsigned char* child() { return partial() + allreduce_elem_max * 8; }
-  GRMA_HOST_DEVICE unsigned char* result() { return child() + allreduce_elem_max * 8; }
-  GRMA_HOST_DEVICE unsigned char* health() { return result() + allreduce_elem_max * 8; }
+  GRMA_HOST_DEVICE unsigned char* child() { return partial() + allreduce_buf_size; }
+  GRMA_HOST_DEVICE unsigned char* result() { return child() + allreduce_buf_size; }
+  GRMA_HOST_DEVICE unsigned char* health() { return result() + allreduce_buf_size; }
   GRMA_HOST_DEVICE unsigned char* outbox() {
     return health() + (std::size_t(world_size) + 7) / 8 * 8;
   }
   GRMA_HOST_DEVICE static std::size_t bytes(int world_size, std::size_t passive_max) {
     const std::size_t words = (std::size_t(world_size) + 63) / 64;
-    return sizeof(state) + words * (1 + group_max) * 8 + 3 * allreduce_elem_max * 8 +
+    return sizeof(state) + words * (1 + group_max) * 8 + 3 * allreduce_buf_size +
            (std::size_t(world_size) + 7) / 8 * 8 + passive_max;
   }
 };
@@ -834,37 +837,46 @@ class handle {
   GRMA_INLINE status allreduce(const void* send, void* recv, int count, operation_t op,
                                datatype_t type, group_t group, timeout_t limit) {
     const call where = call::gaspi_allreduce;
-    layer::local_state& l = state_of(where);
-    layer::group_entry& e = group_at(where, group, 3);
-    Rank& r = *r_;
     in_range(where, "allreduce's count", count, 1, allreduce_elem_max);
     in_range(where, "allreduce's op", int(op), int(op_min), int(op_sum));
     in_range(where, "allreduce's type", int(type), int(type_int), int(type_ulong));
-    if (send == nullptr || recv == nullptr) failed(errc::null_buffer, where, count);
-    check_pending(where, group, e);
-    for (int other = 0; other < group_max; ++other)
-      if (other != group && l.groups[other].pending == int(where))
-        failed(errc::collective_pending, where, other, int(where));
-    const std::size_t bytes = std::size_t(count) * element_bytes(type);
-    const bool resumed = e.pending == int(where);
-    r.sync_threads();  // every thread has read the group's state
-    if (!resumed) {
-      const auto* from = static_cast<const unsigned char*>(send);
+    return reduce_members(where, send, recv, std::size_t(count) * element_bytes(type), group, limit,
+                          [&] { combine(type, op, count); });
+  }
+
+  // GPI-2's allreduce_user: `num` elements of `element_size` bytes (num *
+  // element_size at most allreduce_buf_size) reduced by the program's
+  // operation, called by one thread of the rank as
+  //   status reduce(void* one, void* two, void* result, reduce_state_t state,
+  //                 int num, std::size_t element_size, timeout_t limit)
+  // (a function, or any callable the rank's code may call) to write
+  // result[i] = one[i] op two[i]. `one` always holds the elements of the
+  // members before `two`'s, so the operation must be associative but need
+  // not commute; every member gets the same result. An operation that does
+  // not return success ends the job (the allreduce could not go on).
+  template <class Reduce>
+  GRMA_INLINE status allreduce_user(const void* send, void* recv, int num, std::size_t element_size,
+                                    Reduce&& reduce, reduce_state_t state, group_t group,
+                                    timeout_t limit) {
+    const call where = call::gaspi_allreduce_user;
+    in_range(where, "allreduce_user's num", num, 1, allreduce_buf_size);
+    in_range(where, "allreduce_user's element_size", std::int64_t(element_size), 1,
+             allreduce_buf_size / num);
+    Rank& r = *r_;
+    return reduce_members(where, send, recv, std::size_t(num) * element_size, group, limit, [&] {
+      status result = success;
+      if (r.thread() == 0)
+        result = reduce(s_->partial(), s_->child(), s_->result(), state, num, element_size, limit);
+      if (r.from_leader(result) != success)
+        refuse(where, "allreduce_user's operation returned status", int(result));
+      const std::size_t bytes = std::size_t(num) * element_size;
       for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
-        s_->partial()[i] = from[i];
-      r.sync_threads();
-      if (r.thread() == 0) {
-        e.pending = int(where);
-        e.allreduce_step = 0;
-      }
-      r.sync_threads();
-    }
-    const status result = reduce_tree(type, op, group, count, bytes, deadline(limit));
-    if (result != success) return result;
-    // By every thread: each may pass a recv of its own (or all the same one).
-    auto* to = static_cast<unsigned char*>(recv);
-    for (std::size_t i = 0; i < bytes; ++i) to[i] = s_->result()[i];
-    r.sync_threads();  // every thread has its copy before a next allreduce's result comes
+        s_->partial()[i] = s_->result()[i];
+    });
+  }
+  // The bytes an allreduce_user reduces at most.
+  GRMA_INLINE static status allreduce_buf_size_get(std::size_t* bytes) {
+    *bytes = allreduce_buf_size;
     return success;
   }
   GRMA_INLINE static status allreduce_elem_max_get(int* count) {
@@ -1225,12 +1237,53 @@ class handle {
   GRMA_INLINE static std::size_t element_bytes(datatype_t type) {
     return type == type_int || type == type_uint || type == type_float ? 4 : 8;
   }
+  // An allreduce of `bytes` from each member's `send` into every thread's
+  // `recv` (where: allreduce or allreduce_user), `fold` folding the
+  // child's partial result into this member's (every thread calls it).
+  template <class Combine>
+  GRMA_INLINE status reduce_members(call where, const void* send, void* recv, std::size_t bytes,
+                                    group_t group, timeout_t limit, Combine&& fold) {
+    layer::local_state& l = state_of(where);
+    layer::group_entry& e = group_at(where, group, 3);
+    Rank& r = *r_;
+    if (send == nullptr || recv == nullptr) failed(errc::null_buffer, where, std::int64_t(bytes));
+    check_pending(where, group, e);
+    // The rank has one partial result: an allreduce that returned timeout
+    // on another group still has its parent to read it.
+    for (int other = 0; other < group_max; ++other) {
+      const int pending = l.groups[other].pending;
+      if (other != group &&
+          (pending == int(call::gaspi_allreduce) || pending == int(call::gaspi_allreduce_user)))
+        failed(errc::collective_pending, where, other, pending);
+    }
+    const bool resumed = e.pending == int(where);
+    r.sync_threads();  // every thread has read the group's state
+    if (!resumed) {
+      const auto* from = static_cast<const unsigned char*>(send);
+      for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
+        s_->partial()[i] = from[i];
+      r.sync_threads();
+      if (r.thread() == 0) {
+        e.pending = int(where);
+        e.allreduce_step = 0;
+      }
+      r.sync_threads();
+    }
+    const status result = reduce_tree(group, bytes, deadline(limit), fold);
+    if (result != success) return result;
+    // By every thread: each may pass a recv of its own (or all the same one).
+    auto* to = static_cast<unsigned char*>(recv);
+    for (std::size_t i = 0; i < bytes; ++i) to[i] = s_->result()[i];
+    r.sync_threads();  // every thread has its copy before a next allreduce's result comes
+    return success;
+  }
+
   // allreduce's tree (see allreduce) from the step where it stopped, by
   // every thread; thread 0 waits. Release: the threads meet, then thread 0
   // fences and signals; acquire: its wait, then the threads' meeting
   // (from_leader) before they read.
-  GRMA_INLINE status reduce_tree(datatype_t type, operation_t op, group_t group, int count,
-                                 std::size_t bytes, double until) {
+  template <class Combine>
+  GRMA_INLINE status reduce_tree(group_t group, std::size_t bytes, double until, Combine& fold) {
     Rank& r = *r_;
     layer::group_entry& e = l_->groups[group];
     const int n = e.size, me = member_index(group, r.rank(world));
@@ -1260,7 +1313,7 @@ class handle {
       }
       if (r.from_leader(result) != success) return timeout;
       r.get(s_->child(), s_->partial(), bytes, child);
-      combine(type, op, count);
+      fold();
       r.sync_threads();  // the copy is read before the next get overwrites it
     }
     // Down: the result from the parent (member 0 has it), then to the children.

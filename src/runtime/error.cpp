@@ -144,6 +144,8 @@ const char* call_name(call c) {
       return "gaspi_barrier";
     case call::gaspi_allreduce:
       return "gaspi_allreduce";
+    case call::gaspi_allreduce_user:
+      return "gaspi_allreduce_user";
     case call::gaspi_passive_send:
       return "gaspi_passive_send";
     case call::gaspi_passive_receive:

@@ -771,6 +771,106 @@ TEST_P(Gaspi, AllreducesOnGroupsSharingMembersResumeAfterTimeout) {
   }
 }
 
+// allreduce_user with an operation that does not commute: each element is
+// a 2 x 2 matrix of 64-bit words (arithmetic modulo 2^64), and the result
+// is the members' product in member order, on group_all and on the odd
+// ranks. The operation counts its calls in the state it is handed.
+struct matrix_product {
+  GRMA_HOST_DEVICE gaspi::status operator()(void* one, void* two, void* result,
+                                            gaspi::reduce_state_t state, int num,
+                                            std::size_t element_size, gaspi::timeout_t) const {
+    if (element_size != 4 * sizeof(std::uint64_t)) return gaspi::error;
+    const auto* a = static_cast<const std::uint64_t*>(one);
+    const auto* b = static_cast<const std::uint64_t*>(two);
+    auto* c = static_cast<std::uint64_t*>(result);
+    for (int e = 0; e < num; ++e, a += 4, b += 4, c += 4) {
+      c[0] = a[0] * b[0] + a[1] * b[2];
+      c[1] = a[0] * b[1] + a[1] * b[3];
+      c[2] = a[2] * b[0] + a[3] * b[2];
+      c[3] = a[2] * b[1] + a[3] * b[3];
+    }
+    ++*static_cast<int*>(state);
+    return gaspi::success;
+  }
+};
+
+GRMA_HOST_DEVICE inline std::uint64_t matrix_entry(int member, int element, int k) {
+  return mix(std::uint64_t(member), std::uint64_t(element), std::uint64_t(k)) % 7;
+}
+
+struct gaspi_user_reductions {
+  static constexpr int num = gaspi::allreduce_buf_size / 32;  // 63 matrices
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    gaspi::handle g(r);
+    GASPI_OK(r, rec, g.proc_init(gaspi::block));
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    std::size_t most = 0;
+    GASPI_OK(r, rec, g.allreduce_buf_size_get(&most));
+    CONF_EXPECT(r, rec, most == std::size_t(gaspi::allreduce_buf_size), most, 0, 0);
+    auto* area =
+        static_cast<std::uint64_t*>(r.alloc_symmetric(2 * 4 * num * sizeof(std::uint64_t)));
+    std::uint64_t* send = area;
+    std::uint64_t* recv = area + 4 * num;
+    gaspi::group_t odd = -1;
+    GASPI_OK(r, rec, g.group_create(&odd));
+    for (int k = 1; k < n; k += 2) GASPI_OK(r, rec, g.group_add(odd, k));
+    if (me % 2 == 1) GASPI_OK(r, rec, g.group_commit(odd, gaspi::block));
+    for (int part = 0; part < 2; ++part) {
+      if (part == 1 && me % 2 == 0) break;
+      const gaspi::group_t group = part == 0 ? gaspi::group_all : odd;
+      for (int i = r.thread(); i < 4 * num; i += r.threads())
+        send[i] = matrix_entry(me, i / 4, i % 4);
+      r.sync_threads();
+      int calls = 0;  // thread 0's: the operation runs there
+      GASPI_OK(r, rec,
+               g.allreduce_user(send, recv, num, 4 * sizeof(std::uint64_t), matrix_product{},
+                                &calls, group, gaspi::block));
+      // Member i combines one child for each trailing zero bit below the
+      // group's size: its calls are its children.
+      const int size = part == 0 ? n : n / 2, index = part == 0 ? me : me / 2;
+      int children = 0;
+      for (int k = 0; (1 << k) < size && (index & (1 << k)) == 0; ++k)
+        children += index + (1 << k) < size ? 1 : 0;
+      if (r.thread() == 0) CONF_EXPECT(r, rec, calls == children, calls, children, part);
+      for (int e = r.thread(); e < num; e += r.threads()) {
+        std::uint64_t p[4] = {1, 0, 0, 1};
+        for (int m = part; m < n; m += 1 + part) {
+          std::uint64_t q[4];
+          for (int k = 0; k < 4; ++k) q[k] = matrix_entry(m, e, k);
+          const std::uint64_t t[4] = {p[0] * q[0] + p[1] * q[2], p[0] * q[1] + p[1] * q[3],
+                                      p[2] * q[0] + p[3] * q[2], p[2] * q[1] + p[3] * q[3]};
+          for (int k = 0; k < 4; ++k) p[k] = t[k];
+        }
+        for (int k = 0; k < 4; ++k)
+          if (recv[4 * e + k] != p[k]) {
+            record_failure(rec, __LINE__, part, e, k);
+            break;
+          }
+      }
+      r.sync_threads();
+      tally(r, rec, 0);
+    }
+    GASPI_OK(r, rec, g.barrier(gaspi::group_all, gaspi::block));
+    r.free_symmetric(area);
+    GASPI_OK(r, rec, g.proc_term(gaspi::block));
+  }
+};
+
+TEST_P(Gaspi, UserReductionsCombineInMemberOrder) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(gaspi_user_reductions{});
+  j.prepare();
+  if (j.run(gaspi_user_reductions{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int rank) { return rank % 2 == 1 ? 2u : 1u; }, "reductions checked");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Matrix, Gaspi, testing::ValuesIn(suite_configs()), config_name);
 
 }  // namespace

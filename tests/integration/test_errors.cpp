@@ -654,6 +654,33 @@ TEST(Errors, GaspiAllreduceOfTooManyElements) {
                "grma: rank 1: gaspi_allreduce: allreduce's count 256 is outside 1 to 255");
 }
 
+TEST(Errors, GaspiAllreduceUserOfMoreThanItsBuffer) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    long values[2] = {};
+    g.allreduce_user(
+        values, values, 2, gaspi::allreduce_buf_size, [](auto...) { return gaspi::success; },
+        nullptr, gaspi::group_all, gaspi::block);
+  }));
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_allreduce_user: allreduce_user's element_size 2040 is outside "
+               "1 to 1020");
+}
+
+TEST(Errors, GaspiAllreduceUserWhoseOperationFails) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    long one = r.rank(grma::world), total = 0;
+    g.allreduce_user(
+        &one, &total, 1, sizeof one, [](auto...) { return gaspi::error; }, nullptr,
+        gaspi::group_all, gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::argument_refused);
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 0: gaspi_allreduce_user: allreduce_user's operation returned status: -1");
+}
+
 TEST(Errors, GaspiAllreduceWhileAnotherGroupsIsUnfinished) {
   const grma::error e = expect_failure(
       [](auto& r) {
