@@ -200,6 +200,7 @@ enum class refusal : std::int32_t {
                       // unknown
   not_for_hosts,      // an operation a host does not issue (a get_notify, a collective, no window)
   signal_outside_range,  // the signal word is not in the target's registered range
+  atomic_misaligned,     // a window's atomic word is not aligned to its size in the target's memory
 };
 
 // Bytes of an error record's text, its terminating zero included: room for

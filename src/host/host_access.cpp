@@ -60,7 +60,11 @@ bool host_request::test() const {
     case detail::host_operation::in_flight:
       return false;
     case detail::host_operation::failed:
-      throw error(op_->failure_code, -1, detail::host_call(op_->c), op_->failure);
+      // A refusal names its call; the job's end, the job.
+      throw error(
+          op_->failure_code, -1,
+          op_->failure_code == errc::request_refused ? detail::host_call(op_->c) : call::runtime,
+          op_->failure);
     default:
       return true;
   }

@@ -41,8 +41,10 @@ class data_lanes {
   data_lanes& operator=(const data_lanes&) = delete;
 
   // Runs `go` now if nothing waits on the lane and `staged_bytes` fit, else
-  // once they do (pump()). `staged_bytes` 0: nothing to stage.
-  void enqueue(int process, lane_direction d, std::size_t staged_bytes, post go);
+  // once they do (pump()). `staged_bytes` 0: nothing to stage. `own`, where
+  // given, hands out the buffer instead of the lanes' stager (a buffer the
+  // engine drops data into), which the lane's limit bounds all the same.
+  void enqueue(int process, lane_direction d, std::size_t staged_bytes, post go, stager own = {});
   // Starts the waiting posts that fit now, in order; whether any started.
   bool pump();
   // Nothing waits on any lane.
@@ -54,6 +56,7 @@ class data_lanes {
   struct waiting_post {
     std::size_t bytes;
     post go;
+    stager own;
   };
   struct lane {
     std::uint64_t held = 0;
@@ -65,7 +68,7 @@ class data_lanes {
     return lanes_[std::size_t(process) * 2 + std::size_t(d)];
   }
   bool fits(const lane& l, std::size_t bytes) const { return l.held == 0 || l.held + bytes <= limit_; }
-  void start(lane& l, std::size_t bytes, const post& go);
+  void start(lane& l, std::size_t bytes, const post& go, const stager& own);
 
   std::uint64_t limit_;
   stager take_;

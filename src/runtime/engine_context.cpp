@@ -71,6 +71,22 @@ void engine_context::send_data(int to, const unsigned char* at, std::uint64_t by
   });
 }
 
+void engine_context::drop_data(int from, std::uint64_t bytes, std::function<void()> done) {
+  const data_lanes::stager host_buffer = [](std::size_t n) {
+    return std::shared_ptr<unsigned char>(new unsigned char[n],
+                                          std::default_delete<unsigned char[]>());
+  };
+  for_each_chunk(bytes, std::move(done), [&](std::uint64_t, std::uint64_t n, auto chunk_done) {
+    lanes.enqueue(
+        from, lane_direction::in, n,
+        [this, from, n, chunk_done](auto buffer) {
+          net->receive(from, channel::data, buffer.get(), n, memory_place::host,
+                       [buffer, chunk_done](int, std::size_t) { chunk_done(); });
+        },
+        host_buffer);
+  });
+}
+
 void engine_context::receive_data(int from, unsigned char* at, std::uint64_t bytes,
                                   std::function<void()> done, memory_kind kind) {
   const bool host = kind == memory_kind::host;

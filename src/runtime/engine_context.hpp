@@ -90,6 +90,9 @@ struct engine_context {
   // Receives `bytes` into `at`, then runs `done`.
   void receive_data(int from, unsigned char* at, std::uint64_t bytes, std::function<void()> done,
                     memory_kind kind = memory_kind::device);
+  // Receives `bytes` from `from` and drops them (a refused put's), then runs
+  // `done`: a chunk at a time in buffers the lane's staging limit bounds.
+  void drop_data(int from, std::uint64_t bytes, std::function<void()> done);
 };
 
 }  // namespace grma::detail

@@ -126,10 +126,14 @@ void engine_host::answer_here(const remote_command& c, std::uint64_t old) {
   part_done(number);
 }
 
-void engine_host::refused(const remote_command& refused) {
+void engine_host::refused(int from, const remote_command& refused) {
   const std::uint32_t number = host_operation_number(refused);
   const operation op = find(number);
   if (!op) return;
+  // Only the target's engine answers for it (an operation's bytes may still
+  // be on their way to it).
+  if (cx_.process_of_rank(op->c.target) != from)
+    return liveness_.malformed(from, -1, call::runtime, "refused a host operation sent elsewhere");
   const error_record r =
       refusal_record(op->c, static_cast<refusal>(refused.tag), refused.signal_value,
                      -1 - cx_.nodes.process, op->c.target, host_call(op->c));

@@ -46,9 +46,9 @@ class engine_host {
   // read from `at`, or an atomic's old value.
   void answer_here(const remote_command& c, const unsigned char* at);
   void answer_here(const remote_command& c, std::uint64_t old);
-  // The target's engine refused the operation in `refused` (wire_refused,
-  // from another process or this one): it fails alone, with the refusal.
-  void refused(const remote_command& refused);
+  // The target's engine (of process `from`, this one's too) refused the
+  // operation in `refused` (wire_refused): it fails alone, with the refusal.
+  void refused(int from, const remote_command& refused);
 
   // Every operation taken is complete.
   bool answered() const { return in_flight_.empty(); }

@@ -83,7 +83,7 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
   };
   h[std::size_t(wire_refused)] = [](engine_operations& o, int from, const remote_command& c) {
     if (o.cx_.is_host_origin(c.origin) && o.cx_.process_of_origin(c.origin) == o.cx_.nodes.process)
-      o.host_.refused(c);
+      o.host_.refused(from, c);
     else
       o.liveness_.malformed(from, -1, call::runtime,
                             "refused an operation this process did not send");
@@ -236,9 +236,9 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   const window_table& t = cx_.first->windows;
   const std::uint32_t slot = c.window & 0xffffu, generation = c.window >> 16;
   const bool host = cx_.is_host_origin(c.origin);
-  auto refuse = [&](refusal why, std::uint64_t registered) {
-    if (host && why != refusal::wrong_process && why != refusal::not_for_hosts &&
-        why != refusal::outside_slice) {
+  // `alone`: a mistake a host can make (for a host's request).
+  auto refuse = [&](refusal why, std::uint64_t registered, bool alone = false) {
+    if (host && alone) {
       refuse_host_operation(from, c, why, registered);
       return verdict::refused;
     }
@@ -282,22 +282,28 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   }
   if (slot < t.capacity && about_to_exist(s, generation, from)) return verdict::later;
   if (!live || s.comm != 0 || std::uint32_t(c.target) >= s.comm_size)
-    return refuse(refusal::no_window, 0);
+    return refuse(refusal::no_window, 0, true);  // freed while the request travelled
   const bool here = int(e.device) / cx_.nodes.devices_per_process == cx_.nodes.process;
   if (!here) return refuse(refusal::wrong_process, 0);
-  if (c.offset > e.size || c.bytes > e.size - c.offset ||
-      (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+  if (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes))
     return refuse(refusal::outside_range, e.size);
+  // No larger than the target's whole heap: the bytes dropped after a
+  // refused put are bounded by it.
+  if (c.offset > e.size || c.bytes > e.size - c.offset)
+    return refuse(refusal::outside_range, e.size, c.bytes <= cx_.views[e.device]->heap_size);
   if (c.op == remote_op::put_signal) {
     if (c.signal_offset > e.size || e.size - c.signal_offset < sizeof(std::uint64_t))
-      return refuse(refusal::signal_outside_range, e.size);
+      return refuse(refusal::signal_outside_range, e.size, true);
     if ((e.offset + c.signal_offset) % sizeof(std::uint64_t) != 0)
-      return refuse(refusal::signal_misaligned, e.size);
+      return refuse(refusal::signal_misaligned, e.size, true);
   }
-  if (c.op == remote_op::atomic &&
-      ((c.bytes != 4 && c.bytes != 8) || (e.offset + c.offset) % c.bytes != 0 ||
-       c.signal_op >= std::uint8_t(remote_atomic::count_)))
-    return refuse(refusal::bad_atomic, e.size);
+  if (c.op == remote_op::atomic) {
+    if ((c.bytes != 4 && c.bytes != 8) || c.signal_op >= std::uint8_t(remote_atomic::count_) ||
+        (host && c.bytes != 8))
+      return refuse(refusal::bad_atomic, e.size);
+    if ((e.offset + c.offset) % c.bytes != 0)
+      return refuse(refusal::atomic_misaligned, e.size, true);
+  }
   range = cx_.views[e.device]->heap + e.offset;
   return verdict::ok;
 }
@@ -348,13 +354,10 @@ void engine_operations::refuse_host_operation(int from, const remote_command& c,
   answer.inline_bytes = 0;
   answer.tag = std::int32_t(why);
   answer.signal_value = registered;
-  if (from == cx_.nodes.process) return host_.refused(answer);  // its bytes were never sent
+  if (from == cx_.nodes.process) return host_.refused(from, answer);  // its bytes were never sent
   auto tell = [this, from, answer] { intake_.send_header(from, answer); };
   if (!remote_sends_source(c)) return tell();
-  auto dropped = std::make_shared<std::vector<unsigned char>>(c.bytes);
-  cx_.receive_data(
-      from, dropped->data(), c.bytes, [tell, dropped] { tell(); },
-      engine_context::memory_kind::host);
+  cx_.drop_data(from, c.bytes, tell);
 }
 
 void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,

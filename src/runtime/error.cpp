@@ -255,6 +255,10 @@ std::string describe_values(const error_record& r) {
         case refusal::signal_misaligned:
           s << "signal offset " << u(v[2]) << " is not 8-byte aligned (window " << v[5] << ")";
           break;
+        case refusal::atomic_misaligned:
+          s << "the atomic's " << u(v[3]) << "-byte word at offset " << u(v[2]) << " of window "
+            << v[5] << " is not aligned to its size in the target's memory";
+          break;
         case refusal::signal_outside_range:
           s << "signal offset " << u(v[2]) << " + 8 exceeds the " << u(v[4])
             << " bytes registered with window " << v[5];

@@ -25,6 +25,7 @@ constexpr std::size_t small_bytes = 40;    // inside the command
 constexpr std::size_t large_bytes = 1500;  // after it
 constexpr std::size_t notify_bytes = 24;
 constexpr std::size_t get_bytes = 1000;
+constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
 constexpr int notify_tag = 7;
 constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
@@ -213,6 +214,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
             running.put(w, target, host_slots::signal, pattern(large_bytes, 4), large_bytes));
         refusals.push_back(running.put_signal(w, target, host_slots::small(me), pattern(8, 1), 8,
                                               host_slots::bytes, 1, grma::signal_op::add));
+        // And, to the thread's first target, one of several of the engines'
+        // data chunks (1 MiB each), dropped a chunk at a time.
+        if (target == t)
+          refusals.push_back(running.put(w, target, 0, pattern(huge_bytes, 5), huge_bytes));
         // Last: a host's operations to a target complete in order, so the
         // target that sees this signal finds all the above in place.
         requests.push_back(running.put_signal(w, target, host_slots::small(me), pattern(8, 1), 8,
@@ -223,17 +228,20 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       const std::string registered = " exceeds the " + std::to_string(host_slots::bytes) +
                                      " bytes registered with window " + std::to_string(w.slot) +
                                      "; nothing was written";
-      for (std::size_t k = 0; k < refusals.size(); ++k) {
-        const bool put = k % 2 == 0;
-        const int target = t + int(k / 2) * threads;
-        refused([&] { refusals[k].wait(); }, grma::errc::request_refused,
-                "grma: rank " + std::to_string(target) + (put ? ": put" : ": put_signal") +
-                    ": refused a request from the host of process " + std::to_string(me) + ": " +
-                    (put ? "offset " + std::to_string(host_slots::signal) + " + size " +
+      // Per target: the large put, the signal, and (the first) the huge put.
+      std::size_t k = 0;
+      for (int target = t; target < ranks; target += threads)
+        for (int which = 0; which < (target == t ? 3 : 2); ++which, ++k) {
+          const std::string what =
+              which == 0 ? "offset " + std::to_string(host_slots::signal) + " + size " +
                                std::to_string(large_bytes)
-                         : "signal offset " + std::to_string(host_slots::bytes) + " + 8") +
-                    registered);
-      }
+              : which == 1 ? "signal offset " + std::to_string(host_slots::bytes) + " + 8"
+                           : "offset 0 + size " + std::to_string(huge_bytes);
+          refused([&] { refusals[k].wait(); }, grma::errc::request_refused,
+                  "grma: rank " + std::to_string(target) + (which == 1 ? ": put_signal" : ": put") +
+                      ": refused a request from the host of process " + std::to_string(me) + ": " +
+                      what + registered);
+        }
     });
   for (std::thread& t : pool) t.join();
   running.wait();

@@ -210,22 +210,24 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
   }
   plain.wait();
 
+  // Word 0 is the signal the ranks wait for; the refused requests would
+  // have written words 1 to 7.
   grma::job j = rt.launch(
       [](grma::cpu_rank& r) {
         auto* range = static_cast<std::uint64_t*>(r.alloc(64));
         for (int i = 0; i < 8; ++i) range[i] = 0;
         grma::window w = r.window_create(grma::world, range, 64);
-        r.wait_signal(w, 56, grma::cmp::ge, 1);  // set by the host once its refusals came back
-        for (int i = 0; i < 7; ++i) GRMA_ASSERT(r, range[i] == 0);  // nothing refused was written
+        r.wait_signal(w, 0, grma::cmp::ge, 1);  // set by the host once its refusals came back
+        for (int i = 1; i < 8; ++i) GRMA_ASSERT(r, range[i] == 0);
         r.window_free(w);
       },
       {.host_access = true});
   std::vector<grma::window> windows;
   while ((windows = j.world_windows()).empty()) std::this_thread::yield();
-  const std::uint64_t bytes[2] = {1, 2};
-  const grma::host_request beyond = j.put(windows[0], 1, 60, bytes, sizeof bytes);
+  const std::uint64_t bytes[3] = {1, 2, 3};
+  const grma::host_request beyond = j.put(windows[0], 1, 48, bytes, sizeof bytes);
   const grma::host_request signal_beyond =
-      j.put_signal(windows[0], 0, 0, bytes, 8, 64, 1, grma::signal_op::set);
+      j.put_signal(windows[0], 0, 8, bytes, 8, 64, 1, grma::signal_op::set);
   for (const grma::host_request* q : {&beyond, &signal_beyond}) {
     try {
       q->wait();
@@ -236,14 +238,14 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
       EXPECT_STREQ(e.what(),
                    (std::string("grma: rank ") + (q == &beyond ? "1: put" : "0: put_signal") +
                     ": refused a request from the host of process 0: " +
-                    (q == &beyond ? "offset 60 + size 16" : "signal offset 64 + 8") +
+                    (q == &beyond ? "offset 48 + size 24" : "signal offset 64 + 8") +
                     " exceeds the 64 bytes registered with window " +
                     std::to_string(windows[0].slot) + "; nothing was written")
                        .c_str());
     }
   }
   for (int target = 0; target < 2; ++target)
-    j.put_signal(windows[0], target, 56, bytes, 0, 56, 1, grma::signal_op::set).wait();
+    j.put_signal(windows[0], target, 0, bytes, 0, 0, 1, grma::signal_op::set).wait();
   j.wait();
 }
 
