@@ -196,8 +196,7 @@ enum class refusal : std::int32_t {
   wrong_process,      // the origin or the target is not where the request claims
   signal_misaligned,  // the signal word is not 8-byte aligned
   outside_slice,      // offset + size exceed the target's symmetric heap slice (v5 unused)
-  bad_atomic,         // an atomic's word is not 4 or 8 bytes at an aligned offset, or its operation
-                      // unknown
+  bad_atomic,         // an atomic of another size than 4 or 8 bytes, misaligned, or of no known op
   not_for_hosts,      // an operation a host does not issue (a get_notify, a collective, no window)
   signal_outside_range,  // the signal word is not in the target's registered range
   atomic_misaligned,     // a window's atomic word is not aligned to its size in the target's memory

@@ -825,8 +825,7 @@ class handle {
   // member 0's result goes back down the same tree, pushed with put_signal.
   // Every member gets member 0's result, combined in one order, so float
   // sums agree everywhere; each member makes at most log2(size) gets and
-  // puts, where reading every member's contribution took size loads an
-  // element.
+  // puts.
   //
   // Why the buffers may be reused at once: a member's partial result is
   // read before its parent pushes it the result, so its next allreduce
@@ -1263,11 +1262,7 @@ class handle {
       for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
         s_->partial()[i] = from[i];
       r.sync_threads();
-      if (r.thread() == 0) {
-        e.pending = int(where);
-        e.allreduce_step = 0;
-      }
-      r.sync_threads();
+      if (r.thread() == 0) e.pending = int(where);  // allreduce_step is 0 between allreduces
     }
     const status result = reduce_tree(group, bytes, deadline(limit), fold);
     if (result != success) return result;

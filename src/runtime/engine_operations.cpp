@@ -1,7 +1,6 @@
 #include "engine_operations.hpp"
 
 #include <chrono>
-#include <memory>
 #include <utility>
 #include <vector>
 

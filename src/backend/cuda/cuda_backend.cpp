@@ -82,7 +82,7 @@ cuda_plan plan_cuda(const settings& s, const launch_options& o, const cuda_kerne
   if (static_shared + plan.shared_bytes > prop.sharedMemPerBlock)
     config_error("GRMA_MATCH_CAPACITY " + std::to_string(s.match_capacity) + " needs " +
                  std::to_string(plan.shared_bytes) +
-                 " bytes of shared memory per rank, and the program's " + "own shared variables " +
+                 " bytes of shared memory per rank, and the program's own shared variables " +
                  std::to_string(static_shared) + " more; " + prop.name + " gives a block " +
                  std::to_string(prop.sharedMemPerBlock));
 
