@@ -569,6 +569,13 @@ GRMA_HOST_DEVICE void check_bitwise(Rank& r, rank_record& rec, shmem::handle<Ran
 struct shmem_collectives {
   static constexpr std::size_t k = 3;  // elements per PE
 
+  // A PE's symmetric bytes in a world of n PEs: source and dest hold 5 k
+  // elements of every PE, beside the scratch, the teams' workspaces and the
+  // allocator's headers.
+  static std::size_t symmetric_bytes(int n) {
+    return 5 * std::size_t(n) * k * sizeof(long long) + (std::size_t(64) << 10);
+  }
+
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
@@ -670,7 +677,19 @@ struct shmem_collectives {
 };
 
 TEST_P(Shmem, CollectivesOverTeamsGiveEveryElement) {
-  grma::runtime rt(suite_settings());
+  // The buffers grow with the world: at the most ranks on two GPUs a PE
+  // needs more than the suite's symmetric heap gives each.
+  grma::settings s = suite_settings();
+  {
+    grma::runtime probe(s);
+    job sizing(probe, GetParam());
+    const std::size_t need =
+        shmem_collectives::symmetric_bytes(sizing.resolve(shmem_collectives{}));
+    if (sizing.symmetric_slice() < need)
+      s.symmetric_size =
+          std::uint64_t((need + 4095) / 4096 * 4096) * std::uint64_t(sizing.ranks_per_device());
+  }
+  grma::runtime rt(s);
   job j(rt, GetParam());
   j.resolve(shmem_collectives{});
   j.prepare();

@@ -443,6 +443,7 @@ class job {
     return ranks_;
   }
   int ranks() const { return ranks_; }
+  int ranks_per_device() const { return per_device_; }
   // The world ranks this process runs (all of them unless under mpirun).
   int first() const { return first_; }
   int responsible() const { return responsible_; }
