@@ -251,29 +251,41 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   constexpr std::size_t wide = std::size_t(1) << 20;
   const bool lead = job.process_index == 0;
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
+  if (cuda && job.device_count > 1) {
+    if (json) std::fprintf(json, "null");
+    return "\nhost access: not measured: it serves one GPU per process (this one drives " +
+           std::to_string(job.device_count) + "; run one process per GPU under mpirun)\n";
+  }
   // As many ranks as fit beside the engine (on a GPU one fewer than `full`).
   const grma::launch_options host_job{.threads_per_rank = threads, .host_access = true};
   const grma::rank_info shape = rt.info(bench::host_target{wide}, host_job);  // before MPI is the engine's
   grma::job running = rt.launch(bench::host_target{wide}, host_job);
-  std::vector<grma::window> windows;
-  while ((windows = running.world_windows()).empty()) std::this_thread::yield();
-  const grma::window w = windows[0];
   std::vector<host_figures> measured;
-  if (lead) {
-    // Every rank waits for its signal: released however the measuring ends
-    // (an error too), since the job is waited for after.
-    const auto release_ranks = [&] {
-      const std::uint64_t one = 1;
-      for (int t = 0; t < shape.rank_count; ++t)
-        running.put_signal(w, t, 0, nullptr, 0, wide, one, grma::signal_op::set).wait();
-    };
-    try {
-      measured = measure_host_operations(running, w, o, shape);
-    } catch (...) {
+  try {
+    std::vector<grma::window> windows;
+    while ((windows = running.world_windows()).empty()) std::this_thread::yield();
+    const grma::window w = windows[0];
+    if (lead) {
+      // Every rank waits for its signal: released however the measuring
+      // ends (an error too), since the job is waited for after.
+      const auto release_ranks = [&] {
+        const std::uint64_t one = 1;
+        for (int t = 0; t < shape.rank_count; ++t)
+          running.put_signal(w, t, 0, nullptr, 0, wide, one, grma::signal_op::set).wait();
+      };
+      try {
+        measured = measure_host_operations(running, w, o, shape);
+      } catch (...) {
+        release_ranks();
+        throw;
+      }
       release_ranks();
-      throw;
     }
-    release_ranks();
+  } catch (const grma::error&) {
+    // A host call fails once the job has ended; then the job's own error
+    // (its wait()) says why, not the call's.
+    running.wait();
+    throw;
   }
   running.wait();
   // Baselines, after the job (MPI is the engine's while it runs).
