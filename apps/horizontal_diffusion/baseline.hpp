@@ -1,12 +1,9 @@
 // The kernel-boundary baseline of horizontal diffusion (papers/000 §4.3.3,
 // "MPI CUDA"): one kernel per stencil, a block per band of rows (the same
 // bands and stencil code as the grma ranks), and the halo rows between GPUs
-// copied by the host between kernels. Between the GPUs of one process:
-// cudaMemcpyPeerAsync, ordered by events, so the host never waits inside an
-// iteration. Between processes (one per GPU or per node, when grma-hd is
-// built with MPI): the edge rows are copied to the host, exchanged with
-// MPI (not CUDA-aware) and copied into the neighbour's halo rows, the host
-// waiting for each exchange as an MPI program does.
+// copied by the host between kernels (apps/band_exchange.hpp:
+// cudaMemcpyPeerAsync between the GPUs of one process, MPI through the host
+// between processes).
 #pragma once
 
 #include <vector>
@@ -14,13 +11,6 @@
 #include "hd_grma.hpp"
 
 namespace hd {
-
-// Whether the baseline can exchange halos between processes (MPI).
-#if HD_WITH_MPI
-inline constexpr bool baseline_spans_processes = true;
-#else
-inline constexpr bool baseline_spans_processes = false;
-#endif
 
 struct baseline_job {
   variant how;

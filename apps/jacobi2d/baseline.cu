@@ -1,87 +1,204 @@
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
-#include <string>
+#include <vector>
 
+#include "../band_exchange.hpp"
 #include "baseline.hpp"
 #include "jacobi.hpp"
 
 namespace jacobi {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("jacobi baseline: ") + what + ": " +
-                             cudaGetErrorString(e));
-}
+using apps::check_cuda;
 
-// One sweep: cell (i, j) of the rows x cols grid, stored with its boundary
-// ring in rows of `stride` = cols + 2 doubles.
-__global__ void sweep(const double* cur, double* next, int rows, int cols, int stride) {
-  const int j = int(blockIdx.x * blockDim.x + threadIdx.x) + 1, i = int(blockIdx.y) + 1;
-  if (j > cols || i > rows) return;
+// Rows first, first + step, ... (gridDim.y of them) of a plane of `stride`
+// = cols + 2 doubles a row, the boundary ring included: a thread a cell.
+__global__ void sweep(const double* cur, double* next, int first, int step, int cols, int stride) {
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x) + 1, i = first + int(blockIdx.y) * step;
+  if (j > cols) return;
   const double* c = cur + std::size_t(i) * std::size_t(stride) + std::size_t(j);
   next[std::size_t(i) * std::size_t(stride) + std::size_t(j)] =
       update(c[-stride], c[stride], c[-1], c[1]);
 }
 
-// Both planes at generation 0: the cells' first values inside the boundary
-// ring (the top row 1, the other sides 0).
-void reset(double* planes[2], int rows, int cols) {
-  const std::size_t stride = std::size_t(cols) + 2;
-  std::vector<double> plane((std::size_t(rows) + 2) * stride, 0.0);
-  for (std::size_t j = 0; j < stride; ++j) plane[j] = top_boundary;
-  for (std::size_t i = 1; i <= std::size_t(rows); ++i)
-    for (std::size_t j = 1; j <= std::size_t(cols); ++j)
-      plane[i * stride + j] = initial((long long)i - 1, (long long)j - 1);
-  for (int p = 0; p < 2; ++p)
-    check(
-        cudaMemcpy(planes[p], plane.data(), plane.size() * sizeof(double), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+// A GPU's plane at generation 0: its band's cells (grid rows first_row..),
+// the halo rows as the neighbours' cells or the grid's boundary.
+__global__ void initialize(double* plane, int rows, int cols, long long first_row,
+                           long long grid_rows) {
+  const std::size_t stride = std::size_t(cols) + 2, elements = (std::size_t(rows) + 2) * stride;
+  for (std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; k < elements;
+       k += std::size_t(gridDim.x) * blockDim.x) {
+    const long long g = first_row + (long long)(k / stride) - 1;
+    const std::size_t j = k % stride;
+    plane[k] = g < 0                                               ? top_boundary
+               : g >= grid_rows || j == 0 || j > std::size_t(cols) ? 0.0
+                                                                   : initial(g, (long long)j - 1);
+  }
+}
+
+apps::band_exchange::layout layout_of(const baseline_job& j) {
+  int first = 0;
+  check_cuda(cudaGetDevice(&first), "cudaGetDevice");
+  return {first, j.devices,       std::size_t(j.cols) + 2, std::size_t(j.rows),
+          1,     j.process_above, j.process_below};
+}
+
+class baseline {
+ public:
+  explicit baseline(const baseline_job& j) : j_(j), halos_(layout_of(j)) {
+    check_cuda(cudaGetDevice(&first_), "cudaGetDevice");
+    const std::size_t bytes = plane_elements() * sizeof(double);
+    for (int d = 0; d < j.devices; ++d) {
+      check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
+      device& dv = dev_[d];
+      for (double*& p : dv.plane) check_cuda(cudaMalloc(&p, bytes), "cudaMalloc");
+      for (cudaStream_t& q : dv.stream)
+        check_cuda(cudaStreamCreateWithFlags(&q, cudaStreamNonBlocking), "cudaStreamCreate");
+      check_cuda(cudaEventCreateWithFlags(&dv.edges_swept, cudaEventDisableTiming),
+                 "cudaEventCreate");
+      check_cuda(cudaEventCreateWithFlags(&dv.interior_swept, cudaEventDisableTiming),
+                 "cudaEventCreate");
+    }
+  }
+  ~baseline() {
+    for (int d = 0; d < j_.devices; ++d) {
+      cudaSetDevice(first_ + d);
+      device& dv = dev_[d];
+      for (double* p : dv.plane) cudaFree(p);
+      for (cudaStream_t q : dv.stream) cudaStreamDestroy(q);
+      cudaEventDestroy(dv.edges_swept);
+      cudaEventDestroy(dv.interior_swept);
+    }
+  }
+  baseline(const baseline&) = delete;
+  baseline& operator=(const baseline&) = delete;
+
+  void start() {
+    for (int d = 0; d < j_.devices; ++d) {
+      check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
+      for (double* p : dev_[d].plane)
+        initialize<<<264, 256, 0, dev_[d].stream[edges]>>>(
+            p, j_.rows, j_.cols, (long long)j_.first_row + (long long)d * j_.rows, j_.grid_rows);
+      check_cuda(cudaGetLastError(), "initialize");
+    }
+    synchronize();
+    generation_ = 0;
+  }
+
+  void iterations(int count) {
+    const int r = j_.rows, stride = j_.cols + 2;
+    const dim3 columns(unsigned((j_.cols + j_.threads - 1) / j_.threads));
+    const dim3 every_row(columns.x, unsigned(r)), first_and_last(columns.x, r > 1 ? 2u : 1u),
+        between(columns.x, unsigned(r > 2 ? r - 2 : 0));
+    for (int it = 0; it < count; ++it, ++generation_) {
+      double* next[apps::band_exchange::most_devices];
+      cudaStream_t edge_streams[apps::band_exchange::most_devices];
+      for (int d = 0; d < j_.devices; ++d) {
+        check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
+        device& dv = dev_[d];
+        const double* cur = dv.plane[generation_ % 2];
+        next[d] = dv.plane[(generation_ + 1) % 2];
+        edge_streams[d] = dv.stream[edges];
+        if (!j_.overlap) {
+          sweep<<<every_row, j_.threads, 0, dv.stream[edges]>>>(cur, next[d], 1, 1, j_.cols,
+                                                                stride);
+          continue;
+        }
+        // The edge rows read the interior's last rows and overwrite the
+        // plane it read; the interior reads the last edge rows and
+        // overwrites the plane they read (the waits take the events'
+        // records of the iteration before).
+        check_cuda(cudaStreamWaitEvent(dv.stream[edges], dv.interior_swept), "wait");
+        check_cuda(cudaStreamWaitEvent(dv.stream[interior], dv.edges_swept), "wait");
+        sweep<<<first_and_last, j_.threads, 0, dv.stream[edges]>>>(cur, next[d], 1, r - 1, j_.cols,
+                                                                   stride);
+        check_cuda(cudaEventRecord(dv.edges_swept, dv.stream[edges]), "cudaEventRecord");
+        if (r > 2)
+          sweep<<<between, j_.threads, 0, dv.stream[interior]>>>(cur, next[d], 2, 1, j_.cols,
+                                                                 stride);
+        check_cuda(cudaEventRecord(dv.interior_swept, dv.stream[interior]), "cudaEventRecord");
+      }
+      check_cuda(cudaGetLastError(), "sweep");
+      halos_.exchange(0, next, edge_streams, true, true, 0);
+    }
+  }
+
+  void synchronize() {
+    for (int d = 0; d < j_.devices; ++d) {
+      check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
+      check_cuda(cudaDeviceSynchronize(), "jacobi baseline kernels");
+    }
+  }
+
+  void meet_processes() const { halos_.meet_processes(); }
+
+  void copy_out(std::vector<double>& grid) const {
+    const std::size_t rows = std::size_t(j_.rows), cols = std::size_t(j_.cols), stride = cols + 2;
+    grid.assign(std::size_t(j_.devices) * rows * cols, 0.0);
+    std::vector<double> plane(plane_elements());
+    for (int d = 0; d < j_.devices; ++d) {
+      check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
+      check_cuda(cudaMemcpy(plane.data(), dev_[d].plane[generation_ % 2],
+                            plane.size() * sizeof(double), cudaMemcpyDeviceToHost),
+                 "copy the result");
+      for (std::size_t i = 0; i < rows; ++i)
+        for (std::size_t c = 0; c < cols; ++c)
+          grid[(std::size_t(d) * rows + i) * cols + c] = plane[(i + 1) * stride + c + 1];
+    }
+  }
+
+ private:
+  enum stream_role { edges = 0, interior = 1 };  // Inter-K runs on the first only
+  struct device {
+    double* plane[2] = {};
+    cudaStream_t stream[2] = {};
+    cudaEvent_t edges_swept = nullptr, interior_swept = nullptr;
+  };
+
+  std::size_t plane_elements() const {
+    return (std::size_t(j_.rows) + 2) * (std::size_t(j_.cols) + 2);
+  }
+
+  baseline_job j_;
+  apps::band_exchange halos_;
+  int first_ = 0;  // this process's first GPU
+  int generation_ = 0;
+  device dev_[apps::band_exchange::most_devices];
+};
+
+double run_here(const baseline_job& job, std::vector<double>* grid) {
+  const apps::device_restorer keep;
+  baseline b(job);
+  b.start();
+  if (grid != nullptr) {
+    b.iterations(job.iterations);
+    b.synchronize();
+    b.copy_out(*grid);
+    return 0;
+  }
+  b.iterations(1);  // warm-up: first launches, peer mappings
+  b.synchronize();
+  b.start();
+  b.meet_processes();
+  const auto begin = std::chrono::steady_clock::now();
+  b.iterations(job.iterations);
+  b.synchronize();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - begin;
+  return elapsed.count();
 }
 
 }  // namespace
 
-double run_baseline(int rows, int cols, int iterations, int threads, std::vector<double>* grid) {
-  const int stride = cols + 2;
-  const std::size_t plane_bytes = std::size_t(rows + 2) * std::size_t(stride) * sizeof(double);
-  double* planes[2] = {nullptr, nullptr};
-  check(cudaMalloc(&planes[0], plane_bytes), "cudaMalloc");
-  check(cudaMalloc(&planes[1], plane_bytes), "cudaMalloc");
-  const dim3 blocks(unsigned((cols + threads - 1) / threads), unsigned(rows));
-  auto sweeps = [&](int n) {
-    for (int k = 0; k < n; ++k)
-      sweep<<<blocks, threads>>>(planes[k % 2], planes[(k + 1) % 2], rows, cols, stride);
-    check(cudaGetLastError(), "sweep");
-  };
-  reset(planes, rows, cols);
-  sweeps(1);  // warm-up
-  reset(planes, rows, cols);
-  cudaEvent_t begin, end;
-  check(cudaEventCreate(&begin), "cudaEventCreate");
-  check(cudaEventCreate(&end), "cudaEventCreate");
-  check(cudaEventRecord(begin), "cudaEventRecord");
-  sweeps(iterations);
-  check(cudaEventRecord(end), "cudaEventRecord");
-  check(cudaEventSynchronize(end), "cudaEventSynchronize");
-  float ms = 0;
-  check(cudaEventElapsedTime(&ms, begin, end), "cudaEventElapsedTime");
-  if (grid != nullptr) {
-    std::vector<double> whole(plane_bytes / sizeof(double));
-    check(cudaMemcpy(whole.data(), planes[iterations % 2], plane_bytes, cudaMemcpyDeviceToHost),
-          "cudaMemcpy");
-    grid->assign(std::size_t(rows) * std::size_t(cols), 0);
-    for (int i = 0; i < rows; ++i)
-      for (int j = 0; j < cols; ++j)
-        (*grid)[std::size_t(i) * std::size_t(cols) + std::size_t(j)] =
-            whole[std::size_t(i + 1) * std::size_t(stride) + std::size_t(j + 1)];
+double run_baseline(const baseline_job& job, std::vector<double>* grid) {
+  if (job.process_above < 0 && job.process_below < 0) return run_here(job, grid);
+  try {
+    return run_here(job, grid);
+  } catch (const std::exception& e) {
+    apps::abort_processes("grma-jacobi2d", e);
   }
-  cudaEventDestroy(begin);
-  cudaEventDestroy(end);
-  cudaFree(planes[0]);
-  cudaFree(planes[1]);
-  return double(ms) * 1e-3;
 }
 
 }  // namespace jacobi

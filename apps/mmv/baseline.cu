@@ -3,8 +3,10 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "../cuda_support.hpp"
 #include "baseline.hpp"
 #include "mmv.hpp"
 
@@ -33,19 +35,34 @@ __global__ void multiply(const float* matrix, const float* x, float* y, int vect
 
 }  // namespace
 
-double run_baseline(int pairs, int vectors, int batches, int threads, bool* wrong) {
+double run_baseline(int pairs, int vectors, int batches, int threads, int producer_device,
+                    int worker_device, bool* wrong) {
+  const apps::device_restorer keep;
   const std::size_t count = std::size_t(pairs) * std::size_t(vectors) * n,
                     bytes = count * sizeof(float);
-  // The producers' vector sets 0 and 1 (batch b sends set b % 2),
-  // the workers' buffers and the producers' products, per parity.
+  if (producer_device != worker_device)
+    for (const auto& [from, to] :
+         {std::pair{producer_device, worker_device}, std::pair{worker_device, producer_device}}) {
+      check(cudaSetDevice(from), "cudaSetDevice");
+      // grma's runtime in this process may have enabled it already.
+      const cudaError_t peer = cudaDeviceEnablePeerAccess(to, 0);
+      if (peer != cudaErrorPeerAccessAlreadyEnabled) check(peer, "cudaDeviceEnablePeerAccess");
+      cudaGetLastError();
+    }
+  // The producers' vector sets 0 and 1 (batch b sends set b % 2) and their
+  // products, per parity, on the producers' GPU; the matrix and the
+  // workers' buffers on the workers'.
   float *matrix = nullptr, *source[2] = {}, *in[2] = {}, *out[2] = {}, *products[2] = {};
+  check(cudaSetDevice(worker_device), "cudaSetDevice");
   check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
   std::vector<float> host(count);
   for (int k = 0; k < 2; ++k) {
+    check(cudaSetDevice(producer_device), "cudaSetDevice");
     check(cudaMalloc(&source[k], bytes), "cudaMalloc");
+    check(cudaMalloc(&products[k], bytes), "cudaMalloc");
+    check(cudaSetDevice(worker_device), "cudaSetDevice");
     check(cudaMalloc(&in[k], bytes), "cudaMalloc");
     check(cudaMalloc(&out[k], bytes), "cudaMalloc");
-    check(cudaMalloc(&products[k], bytes), "cudaMalloc");
     for (std::size_t e = 0; e < count; ++e)
       host[e] = vector_entry(int(e / (std::size_t(vectors) * n)), k,
                              int(e / n % std::size_t(vectors)), int(e % n));
@@ -60,12 +77,13 @@ double run_baseline(int pairs, int vectors, int batches, int threads, bool* wron
   auto batch = [&](int b) {
     const int k = b % 2;
     check(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");  // batch b - 2 is done
-    check(cudaMemcpyAsync(in[k], source[k], bytes, cudaMemcpyDeviceToDevice, streams[k]),
-          "cudaMemcpyAsync");
+    check(cudaMemcpyPeerAsync(in[k], worker_device, source[k], producer_device, bytes, streams[k]),
+          "cudaMemcpyPeerAsync");
     multiply<<<pairs, threads, 0, streams[k]>>>(matrix, in[k], out[k], vectors);
     check(cudaGetLastError(), "multiply");
-    check(cudaMemcpyAsync(products[k], out[k], bytes, cudaMemcpyDeviceToDevice, streams[k]),
-          "cudaMemcpyAsync");
+    check(
+        cudaMemcpyPeerAsync(products[k], producer_device, out[k], worker_device, bytes, streams[k]),
+        "cudaMemcpyPeerAsync");
   };
   batch(0);  // warm-up
   check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

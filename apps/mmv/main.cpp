@@ -1,6 +1,6 @@
 // grma-mmv: the streaming multi-matrix-vector product (papers/002 §7,
-// Table 3) with grma's GASPI layer in one persistent kernel, and on one GPU
-// the kernel-boundary baseline; throughput in millions of vector products
+// Table 3) with grma's GASPI layer in one persistent kernel, and on one or
+// two GPUs of one process the kernel-boundary baseline; throughput in millions of vector products
 // per second against the batch size (all pairs' vectors of one batch),
 // each result checked against the matrix times its vector. The job's ranks
 // form `pairs` producer-worker pairs (producers first: on a job of two
@@ -21,6 +21,7 @@
 #include "mmv.hpp"
 #include "mmv_grma.hpp"
 #if defined(__CUDACC__)
+#include "../cuda_support.hpp"
 #include "baseline.hpp"
 #endif
 
@@ -108,7 +109,11 @@ int main(int argc, char** argv) try {
     line.usage("the job has " + std::to_string(info.rank_count) + " ranks, fewer than 2 x " +
                std::to_string(o.pairs) + " pairs");
 #if defined(__CUDACC__)
-  const bool baseline = o.baseline && cuda && devices == 1 && info.process_count == 1;
+  // The baseline's producers and workers on the GPUs grma's have.
+  const bool baseline = o.baseline && cuda && devices <= 2 && info.process_count == 1;
+  int producer_device = 0;
+  if (baseline) apps::check_cuda(cudaGetDevice(&producer_device), "cudaGetDevice");
+  const int worker_device = producer_device + devices - 1;
 #endif
   if (lead) {
     std::printf(
@@ -148,9 +153,10 @@ int main(int argc, char** argv) try {
       grma_runs.push_back(products / slowest / 1e6);
 #if defined(__CUDACC__)
       if (baseline)
-        base_runs.push_back(
-            products /
-            mmv::run_baseline(o.pairs, vectors, batches, info.threads_per_rank, nullptr) / 1e6);
+        base_runs.push_back(products /
+                            mmv::run_baseline(o.pairs, vectors, batches, info.threads_per_rank,
+                                              producer_device, worker_device, nullptr) /
+                            1e6);
 #endif
     }
     if (o.check) {  // a few batches, every product compared
@@ -162,7 +168,8 @@ int main(int argc, char** argv) try {
 #if defined(__CUDACC__)
       if (baseline) {
         bool wrong = true;
-        mmv::run_baseline(o.pairs, vectors, 5, info.threads_per_rank, &wrong);
+        mmv::run_baseline(o.pairs, vectors, 5, info.threads_per_rank, producer_device,
+                          worker_device, &wrong);
         base_ok = !wrong;
       }
 #endif
