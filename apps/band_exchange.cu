@@ -1,35 +1,16 @@
-#include "band_exchange.hpp"
-
-#if APPS_WITH_MPI
-#include <mpi.h>
-#endif
-
-#include <cstdio>
 #include <stdexcept>
 #include <string>
 
+#include "band_exchange.hpp"
+
 namespace apps {
-namespace {
-
-#if APPS_WITH_MPI
-void check_mpi(int status, const char* what) {
-  if (status == MPI_SUCCESS) return;
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(status, text, &length);
-  throw std::runtime_error(std::string("baseline: ") + what + ": " +
-                           std::string(text, std::size_t(length)));
-}
-#endif
-
-}  // namespace
 
 band_exchange::band_exchange(const layout& l) : l_(l) {
   if (l.devices < 1 || l.devices > most_devices)
     throw std::runtime_error("baseline: 1 to " + std::to_string(most_devices) + " GPUs a process");
   if (l.channels < 1 || l.channels > most_channels)
     throw std::runtime_error("baseline: 1 to " + std::to_string(most_channels) + " channels");
-  if (across_processes() && !exchanges_span_processes)
+  if (across_processes() && !with_mpi)
     throw std::runtime_error("baseline: exchanging halos between processes needs a build with MPI");
   const device_restorer keep;
   if (across_processes())
@@ -176,15 +157,6 @@ void band_exchange::between_processes(int c, double* const* blocks, const cudaSt
 #else
   (void)c, (void)blocks, (void)streams, (void)above, (void)below, (void)tag;
 #endif
-}
-
-void abort_processes(const char* program, const std::exception& e) {
-#if APPS_WITH_MPI
-  std::fprintf(stderr, "%s: %s\n", program, e.what());
-  MPI_Abort(MPI_COMM_WORLD, 1);
-#endif
-  (void)program, (void)e;
-  throw;
 }
 
 }  // namespace apps

@@ -14,18 +14,11 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <exception>
 
 #include "cuda_support.hpp"
+#include "mpi_support.hpp"
 
 namespace apps {
-
-// Whether the exchange can cross processes (the program has MPI).
-#if APPS_WITH_MPI
-inline constexpr bool exchanges_span_processes = true;
-#else
-inline constexpr bool exchanges_span_processes = false;
-#endif
 
 class band_exchange {
  public:
@@ -76,10 +69,5 @@ class band_exchange {
   // above, the row from below.
   double* edges_[most_channels] = {};
 };
-
-// Ends a job that spans processes after `e` in this one (the others would
-// wait in MPI for rows that never come): prints "program: what" and calls
-// MPI_Abort. Without MPI there is no such job: rethrows.
-[[noreturn]] void abort_processes(const char* program, const std::exception& e);
 
 }  // namespace apps

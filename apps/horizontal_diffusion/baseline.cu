@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "../band_exchange.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 
 namespace hd {

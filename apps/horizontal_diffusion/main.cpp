@@ -20,7 +20,7 @@
 #include "hd_grma.hpp"
 #include "reference.hpp"
 #if defined(__CUDACC__)
-#include "../band_exchange.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 #endif
 
@@ -145,8 +145,7 @@ int main(int argc, char** argv) try {
   // The baseline copies halos between this process's GPUs, and through MPI
   // between processes when built with it. grma numbers world ranks process
   // by process, so the processes' rows follow their index.
-  const bool baseline =
-      o.baseline && cuda && (info.process_count == 1 || apps::exchanges_span_processes);
+  const bool baseline = o.baseline && cuda && (info.process_count == 1 || apps::with_mpi);
   const int devices_here = info.rank_responsible / info.ranks_per_device;
   const int process_above = info.process_index - 1;
   const int process_below = info.process_index + 1 < info.process_count ? info.process_index + 1 : -1;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "../band_exchange.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 #include "jacobi.hpp"
 

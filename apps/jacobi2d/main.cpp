@@ -20,7 +20,7 @@
 #include "jacobi.hpp"
 #include "jacobi_grma.hpp"
 #if defined(__CUDACC__)
-#include "../band_exchange.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 #endif
 
@@ -163,8 +163,7 @@ int main(int argc, char** argv) try {
   // The baselines give each GPU n rows of the grid, in the order of the
   // world's ranks (process by process), and copy halos between this
   // process's GPUs, and through MPI between processes when built with it.
-  const bool baseline =
-      o.baseline && cuda && (info.process_count == 1 || apps::exchanges_span_processes);
+  const bool baseline = o.baseline && cuda && (info.process_count == 1 || apps::with_mpi);
   const int devices_here = info.rank_responsible / info.ranks_per_device;
   const int first_device = info.rank_start / info.ranks_per_device;
   const int process_above = info.process_index - 1;

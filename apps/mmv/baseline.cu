@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstddef>
 #include <stdexcept>
 #include <string>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "../cuda_support.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 #include "mmv.hpp"
 
@@ -33,12 +35,37 @@ __global__ void multiply(const float* matrix, const float* x, float* y, int vect
   }
 }
 
-}  // namespace
+// Pair p's vectors of set k, pair after pair, as grma's producers make them.
+std::vector<float> vector_set(int pairs, int vectors, int k) {
+  std::vector<float> set(std::size_t(pairs) * std::size_t(vectors) * n);
+  for (std::size_t e = 0; e < set.size(); ++e)
+    set[e] = vector_entry(int(e / (std::size_t(vectors) * n)), k, int(e / n % std::size_t(vectors)),
+                          int(e % n));
+  return set;
+}
 
-double run_baseline(int pairs, int vectors, int batches, int threads, int producer_device,
-                    int worker_device, bool* wrong) {
-  const apps::device_restorer keep;
-  const std::size_t count = std::size_t(pairs) * std::size_t(vectors) * n,
+std::vector<float> the_matrix() {
+  std::vector<float> m(n * n);
+  for (int e = 0; e < n * n; ++e) m[std::size_t(e)] = matrix_entry(e / n, e % n);
+  return m;
+}
+
+// Whether a product of `products` (GPU memory; set k's) differs from the
+// matrix times its vector.
+bool any_wrong(const float* products, int pairs, int vectors, int k) {
+  const std::vector<float> x = vector_set(pairs, vectors, k), m = the_matrix();
+  std::vector<float> y(x.size());
+  check(cudaMemcpy(y.data(), products, y.size() * sizeof(float), cudaMemcpyDeviceToHost),
+        "cudaMemcpy");
+  for (std::size_t e = 0; e < y.size(); ++e)
+    if (y[e] != product_entry(&m[e % n * n], &x[e / n * n])) return true;
+  return false;
+}
+
+// Both ends in this process.
+double run_here(const baseline_job& j, bool* wrong) {
+  const int producer_device = j.producer_device, worker_device = j.worker_device;
+  const std::size_t count = std::size_t(j.pairs) * std::size_t(j.vectors) * n,
                     bytes = count * sizeof(float);
   if (producer_device != worker_device)
     for (const auto& [from, to] :
@@ -55,7 +82,6 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
   float *matrix = nullptr, *source[2] = {}, *in[2] = {}, *out[2] = {}, *products[2] = {};
   check(cudaSetDevice(worker_device), "cudaSetDevice");
   check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
-  std::vector<float> host(count);
   for (int k = 0; k < 2; ++k) {
     check(cudaSetDevice(producer_device), "cudaSetDevice");
     check(cudaMalloc(&source[k], bytes), "cudaMalloc");
@@ -63,14 +89,11 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
     check(cudaSetDevice(worker_device), "cudaSetDevice");
     check(cudaMalloc(&in[k], bytes), "cudaMalloc");
     check(cudaMalloc(&out[k], bytes), "cudaMalloc");
-    for (std::size_t e = 0; e < count; ++e)
-      host[e] = vector_entry(int(e / (std::size_t(vectors) * n)), k,
-                             int(e / n % std::size_t(vectors)), int(e % n));
-    check(cudaMemcpy(source[k], host.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    check(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy");
   }
-  std::vector<float> m(n * n);
-  for (int e = 0; e < n * n; ++e) m[std::size_t(e)] = matrix_entry(e / n, e % n);
-  check(cudaMemcpy(matrix, m.data(), m.size() * sizeof(float), cudaMemcpyHostToDevice),
+  check(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
         "cudaMemcpy");
   cudaStream_t streams[2];
   for (auto& s : streams) check(cudaStreamCreate(&s), "cudaStreamCreate");
@@ -79,7 +102,7 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
     check(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");  // batch b - 2 is done
     check(cudaMemcpyPeerAsync(in[k], worker_device, source[k], producer_device, bytes, streams[k]),
           "cudaMemcpyPeerAsync");
-    multiply<<<pairs, threads, 0, streams[k]>>>(matrix, in[k], out[k], vectors);
+    multiply<<<j.pairs, j.threads, 0, streams[k]>>>(matrix, in[k], out[k], j.vectors);
     check(cudaGetLastError(), "multiply");
     check(
         cudaMemcpyPeerAsync(products[k], producer_device, out[k], worker_device, bytes, streams[k]),
@@ -91,7 +114,7 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
   check(cudaEventCreate(&begin), "cudaEventCreate");
   check(cudaEventCreate(&end), "cudaEventCreate");
   check(cudaEventRecord(begin, streams[0]), "cudaEventRecord");
-  for (int b = 0; b < batches; ++b) batch(b);
+  for (int b = 0; b < j.batches; ++b) batch(b);
   check(cudaStreamSynchronize(streams[0]), "cudaStreamSynchronize");
   check(cudaStreamSynchronize(streams[1]), "cudaStreamSynchronize");
   check(cudaEventRecord(end, streams[0]), "cudaEventRecord");
@@ -99,16 +122,8 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
   float ms = 0;
   check(cudaEventElapsedTime(&ms, begin, end), "cudaEventElapsedTime");
   if (wrong != nullptr) {
-    const int k = (batches - 1) % 2;
-    check(cudaMemcpy(host.data(), products[k], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
-    *wrong = false;
-    for (std::size_t e = 0; e < count; ++e) {
-      float x[n];
-      for (int j = 0; j < n; ++j)
-        x[j] = vector_entry(int(e / (std::size_t(vectors) * n)), k,
-                            int(e / n % std::size_t(vectors)), j);
-      *wrong = *wrong || host[e] != product_entry(&m[e % n * n], x);
-    }
+    const int k = (j.batches - 1) % 2;
+    *wrong = any_wrong(products[k], j.pairs, j.vectors, k);
   }
   cudaEventDestroy(begin);
   cudaEventDestroy(end);
@@ -121,6 +136,159 @@ double run_baseline(int pairs, int vectors, int batches, int threads, int produc
   }
   cudaFree(matrix);
   return double(ms) * 1e-3;
+}
+
+#if APPS_WITH_MPI
+using apps::check_mpi;
+
+// Pinned host memory for MPI (not CUDA-aware), freed with its owner.
+struct pinned {
+  float* p = nullptr;
+  explicit pinned(std::size_t bytes) { check(cudaMallocHost(&p, bytes), "cudaMallocHost"); }
+  ~pinned() { cudaFreeHost(p); }
+  pinned(const pinned&) = delete;
+  pinned& operator=(const pinned&) = delete;
+};
+
+// The producers' end: the vector sets and the products on this process's
+// GPU. Batch b's vectors come off the GPU, travel to the workers' process
+// by MPI, and its products come back the same way into the GPU; two
+// batches in flight. A vector message carries tag k (its set), a product
+// message 2 + k.
+double run_producers(const baseline_job& j, bool* wrong) {
+  const int count = j.pairs * j.vectors * n;
+  const std::size_t bytes = std::size_t(count) * sizeof(float);
+  float *source[2] = {}, *products[2] = {};
+  for (int k = 0; k < 2; ++k) {
+    check(cudaMalloc(&source[k], bytes), "cudaMalloc");
+    check(cudaMalloc(&products[k], bytes), "cudaMalloc");
+    check(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
+                     cudaMemcpyHostToDevice),
+          "cudaMemcpy");
+  }
+  pinned out0(bytes), out1(bytes), in0(bytes), in1(bytes);
+  float* out[2] = {out0.p, out1.p};
+  float* in[2] = {in0.p, in1.p};
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  auto run = [&](int batches) {
+    MPI_Request sent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
+                received[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    for (int b = 0; b < batches + 2; ++b) {
+      if (b >= 2) {  // batch b - 2's products into the GPU
+        const int k = (b - 2) % 2;
+        check_mpi(MPI_Wait(&received[k], MPI_STATUS_IGNORE), "MPI_Wait");
+        check(cudaMemcpyAsync(products[k], in[k], bytes, cudaMemcpyHostToDevice, stream),
+              "cudaMemcpyAsync");
+      }
+      if (b >= batches) continue;
+      const int k = b % 2;
+      check_mpi(MPI_Wait(&sent[k], MPI_STATUS_IGNORE), "MPI_Wait");   // out[k] is free
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // and in[k]
+      check(cudaMemcpy(out[k], source[k], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      check_mpi(MPI_Irecv(in[k], count, MPI_FLOAT, j.partner_process, 2 + k, MPI_COMM_WORLD,
+                          &received[k]),
+                "MPI_Irecv");
+      check_mpi(MPI_Isend(out[k], count, MPI_FLOAT, j.partner_process, k, MPI_COMM_WORLD, &sent[k]),
+                "MPI_Isend");
+    }
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    check_mpi(MPI_Waitall(2, sent, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  };
+  run(1);  // warm-up
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  const auto start = std::chrono::steady_clock::now();
+  run(j.batches);
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  if (wrong != nullptr) {
+    const int k = (j.batches - 1) % 2;
+    *wrong = any_wrong(products[k], j.pairs, j.vectors, k);
+  }
+  cudaStreamDestroy(stream);
+  for (int k = 0; k < 2; ++k) {
+    cudaFree(source[k]);
+    cudaFree(products[k]);
+  }
+  return spent.count();
+}
+
+// The workers' end: the matrix and the workers' buffers on this process's
+// GPU; per batch the host receives the vectors, copies them in, launches
+// the kernel, copies the products out and sends them back. The next
+// batch's vectors are received meanwhile.
+double run_workers(const baseline_job& j) {
+  const int count = j.pairs * j.vectors * n;
+  const std::size_t bytes = std::size_t(count) * sizeof(float);
+  float *matrix = nullptr, *in[2] = {}, *out[2] = {};
+  check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
+  check(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
+        "cudaMemcpy");
+  for (int k = 0; k < 2; ++k) {
+    check(cudaMalloc(&in[k], bytes), "cudaMalloc");
+    check(cudaMalloc(&out[k], bytes), "cudaMalloc");
+  }
+  pinned x0(bytes), x1(bytes), y0(bytes), y1(bytes);
+  float* x[2] = {x0.p, x1.p};
+  float* y[2] = {y0.p, y1.p};
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  auto run = [&](int batches) {
+    MPI_Request sent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
+                received[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    for (int k = 0; k < 2 && k < batches; ++k)
+      check_mpi(
+          MPI_Irecv(x[k], count, MPI_FLOAT, j.partner_process, k, MPI_COMM_WORLD, &received[k]),
+          "MPI_Irecv");
+    for (int b = 0; b < batches; ++b) {
+      const int k = b % 2;
+      check_mpi(MPI_Wait(&received[k], MPI_STATUS_IGNORE), "MPI_Wait");
+      check(cudaMemcpyAsync(in[k], x[k], bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      multiply<<<j.pairs, j.threads, 0, stream>>>(matrix, in[k], out[k], j.vectors);
+      check(cudaGetLastError(), "multiply");
+      check_mpi(MPI_Wait(&sent[k], MPI_STATUS_IGNORE), "MPI_Wait");  // y[k] is free
+      check(cudaMemcpyAsync(y[k], out[k], bytes, cudaMemcpyDeviceToHost, stream),
+            "cudaMemcpyAsync");
+      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      if (b + 2 < batches)
+        check_mpi(
+            MPI_Irecv(x[k], count, MPI_FLOAT, j.partner_process, k, MPI_COMM_WORLD, &received[k]),
+            "MPI_Irecv");
+      check_mpi(
+          MPI_Isend(y[k], count, MPI_FLOAT, j.partner_process, 2 + k, MPI_COMM_WORLD, &sent[k]),
+          "MPI_Isend");
+    }
+    check_mpi(MPI_Waitall(2, sent, MPI_STATUSES_IGNORE), "MPI_Waitall");
+  };
+  run(1);  // warm-up
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  const auto start = std::chrono::steady_clock::now();
+  run(j.batches);
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  cudaStreamDestroy(stream);
+  for (int k = 0; k < 2; ++k) {
+    cudaFree(in[k]);
+    cudaFree(out[k]);
+  }
+  cudaFree(matrix);
+  return spent.count();
+}
+#endif
+
+}  // namespace
+
+double run_baseline(const baseline_job& job, bool* wrong) {
+  const apps::device_restorer keep;
+  if (job.partner_process < 0) return run_here(job, wrong);
+#if APPS_WITH_MPI
+  try {
+    if (wrong != nullptr) *wrong = false;
+    return job.producers_here ? run_producers(job, wrong) : run_workers(job);
+  } catch (const std::exception& e) {
+    apps::abort_processes("grma-mmv", e);
+  }
+#else
+  throw std::runtime_error("mmv baseline: two processes need a build with MPI");
+#endif
 }
 
 }  // namespace mmv

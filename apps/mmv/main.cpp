@@ -1,11 +1,10 @@
 // grma-mmv: the streaming multi-matrix-vector product (papers/002 §7,
-// Table 3) with grma's GASPI layer in one persistent kernel, and on one or
-// two GPUs of one process the kernel-boundary baseline; throughput in millions of vector products
-// per second against the batch size (all pairs' vectors of one batch),
-// each result checked against the matrix times its vector. The job's ranks
-// form `pairs` producer-worker pairs (producers first: on a job of two
-// devices, producers on one and workers on the other). Prints a table and
-// writes JSON.
+// Table 3) with grma's GASPI layer in one persistent kernel, and on GPUs
+// the kernel-boundary baseline (across processes through MPI); throughput in millions of vector
+// products per second against the batch size (all pairs' vectors of one batch), each result checked
+// against the matrix times its vector. The job's ranks form `pairs` producer-worker pairs
+// (producers first: on a job of two devices, producers on one and workers on the other). Prints a
+// table and writes JSON.
 //
 //   grma-mmv [--batches-kb 60,120,...] [--pairs P] [--vectors N] [--repeats K]
 //            [--threads T] [--no-check] [--no-baseline] [--json FILE]
@@ -22,6 +21,7 @@
 #include "mmv_grma.hpp"
 #if defined(__CUDACC__)
 #include "../cuda_support.hpp"
+#include "../mpi_support.hpp"
 #include "baseline.hpp"
 #endif
 
@@ -109,11 +109,21 @@ int main(int argc, char** argv) try {
     line.usage("the job has " + std::to_string(info.rank_count) + " ranks, fewer than 2 x " +
                std::to_string(o.pairs) + " pairs");
 #if defined(__CUDACC__)
-  // The baseline's producers and workers on the GPUs grma's have.
-  const bool baseline = o.baseline && cuda && devices <= 2 && info.process_count == 1;
-  int producer_device = 0;
-  if (baseline) apps::check_cuda(cudaGetDevice(&producer_device), "cudaGetDevice");
-  const int worker_device = producer_device + devices - 1;
+  // The baseline's producers and workers where grma's are: on this
+  // process's one or two GPUs, or in two processes of one GPU each (the
+  // producers in the first), through MPI when built with it.
+  const bool across = info.process_count == 2 && info.device_count == 1;
+  const bool baseline =
+      o.baseline && cuda && devices <= 2 && (info.process_count == 1 || (across && apps::with_mpi));
+  mmv::baseline_job base{o.pairs, 0, 0, info.threads_per_rank};
+  if (baseline) {
+    apps::check_cuda(cudaGetDevice(&base.producer_device), "cudaGetDevice");
+    base.worker_device = base.producer_device + (across ? 0 : devices - 1);
+    if (across) {
+      base.partner_process = 1 - info.process_index;
+      base.producers_here = info.process_index == 0;
+    }
+  }
 #endif
   if (lead) {
     std::printf(
@@ -152,11 +162,11 @@ int main(int argc, char** argv) try {
       for (const auto& rec : records) slowest = std::max(slowest, rec.seconds);
       grma_runs.push_back(products / slowest / 1e6);
 #if defined(__CUDACC__)
-      if (baseline)
-        base_runs.push_back(products /
-                            mmv::run_baseline(o.pairs, vectors, batches, info.threads_per_rank,
-                                              producer_device, worker_device, nullptr) /
-                            1e6);
+      if (baseline) {
+        base.vectors = vectors;
+        base.batches = batches;
+        base_runs.push_back(products / mmv::run_baseline(base, nullptr) / 1e6);
+      }
 #endif
     }
     if (o.check) {  // a few batches, every product compared
@@ -168,8 +178,9 @@ int main(int argc, char** argv) try {
 #if defined(__CUDACC__)
       if (baseline) {
         bool wrong = true;
-        mmv::run_baseline(o.pairs, vectors, 5, info.threads_per_rank, producer_device,
-                          worker_device, &wrong);
+        base.vectors = vectors;
+        base.batches = 5;
+        mmv::run_baseline(base, &wrong);
         base_ok = !wrong;
       }
 #endif
