@@ -251,10 +251,11 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   constexpr std::size_t wide = std::size_t(1) << 20;
   const bool lead = job.process_index == 0;
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
-  if (cuda && job.device_count > 1) {
+  const int devices_here = job.rank_responsible / job.ranks_per_device;
+  if (cuda && devices_here > 1) {
     if (json) std::fprintf(json, "null");
     return "\nhost access: not measured: it serves one GPU per process (this one drives " +
-           std::to_string(job.device_count) + "; run one process per GPU under mpirun)\n";
+           std::to_string(devices_here) + "; run one process per GPU under mpirun)\n";
   }
   // As many ranks as fit beside the engine (on a GPU one fewer than `full`).
   const grma::launch_options host_job{.threads_per_rank = threads, .host_access = true};

@@ -112,7 +112,7 @@ int main(int argc, char** argv) try {
   // The baseline's producers and workers where grma's are: on this
   // process's one or two GPUs, or in two processes of one GPU each (the
   // producers in the first), through MPI when built with it.
-  const bool across = info.process_count == 2 && info.device_count == 1;
+  const bool across = info.process_count == 2 && info.rank_responsible / info.ranks_per_device == 1;
   const bool baseline =
       o.baseline && cuda && devices <= 2 && (info.process_count == 1 || (across && apps::with_mpi));
   mmv::baseline_job base{o.pairs, 0, 0, info.threads_per_rank};
