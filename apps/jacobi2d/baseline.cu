@@ -15,14 +15,23 @@ namespace {
 
 using apps::check_cuda;
 
-// Rows first, first + step, ... (gridDim.y of them) of a plane of `stride`
-// = cols + 2 doubles a row, the boundary ring included: a thread a cell.
-__global__ void sweep(const double* cur, double* next, int first, int step, int cols, int stride) {
-  const int j = int(blockIdx.x * blockDim.x + threadIdx.x) + 1, i = first + int(blockIdx.y) * step;
+// `count` rows first, first + step, ... of a plane of `stride` = cols + 2
+// doubles a row, the boundary ring included: a thread a cell, a block row
+// a row (gridDim.y of them at once: at most 65535).
+__global__ void sweep(const double* cur, double* next, int first, int step, int count, int cols,
+                      int stride) {
+  const int j = int(blockIdx.x * blockDim.x + threadIdx.x) + 1;
   if (j > cols) return;
-  const double* c = cur + std::size_t(i) * std::size_t(stride) + std::size_t(j);
-  next[std::size_t(i) * std::size_t(stride) + std::size_t(j)] =
-      update(c[-stride], c[stride], c[-1], c[1]);
+  for (int y = int(blockIdx.y); y < count; y += int(gridDim.y)) {
+    const std::size_t at = std::size_t(first + y * step) * std::size_t(stride) + std::size_t(j);
+    const double* c = cur + at;
+    next[at] = update(c[-stride], c[stride], c[-1], c[1]);
+  }
+}
+
+// A launch over `count` rows.
+dim3 rows_of(dim3 columns, int count) {
+  return dim3(columns.x, unsigned(count < 65535 ? count : 65535));
 }
 
 // A GPU's plane at generation 0: its band's cells (grid rows first_row..),
@@ -92,8 +101,7 @@ class baseline {
   void iterations(int count) {
     const int r = j_.rows, stride = j_.cols + 2;
     const dim3 columns(unsigned((j_.cols + j_.threads - 1) / j_.threads));
-    const dim3 every_row(columns.x, unsigned(r)), first_and_last(columns.x, r > 1 ? 2u : 1u),
-        between(columns.x, unsigned(r > 2 ? r - 2 : 0));
+    const int edge_rows = r > 1 ? 2 : 1;
     for (int it = 0; it < count; ++it, ++generation_) {
       double* next[apps::band_exchange::most_devices];
       cudaStream_t edge_streams[apps::band_exchange::most_devices];
@@ -104,8 +112,8 @@ class baseline {
         next[d] = dv.plane[(generation_ + 1) % 2];
         edge_streams[d] = dv.stream[edges];
         if (!j_.overlap) {
-          sweep<<<every_row, j_.threads, 0, dv.stream[edges]>>>(cur, next[d], 1, 1, j_.cols,
-                                                                stride);
+          sweep<<<rows_of(columns, r), j_.threads, 0, dv.stream[edges]>>>(cur, next[d], 1, 1, r,
+                                                                          j_.cols, stride);
           continue;
         }
         // The edge rows read the interior's last rows and overwrite the
@@ -114,12 +122,12 @@ class baseline {
         // records of the iteration before).
         check_cuda(cudaStreamWaitEvent(dv.stream[edges], dv.interior_swept), "wait");
         check_cuda(cudaStreamWaitEvent(dv.stream[interior], dv.edges_swept), "wait");
-        sweep<<<first_and_last, j_.threads, 0, dv.stream[edges]>>>(cur, next[d], 1, r - 1, j_.cols,
-                                                                   stride);
+        sweep<<<rows_of(columns, edge_rows), j_.threads, 0, dv.stream[edges]>>>(
+            cur, next[d], 1, r - 1, edge_rows, j_.cols, stride);
         check_cuda(cudaEventRecord(dv.edges_swept, dv.stream[edges]), "cudaEventRecord");
         if (r > 2)
-          sweep<<<between, j_.threads, 0, dv.stream[interior]>>>(cur, next[d], 2, 1, j_.cols,
-                                                                 stride);
+          sweep<<<rows_of(columns, r - 2), j_.threads, 0, dv.stream[interior]>>>(
+              cur, next[d], 2, 1, r - 2, j_.cols, stride);
         check_cuda(cudaEventRecord(dv.interior_swept, dv.stream[interior]), "cudaEventRecord");
       }
       check_cuda(cudaGetLastError(), "sweep");
