@@ -19,13 +19,7 @@ band_exchange::band_exchange(const layout& l) : l_(l) {
   for (int d = 0; d < l.devices; ++d) {
     check_cuda(cudaSetDevice(l.first_device + d), "cudaSetDevice");
     for (int e : {d - 1, d + 1})
-      if (e >= 0 && e < l.devices) {
-        // grma's runtime in this process may have enabled it already.
-        const cudaError_t peer = cudaDeviceEnablePeerAccess(l.first_device + e, 0);
-        if (peer != cudaErrorPeerAccessAlreadyEnabled)
-          check_cuda(peer, "cudaDeviceEnablePeerAccess");
-        cudaGetLastError();
-      }
+      if (e >= 0 && e < l.devices) enable_peer_access(l.first_device + e);
     for (int c = 0; c < l.channels; ++c) {
       check_cuda(cudaEventCreateWithFlags(&computed_[c][d], cudaEventDisableTiming),
                  "cudaEventCreate");

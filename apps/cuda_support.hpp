@@ -13,6 +13,14 @@ inline void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+// Lets the current device reach `peer`'s memory (grma's runtime in this
+// process may have let it already).
+inline void enable_peer_access(int peer) {
+  const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+  if (e != cudaErrorPeerAccessAlreadyEnabled) check_cuda(e, "cudaDeviceEnablePeerAccess");
+  cudaGetLastError();  // clears the error that says it was
+}
+
 // Gives the caller back its current device (grma's runtime starts from it).
 class device_restorer {
  public:

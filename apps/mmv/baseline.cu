@@ -15,10 +15,8 @@
 namespace mmv {
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("mmv baseline: ") + what + ": " + cudaGetErrorString(e));
-}
+// Errors name the call; grma-mmv prints them after its name.
+constexpr auto check = apps::check_cuda;
 
 // Block p multiplies pair p's `vectors` vectors: the matrix into shared
 // memory first (a padded row apart, so a warp's lanes read different
@@ -71,10 +69,7 @@ double run_here(const baseline_job& j, bool* wrong) {
     for (const auto& [from, to] :
          {std::pair{producer_device, worker_device}, std::pair{worker_device, producer_device}}) {
       check(cudaSetDevice(from), "cudaSetDevice");
-      // grma's runtime in this process may have enabled it already.
-      const cudaError_t peer = cudaDeviceEnablePeerAccess(to, 0);
-      if (peer != cudaErrorPeerAccessAlreadyEnabled) check(peer, "cudaDeviceEnablePeerAccess");
-      cudaGetLastError();
+      apps::enable_peer_access(to);
     }
   // The producers' vector sets 0 and 1 (batch b sends set b % 2) and their
   // products, per parity, on the producers' GPU; the matrix and the
@@ -141,14 +136,31 @@ double run_here(const baseline_job& j, bool* wrong) {
 #if APPS_WITH_MPI
 using apps::check_mpi;
 
-// Pinned host memory for MPI (not CUDA-aware), freed with its owner.
-struct pinned {
-  float* p = nullptr;
-  explicit pinned(std::size_t bytes) { check(cudaMallocHost(&p, bytes), "cudaMallocHost"); }
-  ~pinned() { cudaFreeHost(p); }
-  pinned(const pinned&) = delete;
-  pinned& operator=(const pinned&) = delete;
+// Two buffers of pinned host memory for MPI (not CUDA-aware), one a
+// parity, freed with their owner.
+struct pinned_pair {
+  float* p[2] = {};
+  explicit pinned_pair(std::size_t bytes) {
+    for (float*& b : p) check(cudaMallocHost(&b, bytes), "cudaMallocHost");
+  }
+  ~pinned_pair() {
+    for (float* b : p) cudaFreeHost(b);
+  }
+  pinned_pair(const pinned_pair&) = delete;
+  pinned_pair& operator=(const pinned_pair&) = delete;
 };
+
+// Seconds for run(batches), after a warm-up batch and a barrier with the
+// other end.
+template <class Run>
+double timed(const Run& run, int batches) {
+  run(1);
+  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
+  const auto start = std::chrono::steady_clock::now();
+  run(batches);
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  return spent.count();
+}
 
 // The producers' end: the vector sets and the products on this process's
 // GPU. Batch b's vectors come off the GPU, travel to the workers' process
@@ -166,9 +178,9 @@ double run_producers(const baseline_job& j, bool* wrong) {
                      cudaMemcpyHostToDevice),
           "cudaMemcpy");
   }
-  pinned out0(bytes), out1(bytes), in0(bytes), in1(bytes);
-  float* out[2] = {out0.p, out1.p};
-  float* in[2] = {in0.p, in1.p};
+  pinned_pair out_buffers(bytes), in_buffers(bytes);
+  float* const* out = out_buffers.p;
+  float* const* in = in_buffers.p;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   auto run = [&](int batches) {
@@ -195,11 +207,7 @@ double run_producers(const baseline_job& j, bool* wrong) {
     check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     check_mpi(MPI_Waitall(2, sent, MPI_STATUSES_IGNORE), "MPI_Waitall");
   };
-  run(1);  // warm-up
-  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  const auto start = std::chrono::steady_clock::now();
-  run(j.batches);
-  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  const double seconds = timed(run, j.batches);
   if (wrong != nullptr) {
     const int k = (j.batches - 1) % 2;
     *wrong = any_wrong(products[k], j.pairs, j.vectors, k);
@@ -209,7 +217,7 @@ double run_producers(const baseline_job& j, bool* wrong) {
     cudaFree(source[k]);
     cudaFree(products[k]);
   }
-  return spent.count();
+  return seconds;
 }
 
 // The workers' end: the matrix and the workers' buffers on this process's
@@ -227,9 +235,9 @@ double run_workers(const baseline_job& j) {
     check(cudaMalloc(&in[k], bytes), "cudaMalloc");
     check(cudaMalloc(&out[k], bytes), "cudaMalloc");
   }
-  pinned x0(bytes), x1(bytes), y0(bytes), y1(bytes);
-  float* x[2] = {x0.p, x1.p};
-  float* y[2] = {y0.p, y1.p};
+  pinned_pair x_buffers(bytes), y_buffers(bytes);
+  float* const* x = x_buffers.p;
+  float* const* y = y_buffers.p;
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   auto run = [&](int batches) {
@@ -259,18 +267,14 @@ double run_workers(const baseline_job& j) {
     }
     check_mpi(MPI_Waitall(2, sent, MPI_STATUSES_IGNORE), "MPI_Waitall");
   };
-  run(1);  // warm-up
-  check_mpi(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  const auto start = std::chrono::steady_clock::now();
-  run(j.batches);
-  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - start;
+  const double seconds = timed(run, j.batches);
   cudaStreamDestroy(stream);
   for (int k = 0; k < 2; ++k) {
     cudaFree(in[k]);
     cudaFree(out[k]);
   }
   cudaFree(matrix);
-  return spent.count();
+  return seconds;
 }
 #endif
 
