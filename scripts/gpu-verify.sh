@@ -143,19 +143,37 @@ if [ -x build/gpu/apps/grma-hd ]; then
   [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
+# The two GPUs as two nodes, for the apps below.
+nodes() {  # nodes SECONDS PROGRAM ARGS...
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$1" mpirun -np 2 --bind-to none \
+    sh -c "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ${*:2}"
+}
 # Jacobi 2D over the OpenSHMEM layer (papers/001 §6.3), beside the
-# kernel-boundary baseline on one GPU, checked against the serial reference.
+# kernel-boundary baselines (Inter-K and Inter-K-Overlap), all checked
+# against the serial reference: one GPU, two, and two nodes.
 if [ -x build/gpu/apps/grma-jacobi2d ]; then
-  step jacobi2d-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-jacobi2d --sizes 1024,2048,4096,8192 \
-    --json "$out/jacobi2d_1gpu.json"
-  [ "$gpus" -ge 2 ] && step jacobi2d-2gpu env GRMA_DEVICES=2 ./build/gpu/apps/grma-jacobi2d \
-    --sizes 1024,2048,4096,8192 --json "$out/jacobi2d_2gpu.json"
+  jacobi="./build/gpu/apps/grma-jacobi2d --sizes 1024,2048,4096,8192"
+  step jacobi2d-1gpu env GRMA_DEVICES=1 $jacobi --json "$out/jacobi2d_1gpu.json"
+  if [ "$gpus" -ge 2 ]; then
+    step jacobi2d-2gpu env GRMA_DEVICES=2 $jacobi --json "$out/jacobi2d_2gpu.json"
+    step jacobi2d-2nodes nodes 300 $jacobi --json "$out/jacobi2d_2nodes.json"
+  fi
 fi
 # The sync-free triangular solve (papers/001 §6.4), beside the level-set
 # baseline on one GPU, checked against serial forward substitution.
 if [ -x build/gpu/apps/grma-spts ]; then
   step spts-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-spts \
     --generate laplace2d:512,laplace2d:1024,laplace3d:48,chain:20000:4 --json "$out/spts_1gpu.json"
+fi
+# The streaming matrix-vector product over the GASPI layer (papers/002 §7),
+# beside the kernel-boundary baseline, every product checked: one GPU, two
+# (workers on the second), two nodes (the baseline's batches through MPI).
+if [ -x build/gpu/apps/grma-mmv ]; then
+  step mmv-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-mmv --json "$out/mmv_1gpu.json"
+  if [ "$gpus" -ge 2 ]; then
+    step mmv-2gpu env GRMA_DEVICES=2 ./build/gpu/apps/grma-mmv --json "$out/mmv_2gpu.json"
+    step mmv-2nodes nodes 300 ./build/gpu/apps/grma-mmv --json "$out/mmv_2nodes.json"
+  fi
 fi
 fi  # benchmarks
 echo; for f in "$out"/gpu-tests.log "$out"/gpu-x2-tests.log "$out"/sanitize-*.log; do
@@ -168,6 +186,6 @@ done
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
-for j in jacobi2d-1gpu jacobi2d-2gpu spts-1gpu; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
+for j in jacobi2d-1gpu jacobi2d-2gpu jacobi2d-2nodes spts-1gpu mmv-1gpu mmv-2gpu mmv-2nodes; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
 echo; cat "$out/summary.txt"
 exit $status
