@@ -122,6 +122,16 @@ class job {
   host_request atomic_fetch_add(window w, int target, std::size_t offset, std::uint64_t value,
                                 std::uint64_t* old);
   host_request atomic_add(window w, int target, std::size_t offset, std::uint64_t value);
+  // Bitwise: the word becomes word & value (| value, ^ value).
+  host_request atomic_fetch_and(window w, int target, std::size_t offset, std::uint64_t value,
+                                std::uint64_t* old);
+  host_request atomic_and(window w, int target, std::size_t offset, std::uint64_t value);
+  host_request atomic_fetch_or(window w, int target, std::size_t offset, std::uint64_t value,
+                               std::uint64_t* old);
+  host_request atomic_or(window w, int target, std::size_t offset, std::uint64_t value);
+  host_request atomic_fetch_xor(window w, int target, std::size_t offset, std::uint64_t value,
+                                std::uint64_t* old);
+  host_request atomic_xor(window w, int target, std::size_t offset, std::uint64_t value);
   void wait() {
     if (state_ == nullptr) return;
     const std::shared_ptr<state> s = std::move(state_);

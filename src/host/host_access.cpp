@@ -217,6 +217,39 @@ host_request job::atomic_add(window w, int target, std::size_t offset, std::uint
                 value, 0, nullptr, false);
 }
 
+host_request job::atomic_fetch_and(window w, int target, std::size_t offset, std::uint64_t value,
+                                   std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_fetch_and,
+                std::uint8_t(detail::remote_atomic::bit_and), value, 0, old, true);
+}
+
+host_request job::atomic_and(window w, int target, std::size_t offset, std::uint64_t value) {
+  return atomic(w, target, offset, call::atomic_and, std::uint8_t(detail::remote_atomic::bit_and),
+                value, 0, nullptr, false);
+}
+
+host_request job::atomic_fetch_or(window w, int target, std::size_t offset, std::uint64_t value,
+                                  std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_fetch_or,
+                std::uint8_t(detail::remote_atomic::bit_or), value, 0, old, true);
+}
+
+host_request job::atomic_or(window w, int target, std::size_t offset, std::uint64_t value) {
+  return atomic(w, target, offset, call::atomic_or, std::uint8_t(detail::remote_atomic::bit_or),
+                value, 0, nullptr, false);
+}
+
+host_request job::atomic_fetch_xor(window w, int target, std::size_t offset, std::uint64_t value,
+                                   std::uint64_t* old) {
+  return atomic(w, target, offset, call::atomic_fetch_xor,
+                std::uint8_t(detail::remote_atomic::bit_xor), value, 0, old, true);
+}
+
+host_request job::atomic_xor(window w, int target, std::size_t offset, std::uint64_t value) {
+  return atomic(w, target, offset, call::atomic_xor, std::uint8_t(detail::remote_atomic::bit_xor),
+                value, 0, nullptr, false);
+}
+
 void runtime::refuse_host_access_in_run(const launch_options& options) {
   if (options.host_access)
     throw error(errc::invalid_config, -1, call::runtime,

@@ -38,7 +38,8 @@ struct host_slots {
   static constexpr std::size_t gets = first_put + most_hosts * per_host;
   static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
   static constexpr std::size_t swapped = counter + 8;
-  static constexpr std::size_t signal = swapped + 8;
+  static constexpr std::size_t bits = swapped + 8;
+  static constexpr std::size_t signal = bits + 8;
   static constexpr std::size_t bytes = signal + 8;
   GRMA_HOST_DEVICE static constexpr std::size_t small(int host) {
     return first_put + std::size_t(host) * per_host;
@@ -58,6 +59,26 @@ GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) {
   return mix(std::uint64_t(rank), 77);
 }
 
+// The bitwise atomics, in this order: host h sets bit h with fetch_or,
+// ors bit 48 + h (already set: it stays), flips bit 8 + h (clear) with
+// fetch_xor and bit 56 + h (set) with xor, and clears bits 16 + h and
+// 40 + h (set) with fetch_and and and. No other host touches those bits,
+// so the word ends the same whatever the hosts' order, and no operation
+// there does what an add would.
+GRMA_HOST_DEVICE inline std::uint64_t bits_before(int hosts) {
+  std::uint64_t v = 0;
+  for (int h = 0; h < hosts; ++h)
+    v |= (std::uint64_t{1} << (16 + h)) | (std::uint64_t{1} << (40 + h)) |
+         (std::uint64_t{1} << (48 + h)) | (std::uint64_t{1} << (56 + h));
+  return v;
+}
+GRMA_HOST_DEVICE inline std::uint64_t bits_after(int hosts) {
+  std::uint64_t v = 0;
+  for (int h = 0; h < hosts; ++h)
+    v |= (std::uint64_t{1} << h) | (std::uint64_t{1} << (8 + h)) | (std::uint64_t{1} << (48 + h));
+  return v;
+}
+
 struct computing_target {
   buffers mem;
   int hosts;         // processes whose host threads issue
@@ -74,6 +95,9 @@ struct computing_target {
       base[i] = 0;
     r.sync_threads();
     fill(r, base + host_slots::gets, get_bytes, rank_seed(me));
+    if (r.thread() == 0)
+      *reinterpret_cast<std::uint64_t*>(base + host_slots::bits) = bits_before(hosts);
+    r.sync_threads();
     grma::window w = r.window_create(grma::world, base, host_slots::bytes);
     // Compute until every host has signalled: the hosts' operations land
     // meanwhile, served by the engines alone.
@@ -93,6 +117,9 @@ struct computing_target {
     // compare_swap(0 -> host + 1) by every host: exactly one succeeded.
     const std::uint64_t swapped = r.read(words + 1);
     CONF_EXPECT(r, rec, swapped >= 1 && swapped <= std::uint64_t(hosts), 2, swapped, hosts);
+    const std::uint64_t bits = r.read(words + 2);
+    CONF_EXPECT(r, rec, bits == bits_after(hosts), 6, (long long)bits,
+                (long long)bits_after(hosts));
     for (int h = 0; h < hosts; ++h) {
       tally(r, rec, 2);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::small(h), small_bytes,
@@ -128,6 +155,7 @@ struct issued {
   std::vector<unsigned char> got = std::vector<unsigned char>(get_bytes);
   std::uint64_t olds[adds] = {};
   std::uint64_t swap_old = 0;
+  std::uint64_t or_old = 0, xor_old = 0, and_old = 0;
 };
 
 TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
@@ -205,6 +233,16 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
               running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));
         requests.push_back(running.atomic_compare_swap(w, target, host_slots::swapped, 0,
                                                        std::uint64_t(me) + 1, &mine.swap_old));
+        const auto bit = [&](int at) { return std::uint64_t{1} << (at + me); };
+        requests.push_back(
+            running.atomic_fetch_or(w, target, host_slots::bits, bit(0), &mine.or_old));
+        requests.push_back(running.atomic_or(w, target, host_slots::bits, bit(48)));
+        requests.push_back(
+            running.atomic_fetch_xor(w, target, host_slots::bits, bit(8), &mine.xor_old));
+        requests.push_back(running.atomic_xor(w, target, host_slots::bits, bit(56)));
+        requests.push_back(
+            running.atomic_fetch_and(w, target, host_slots::bits, ~bit(16), &mine.and_old));
+        requests.push_back(running.atomic_and(w, target, host_slots::bits, ~bit(40)));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
         // A large put that ends past the target's range (its bytes follow
         // the header and are dropped there) and a signal past it: each
@@ -263,6 +301,17 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       }
       EXPECT_TRUE(x.swap_old == 0 || (x.swap_old >= 1 && x.swap_old <= std::uint64_t(hosts)))
           << "target " << x.target << ": " << x.swap_old;
+      // This host's bits as its fetching atomics found them: each before
+      // its own change and after the host's earlier ones (a host's
+      // operations to a target take effect in order).
+      const auto at = [&](std::uint64_t v, int b) { return v >> (b + me) & 1; };
+      EXPECT_EQ(at(x.or_old, 0), 0u) << "target " << x.target << ": " << x.or_old;
+      EXPECT_EQ(at(x.xor_old, 0) + at(x.xor_old, 48), 2u)
+          << "target " << x.target << ": " << x.xor_old;
+      EXPECT_EQ(at(x.xor_old, 8), 0u) << "target " << x.target << ": " << x.xor_old;
+      EXPECT_EQ(at(x.and_old, 8) + at(x.and_old, 16), 2u)
+          << "target " << x.target << ": " << x.and_old;
+      EXPECT_EQ(at(x.and_old, 56), 0u) << "target " << x.target << ": " << x.and_old;
       for (std::size_t i = 0; i < get_bytes; ++i)
         if (x.got[i] != pattern_byte(rank_seed(x.target), i)) {
           ADD_FAILURE() << "target " << x.target << ": byte " << i << " of a host's get";
