@@ -13,6 +13,12 @@ inline void check_cuda(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
+inline int current_device() {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  return device;
+}
+
 // Lets the current device reach `peer`'s memory (grma's runtime in this
 // process may have let it already).
 inline void enable_peer_access(int peer) {

@@ -19,6 +19,15 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, records the resul
   if "$@" >"$out/$name.log" 2>&1; then r=ok; else r="FAILED($?)"; status=1; fi
   printf '%-34s %-10s %4ds\n' "$name" "$r" $((SECONDS - start)) | tee -a "$out/summary.txt"
 }
+# nodes SECONDS PROGRAM ARGS...: the GPUs here as two nodes, a process
+# each (the network engines between them), with this shell's GRMA_*,
+# NCCL_* and NVSHMEM_* settings.
+nodes() {
+  local pass=()
+  for v in $(compgen -e | grep -E '^(GRMA_|NCCL_|NVSHMEM_)'); do pass+=(-x "$v"); done
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$1" mpirun -np 2 --bind-to none \
+    "${pass[@]}" sh -c "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ${*:2}"
+}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 # NVSHMEM from the Python environment, when there, for grma-bench's comparison.
 nvshmem=$(python3 -c "import nvidia.nvshmem; print(list(nvidia.nvshmem.__path__)[0])" 2>/dev/null || true)
@@ -98,9 +107,7 @@ if benchmarks; then
 # quick: every operation between the GPUs costs tens of microseconds so far.
 # Its halo exchange is the loaded model's for hd-2nodes.
 if [ "$gpus" -ge 2 ]; then
-  step grma-bench-remote env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-    mpirun -np 2 --bind-to none sh -c \
-    "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ./build/gpu/bench/grma-bench --quick --json $out/grma-bench-remote.json"
+  step grma-bench-remote nodes 900 ./build/gpu/bench/grma-bench --quick --json "$out/grma-bench-remote.json"
 fi
 # grma-bench: every path of a job over all GPUs here (up to two), NVSHMEM
 # between them where the build has it.
@@ -128,9 +135,7 @@ if [ -x build/gpu/apps/grma-hd ]; then
     models+=(--hd "$out/hd_2gpu.json:2 GPUs")
     # The two GPUs as two nodes: grma's network engines; the baseline's
     # halos through the host and MPI.
-    step hd-2nodes env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      timeout 900 mpirun -np 2 --bind-to none -x GRMA_HEAP_SIZE sh -c \
-      "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec $hd --widths 64,256,1024,4096,16384 --json $out/hd_2nodes.json"
+    step hd-2nodes nodes 900 $hd --widths 64,256,1024,4096,16384 --json "$out/hd_2nodes.json"
     models+=(--hd "$out/hd_2nodes.json:2 nodes")
   fi
   unset GRMA_HEAP_SIZE
@@ -143,11 +148,6 @@ if [ -x build/gpu/apps/grma-hd ]; then
   [ -f "$out/grma-bench-halo-1gpu.json" ] && benches+=(--halo "$out/grma-bench-halo-1gpu.json")
   step model python3 scripts/grma-model.py "${benches[@]}" "${models[@]}" --plots "$out/plots"
 fi
-# The two GPUs as two nodes, for the apps below.
-nodes() {  # nodes SECONDS PROGRAM ARGS...
-  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout "$1" mpirun -np 2 --bind-to none \
-    sh -c "GRMA_NODE_ID=n\$OMPI_COMM_WORLD_RANK exec ${*:2}"
-}
 # Jacobi 2D over the OpenSHMEM layer (papers/001 §6.3), beside the
 # kernel-boundary baselines (Inter-K and Inter-K-Overlap), all checked
 # against the serial reference: one GPU, two, and two nodes.

@@ -44,9 +44,7 @@ __global__ void init_kernel(double* block, std::size_t elements, int set, bool i
   }
 }
 
-apps::band_exchange::layout layout_of(const baseline_job& j) {
-  int first = 0;
-  check_cuda(cudaGetDevice(&first), "cudaGetDevice");
+apps::band_exchange::layout layout_of(const baseline_job& j, int first) {
   return {first,
           j.devices,
           std::size_t(j.n),
@@ -58,8 +56,11 @@ apps::band_exchange::layout layout_of(const baseline_job& j) {
 
 class baseline {
  public:
-  explicit baseline(const baseline_job& j) : j_(j), sets_(data_sets(j.how)), halos_(layout_of(j)) {
-    check_cuda(cudaGetDevice(&first_), "cudaGetDevice");
+  explicit baseline(const baseline_job& j)
+      : j_(j),
+        sets_(data_sets(j.how)),
+        first_(apps::current_device()),
+        halos_(layout_of(j, first_)) {
     device_rows_ = std::size_t(j.bands_per_device) * std::size_t(j.rows);
     elements_ = band_elements(int(device_rows_), j.n);
     for (int d = 0; d < j.devices; ++d) {
@@ -199,8 +200,8 @@ class baseline {
 
   baseline_job j_;
   int sets_;
+  int first_;  // this process's first GPU
   apps::band_exchange halos_;
-  int first_ = 0;  // this process's first GPU
   std::size_t device_rows_ = 0, elements_ = 0;
   device dev_[apps::band_exchange::most_devices];
 };

@@ -49,17 +49,15 @@ __global__ void initialize(double* plane, int rows, int cols, long long first_ro
   }
 }
 
-apps::band_exchange::layout layout_of(const baseline_job& j) {
-  int first = 0;
-  check_cuda(cudaGetDevice(&first), "cudaGetDevice");
+apps::band_exchange::layout layout_of(const baseline_job& j, int first) {
   return {first, j.devices,       std::size_t(j.cols) + 2, std::size_t(j.rows),
           1,     j.process_above, j.process_below};
 }
 
 class baseline {
  public:
-  explicit baseline(const baseline_job& j) : j_(j), halos_(layout_of(j)) {
-    check_cuda(cudaGetDevice(&first_), "cudaGetDevice");
+  explicit baseline(const baseline_job& j)
+      : j_(j), first_(apps::current_device()), halos_(layout_of(j, first_)) {
     const std::size_t bytes = plane_elements() * sizeof(double);
     for (int d = 0; d < j.devices; ++d) {
       check_cuda(cudaSetDevice(first_ + d), "cudaSetDevice");
@@ -172,8 +170,8 @@ class baseline {
   }
 
   baseline_job j_;
+  int first_;  // this process's first GPU
   apps::band_exchange halos_;
-  int first_ = 0;  // this process's first GPU
   int generation_ = 0;
   device dev_[apps::band_exchange::most_devices];
 };

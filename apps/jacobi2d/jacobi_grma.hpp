@@ -138,9 +138,7 @@ struct grma_program {
       // The four edges, then one fence and their signals: a put to a PE
       // is ordered before a later put to it by the fence between them
       // (OpenSHMEM), so one fence serves all four, where put_signal_nbi
-      // pays one each (on two H200s 14-22 % less time an iteration at
-      // 1024 x 1024 cells a GPU, the same at 4096; at 8192 1-5 % more:
-      // warp 0 starts its interior rows after the fence).
+      // pays one each (decision 031 has the figures).
       if (neighbour[north] >= 0)  // my first row: the north PE's south halo row
         sh.put_nbi(next + std::size_t(d.height(pr - 1) + 1) * wm, next + wm, std::size_t(w),
                    neighbour[north]);

@@ -15,8 +15,7 @@
 namespace mmv {
 namespace {
 
-// Errors name the call; grma-mmv prints them after its name.
-constexpr auto check = apps::check_cuda;
+using apps::check_cuda;
 
 // Block p multiplies pair p's `vectors` vectors: the matrix into shared
 // memory first (a padded row apart, so a warp's lanes read different
@@ -53,8 +52,8 @@ std::vector<float> the_matrix() {
 bool any_wrong(const float* products, int pairs, int vectors, int k) {
   const std::vector<float> x = vector_set(pairs, vectors, k), m = the_matrix();
   std::vector<float> y(x.size());
-  check(cudaMemcpy(y.data(), products, y.size() * sizeof(float), cudaMemcpyDeviceToHost),
-        "cudaMemcpy");
+  check_cuda(cudaMemcpy(y.data(), products, y.size() * sizeof(float), cudaMemcpyDeviceToHost),
+             "cudaMemcpy");
   for (std::size_t e = 0; e < y.size(); ++e)
     if (y[e] != product_entry(&m[e % n * n], &x[e / n * n])) return true;
   return false;
@@ -68,54 +67,55 @@ double run_here(const baseline_job& j, bool* wrong) {
   if (producer_device != worker_device)
     for (const auto& [from, to] :
          {std::pair{producer_device, worker_device}, std::pair{worker_device, producer_device}}) {
-      check(cudaSetDevice(from), "cudaSetDevice");
+      check_cuda(cudaSetDevice(from), "cudaSetDevice");
       apps::enable_peer_access(to);
     }
   // The producers' vector sets 0 and 1 (batch b sends set b % 2) and their
   // products, per parity, on the producers' GPU; the matrix and the
   // workers' buffers on the workers'.
   float *matrix = nullptr, *source[2] = {}, *in[2] = {}, *out[2] = {}, *products[2] = {};
-  check(cudaSetDevice(worker_device), "cudaSetDevice");
-  check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
+  check_cuda(cudaSetDevice(worker_device), "cudaSetDevice");
+  check_cuda(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
   for (int k = 0; k < 2; ++k) {
-    check(cudaSetDevice(producer_device), "cudaSetDevice");
-    check(cudaMalloc(&source[k], bytes), "cudaMalloc");
-    check(cudaMalloc(&products[k], bytes), "cudaMalloc");
-    check(cudaSetDevice(worker_device), "cudaSetDevice");
-    check(cudaMalloc(&in[k], bytes), "cudaMalloc");
-    check(cudaMalloc(&out[k], bytes), "cudaMalloc");
-    check(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy");
+    check_cuda(cudaSetDevice(producer_device), "cudaSetDevice");
+    check_cuda(cudaMalloc(&source[k], bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&products[k], bytes), "cudaMalloc");
+    check_cuda(cudaSetDevice(worker_device), "cudaSetDevice");
+    check_cuda(cudaMalloc(&in[k], bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&out[k], bytes), "cudaMalloc");
+    check_cuda(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy");
   }
-  check(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  check_cuda(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
+             "cudaMemcpy");
   cudaStream_t streams[2];
-  for (auto& s : streams) check(cudaStreamCreate(&s), "cudaStreamCreate");
+  for (auto& s : streams) check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
   auto batch = [&](int b) {
     const int k = b % 2;
-    check(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");  // batch b - 2 is done
-    check(cudaMemcpyPeerAsync(in[k], worker_device, source[k], producer_device, bytes, streams[k]),
-          "cudaMemcpyPeerAsync");
+    check_cuda(cudaStreamSynchronize(streams[k]), "cudaStreamSynchronize");  // batch b - 2 is done
+    check_cuda(
+        cudaMemcpyPeerAsync(in[k], worker_device, source[k], producer_device, bytes, streams[k]),
+        "cudaMemcpyPeerAsync");
     multiply<<<j.pairs, j.threads, 0, streams[k]>>>(matrix, in[k], out[k], j.vectors);
-    check(cudaGetLastError(), "multiply");
-    check(
+    check_cuda(cudaGetLastError(), "multiply");
+    check_cuda(
         cudaMemcpyPeerAsync(products[k], producer_device, out[k], worker_device, bytes, streams[k]),
         "cudaMemcpyPeerAsync");
   };
   batch(0);  // warm-up
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   cudaEvent_t begin, end;
-  check(cudaEventCreate(&begin), "cudaEventCreate");
-  check(cudaEventCreate(&end), "cudaEventCreate");
-  check(cudaEventRecord(begin, streams[0]), "cudaEventRecord");
+  check_cuda(cudaEventCreate(&begin), "cudaEventCreate");
+  check_cuda(cudaEventCreate(&end), "cudaEventCreate");
+  check_cuda(cudaEventRecord(begin, streams[0]), "cudaEventRecord");
   for (int b = 0; b < j.batches; ++b) batch(b);
-  check(cudaStreamSynchronize(streams[0]), "cudaStreamSynchronize");
-  check(cudaStreamSynchronize(streams[1]), "cudaStreamSynchronize");
-  check(cudaEventRecord(end, streams[0]), "cudaEventRecord");
-  check(cudaEventSynchronize(end), "cudaEventSynchronize");
+  check_cuda(cudaStreamSynchronize(streams[0]), "cudaStreamSynchronize");
+  check_cuda(cudaStreamSynchronize(streams[1]), "cudaStreamSynchronize");
+  check_cuda(cudaEventRecord(end, streams[0]), "cudaEventRecord");
+  check_cuda(cudaEventSynchronize(end), "cudaEventSynchronize");
   float ms = 0;
-  check(cudaEventElapsedTime(&ms, begin, end), "cudaEventElapsedTime");
+  check_cuda(cudaEventElapsedTime(&ms, begin, end), "cudaEventElapsedTime");
   if (wrong != nullptr) {
     const int k = (j.batches - 1) % 2;
     *wrong = any_wrong(products[k], j.pairs, j.vectors, k);
@@ -141,7 +141,7 @@ using apps::check_mpi;
 struct pinned_pair {
   float* p[2] = {};
   explicit pinned_pair(std::size_t bytes) {
-    for (float*& b : p) check(cudaMallocHost(&b, bytes), "cudaMallocHost");
+    for (float*& b : p) check_cuda(cudaMallocHost(&b, bytes), "cudaMallocHost");
   }
   ~pinned_pair() {
     for (float* b : p) cudaFreeHost(b);
@@ -172,17 +172,17 @@ double run_producers(const baseline_job& j, bool* wrong) {
   const std::size_t bytes = std::size_t(count) * sizeof(float);
   float *source[2] = {}, *products[2] = {};
   for (int k = 0; k < 2; ++k) {
-    check(cudaMalloc(&source[k], bytes), "cudaMalloc");
-    check(cudaMalloc(&products[k], bytes), "cudaMalloc");
-    check(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
-                     cudaMemcpyHostToDevice),
-          "cudaMemcpy");
+    check_cuda(cudaMalloc(&source[k], bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&products[k], bytes), "cudaMalloc");
+    check_cuda(cudaMemcpy(source[k], vector_set(j.pairs, j.vectors, k).data(), bytes,
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy");
   }
   pinned_pair out_buffers(bytes), in_buffers(bytes);
   float* const* out = out_buffers.p;
   float* const* in = in_buffers.p;
   cudaStream_t stream;
-  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   auto run = [&](int batches) {
     MPI_Request sent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                 received[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -190,21 +190,21 @@ double run_producers(const baseline_job& j, bool* wrong) {
       if (b >= 2) {  // batch b - 2's products into the GPU
         const int k = (b - 2) % 2;
         check_mpi(MPI_Wait(&received[k], MPI_STATUS_IGNORE), "MPI_Wait");
-        check(cudaMemcpyAsync(products[k], in[k], bytes, cudaMemcpyHostToDevice, stream),
-              "cudaMemcpyAsync");
+        check_cuda(cudaMemcpyAsync(products[k], in[k], bytes, cudaMemcpyHostToDevice, stream),
+                   "cudaMemcpyAsync");
       }
       if (b >= batches) continue;
       const int k = b % 2;
       check_mpi(MPI_Wait(&sent[k], MPI_STATUS_IGNORE), "MPI_Wait");   // out[k] is free
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // and in[k]
-      check(cudaMemcpy(out[k], source[k], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");  // and in[k]
+      check_cuda(cudaMemcpy(out[k], source[k], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
       check_mpi(MPI_Irecv(in[k], count, MPI_FLOAT, j.partner_process, 2 + k, MPI_COMM_WORLD,
                           &received[k]),
                 "MPI_Irecv");
       check_mpi(MPI_Isend(out[k], count, MPI_FLOAT, j.partner_process, k, MPI_COMM_WORLD, &sent[k]),
                 "MPI_Isend");
     }
-    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
     check_mpi(MPI_Waitall(2, sent, MPI_STATUSES_IGNORE), "MPI_Waitall");
   };
   const double seconds = timed(run, j.batches);
@@ -228,18 +228,18 @@ double run_workers(const baseline_job& j) {
   const int count = j.pairs * j.vectors * n;
   const std::size_t bytes = std::size_t(count) * sizeof(float);
   float *matrix = nullptr, *in[2] = {}, *out[2] = {};
-  check(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
-  check(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
-        "cudaMemcpy");
+  check_cuda(cudaMalloc(&matrix, n * n * sizeof(float)), "cudaMalloc");
+  check_cuda(cudaMemcpy(matrix, the_matrix().data(), n * n * sizeof(float), cudaMemcpyHostToDevice),
+             "cudaMemcpy");
   for (int k = 0; k < 2; ++k) {
-    check(cudaMalloc(&in[k], bytes), "cudaMalloc");
-    check(cudaMalloc(&out[k], bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&in[k], bytes), "cudaMalloc");
+    check_cuda(cudaMalloc(&out[k], bytes), "cudaMalloc");
   }
   pinned_pair x_buffers(bytes), y_buffers(bytes);
   float* const* x = x_buffers.p;
   float* const* y = y_buffers.p;
   cudaStream_t stream;
-  check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  check_cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
   auto run = [&](int batches) {
     MPI_Request sent[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL},
                 received[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
@@ -250,13 +250,14 @@ double run_workers(const baseline_job& j) {
     for (int b = 0; b < batches; ++b) {
       const int k = b % 2;
       check_mpi(MPI_Wait(&received[k], MPI_STATUS_IGNORE), "MPI_Wait");
-      check(cudaMemcpyAsync(in[k], x[k], bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+      check_cuda(cudaMemcpyAsync(in[k], x[k], bytes, cudaMemcpyHostToDevice, stream),
+                 "cudaMemcpyAsync");
       multiply<<<j.pairs, j.threads, 0, stream>>>(matrix, in[k], out[k], j.vectors);
-      check(cudaGetLastError(), "multiply");
+      check_cuda(cudaGetLastError(), "multiply");
       check_mpi(MPI_Wait(&sent[k], MPI_STATUS_IGNORE), "MPI_Wait");  // y[k] is free
-      check(cudaMemcpyAsync(y[k], out[k], bytes, cudaMemcpyDeviceToHost, stream),
-            "cudaMemcpyAsync");
-      check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      check_cuda(cudaMemcpyAsync(y[k], out[k], bytes, cudaMemcpyDeviceToHost, stream),
+                 "cudaMemcpyAsync");
+      check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
       if (b + 2 < batches)
         check_mpi(
             MPI_Irecv(x[k], count, MPI_FLOAT, j.partner_process, k, MPI_COMM_WORLD, &received[k]),
