@@ -311,15 +311,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // `w` from `source` (or any_source) with `tag` (or any_tag) are queued.
   GRMA_INLINE bool test_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::test_notifications);
-    const bool matched = P::broadcast(leader() ? match(q) : false);
+    const bool matched = match_waiting(call::test_notifications, q, false, 0, nullptr);
     if (matched) completed();
     return matched;
   }
 
   GRMA_INLINE void wait_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    leader_waits_until(call::wait_notifications, {w.slot, source, tag, count},
-                       [&] { return match(q); });
+    match_waiting(call::wait_notifications, q, true, -1, nullptr);
     completed();
   }
 
@@ -327,8 +326,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // passes first.
   GRMA_INLINE wait_result wait_notifications(window w, int source, int tag, int count, within limit) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, count},
-                                         limit.seconds, [&] { return match(q); });
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, nullptr);
     completed();
     return met ? wait_result::met : wait_result::timed_out;
   }
@@ -339,16 +337,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE envelope wait_notification(window w, int source, int tag) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
     detail::notification n{};
-    leader_waits_until(call::wait_notifications, {w.slot, source, tag, 1},
-                       [&] { return match(q, &n); });
+    match_waiting(call::wait_notifications, q, true, -1, &n);
     completed();
     return P::broadcast(envelope{n.source, n.tag, n.immediate});
   }
   GRMA_INLINE wait_result wait_notification(window w, int source, int tag, envelope& out, within limit) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
     detail::notification n{};
-    const bool met = leader_waits_within(call::wait_notifications, {w.slot, source, tag, 1},
-                                         limit.seconds, [&] { return match(q, &n); });
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, &n);
     completed();
     out = P::broadcast(envelope{n.source, n.tag, n.immediate});
     return met ? wait_result::met : wait_result::timed_out;
@@ -356,8 +352,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE bool test_notification(window w, int source, int tag, envelope& out) {
     const detail::match_query q = check_query(w, source, tag, 1, call::test_notifications);
     detail::notification n{};
-    const bool matched = P::broadcast(leader() ? match(q, &n) : false);
-    if (!matched) return false;
+    if (!match_waiting(call::test_notifications, q, false, 0, &n)) return false;
     completed();
     out = P::broadcast(envelope{n.source, n.tag, n.immediate});
     return true;
@@ -652,34 +647,87 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     while (!done());
   }
 
-  // The leading thread polls alone (no barrier per poll: it sees the event
-  // sooner, and the other threads sleep at one barrier), then the rank's
-  // threads meet: the leader's acquire orders their later reads too.
+  // The waiting lanes `g` (the leading thread alone, or the matching lanes)
+  // poll `done` by themselves until it holds or `deadline` (P::now_seconds;
+  // < 0: none) passes; true when it held. Lane 0's clock decides, so that
+  // the lanes leave together. No barrier: the caller's threads meet after
+  // (no barrier per poll: the pollers see the event sooner, and the other
+  // threads sleep at one barrier; the pollers' acquire orders the others'
+  // later reads too).
+  template <class Done>
+  GRMA_INLINE bool poll_until(detail::lane_group g, call where, const std::int64_t (&args)[4],
+                              double deadline, Done&& done) {
+    if (g.index < 0 || done()) return true;
+    waiter wait(*this, where, args);
+    for (;;) {
+      wait();
+      if (done()) return true;
+      if (deadline >= 0 && (g.ballot(P::now_seconds() >= deadline) & 1u) != 0) return false;
+    }
+  }
+
+  // The leading thread polls `done`, then the rank's threads meet.
   template <class Done>
   GRMA_INLINE void leader_waits_until(call where, const std::int64_t (&args)[4], Done&& done) {
-    if (leader()) block_until(where, args, done);
+    poll_until(leader_alone(), where, args, -1, done);
     P::sync();
   }
 
-  // leader_waits_until with a time limit: false (to every thread) when
-  // `seconds` passed before `done` held.
+  // leader_waits_until within `seconds`: false (to every thread) when they
+  // passed before `done` held.
   template <class Done>
   GRMA_INLINE bool leader_waits_within(call where, const std::int64_t (&args)[4], double seconds,
                                        Done&& done) {
-    bool met = true;
-    if (leader() && !done()) {
-      const double deadline = P::now_seconds() + seconds;
-      waiter wait(*this, where, args);
-      for (;;) {
-        wait();
-        if (done()) break;
-        if (P::now_seconds() >= deadline) {
-          met = false;
-          break;
-        }
+    return P::broadcast(poll_until(leader_alone(), where, args, P::now_seconds() + seconds, done));
+  }
+
+  // The leading thread as a lane group of one (index -1 in the others).
+  GRMA_INLINE detail::lane_group leader_alone() const {
+    return {1, leader() ? 0 : -1};
+  }
+
+  // Matches `q` (see detail::match_at_head for the two steps), waiting
+  // where `waits` up to `seconds` (< 0: no limit); true (to every thread)
+  // when it matched. The leading thread takes the first step alone and
+  // polls there while the rank's other threads wait at its barrier; where
+  // the list must be searched, the lanes of the first warp (where the
+  // rank's threads fill whole warps, else the leading thread) take the
+  // second together. Only a lone thread polls fast: a warp polling together
+  // at the rings' heads, or lane 0 alone with the others waiting at a warp
+  // barrier or a ballot, made an 8-byte notified put's round trip 0.2-1.9
+  // us slower on an H200. `last` is thread 0's.
+  GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
+                                 double seconds, detail::notification* last) {
+    const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
+    const double deadline = waits && seconds >= 0 ? P::now_seconds() + seconds : -1;
+    return at_scope(wide(), [&](auto scope) {
+      detail::rank_local& l = local();
+      auto step = detail::head_match::empty;
+      if (leader()) {
+        const auto at_head = [&] {
+          step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last);
+          return step != detail::head_match::empty;
+        };
+        if (waits)
+          poll_until(leader_alone(), where, args, deadline, at_head);
+        else
+          at_head();
       }
-    }
-    return P::broadcast(met);
+      step = P::broadcast(step);
+      if (step != detail::head_match::search) return step == detail::head_match::matched;
+      if constexpr (!P::broadcast_meets) P::sync();  // the leader's changes, seen by the lanes
+      const int limit = P::lane_group_limit();
+      const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
+      const auto in_list = [&] {
+        return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
+      };
+      bool matched = true;
+      if (waits)
+        matched = poll_until(g, where, args, deadline, in_list);
+      else if (g.index >= 0)
+        matched = in_list();
+      return P::broadcast(matched);
+    });
   }
 
   // Gather at the communicator's leader, run `act` there, release everyone
@@ -871,12 +919,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (std::uint32_t(count) > view().match_capacity)
       fail(errc::count_exceeds_match_capacity, where, count, view().match_capacity);
     return {detail::window_key(w.slot, w.generation), source, tag, count};
-  }
-
-  GRMA_INLINE bool match(const detail::match_query& q, detail::notification* last = nullptr) {
-    return at_scope(wide(), [&](auto scope) {
-      return detail::match_notifications<scope.value>(local().pending, inbox(), local().inbox, q, last);
-    });
   }
 
   // This rank's rings, one per device of the job.

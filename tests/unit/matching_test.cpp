@@ -1,12 +1,17 @@
 // Notification matching, against a reference model of the FIFO rule and in
-// the corner where the pending list is full.
+// the corner where the pending list is full; by one thread, and by groups of
+// threads playing a warp's lanes (as a GPU rank's first warp matches).
 #include "grma/detail/matching.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <barrier>
 #include <cstdint>
 #include <deque>
 #include <random>
+#include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -14,7 +19,7 @@
 
 namespace {
 
-using grma::detail::match_notifications;
+using grma::detail::match_in_list;
 using grma::detail::match_query;
 using grma::detail::notification;
 using grma::detail::pending_list;
@@ -34,14 +39,59 @@ fields fields_of(const notification& n) {
 
 constexpr std::int32_t any = -1;
 
+// A warp's lanes played by threads, `count` of them: each call runs on all
+// at once, and their ballots and syncs meet at a barrier. (A ballot orders
+// memory here, which a GPU's does not; the GPU runs' racecheck covers that.)
+class lane_team {
+ public:
+  explicit lane_team(int count) : count_(count), meet_(count), bits_(std::size_t(count)) {}
+
+  struct lanes {
+    lane_team* team;
+    int count;
+    int index;
+    std::uint32_t ballot(bool p) const { return team->ballot(index, p); }
+    void sync() const { team->meet_.arrive_and_wait(); }
+    bool leads() const { return index == 0; }
+    std::uint32_t lanes_below() const { return (1u << index) - 1u; }
+  };
+
+  // f(lanes) on every lane; lane 0's result, which every lane must share.
+  template <class F>
+  bool run(F&& f) {
+    std::vector<char> result(static_cast<std::size_t>(count_));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < count_; ++i)
+      threads.emplace_back([&, i] { result[std::size_t(i)] = f(lanes{this, count_, i}); });
+    for (std::thread& t : threads) t.join();
+    for (char r : result) EXPECT_EQ(r, result[0]) << "the lanes disagree";
+    return result[0] != 0;
+  }
+
+ private:
+  std::uint32_t ballot(int index, bool p) {
+    bits_[std::size_t(index)] = p;
+    meet_.arrive_and_wait();
+    std::uint32_t mask = 0;
+    for (int i = 0; i < count_; ++i) mask |= std::uint32_t(bits_[std::size_t(i)]) << i;
+    meet_.arrive_and_wait();  // every lane has read the bits before the next ballot
+    return mask;
+  }
+
+  int count_;
+  std::barrier<> meet_;
+  std::vector<char> bits_;
+};
+
 // One rank's unmatched notifications as the runtime keeps them: a pending list
-// in front of the rank's ring.
+// in front of the rank's ring, matched by `lanes` lanes (1: one thread).
 class rank_inbox {
  public:
-  rank_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity)
+  rank_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity, int lanes = 1)
       : items_(pending_capacity),
         pending_{0, pending_capacity, items_.data(), 0, 0},
-        ring_(ring_capacity) {}
+        ring_(ring_capacity),
+        lanes_(lanes) {}
 
   void push(const notification& n) {
     ring_push<scope::device>(*ring_, credit_, n, unexpected_wait);
@@ -52,8 +102,28 @@ class rank_inbox {
 
   // Hands taken slots back after each match, so ring_peek (which starts at
   // the released head) shows exactly what is still in the ring.
-  bool match(const match_query& q) {
-    const bool matched = match_notifications<scope::device>(pending_, rings(), &reader_, q);
+  // The two steps as a rank takes them: the first by one thread, the
+  // second by the lanes. `last`, where not null, receives lane 0's newest
+  // removed match.
+  bool match(const match_query& q, notification* last = nullptr) {
+    const grma::detail::head_match step =
+        grma::detail::match_at_head<scope::device>(pending_, rings(), &reader_, q, last);
+    bool matched = step == grma::detail::head_match::matched;
+    if (step == grma::detail::head_match::search) {
+      if (lanes_ == 1) {
+        matched = match_in_list<scope::device>(pending_, rings(), &reader_, q, last,
+                                               grma::detail::lane_group{});
+      } else {
+        lane_team team(lanes_);
+        matched = team.run([&](lane_team::lanes g) {
+          notification mine{};
+          const bool m = match_in_list<scope::device>(pending_, rings(), &reader_, q,
+                                                      last != nullptr ? &mine : nullptr, g);
+          if (g.leads() && last != nullptr) *last = mine;
+          return m;
+        });
+      }
+    }
     grma::detail::ring_release<scope::device>(*ring_, reader_);
     return matched;
   }
@@ -92,7 +162,23 @@ class rank_inbox {
   owned_ring<notification> ring_;
   grma::detail::ring_reader reader_{0, 0, ring_->mask};
   std::uint64_t credit_ = 0;
+  int lanes_;
 };
+
+// Matching by one thread, a few lanes (fewer than the pending lists and
+// rings hold, so that their runs and scans take several steps) and a whole
+// warp.
+class Matching : public ::testing::TestWithParam<int> {
+ protected:
+  // Random sequences to run: fewer where each match starts many threads.
+  static unsigned sequences_for(unsigned one_thread) {
+    return GetParam() == 1 ? one_thread : one_thread / (4 * unsigned(GetParam()));
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Lanes, Matching, ::testing::Values(1, 3, 32),
+                         [](const ::testing::TestParamInfo<int>& lanes) {
+                           return std::to_string(lanes.param) + "_lanes";
+                         });
 
 // The specification, written as plainly as possible and independently of the
 // library: find the first `count` matches in arrival order; remove exactly
@@ -135,8 +221,8 @@ TEST(WindowKey, PutsGenerationInHighBitsAndSlotInLowBits) {
   EXPECT_EQ(window_key(0x1ffff, 2), 0x0002ffffu);  // the slot keeps its low 16 bits
 }
 
-TEST(Matching, RemovesTheOldestMatchesAndKeepsTheRestInOrder) {
-  rank_inbox inbox(16, 16);
+TEST_P(Matching, RemovesTheOldestMatchesAndKeepsTheRestInOrder) {
+  rank_inbox inbox(16, 16, GetParam());
   inbox.push({window_a, 0, 5});
   inbox.push({window_a, 1, 5});
   inbox.push({window_b, 1, 5});
@@ -150,8 +236,8 @@ TEST(Matching, RemovesTheOldestMatchesAndKeepsTheRestInOrder) {
                 {window_a, 0, 5}, {window_b, 1, 5}, {window_a, 1, 6}, {window_a, 1, 5}}));
 }
 
-TEST(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
-  rank_inbox inbox(16, 16);
+TEST_P(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
+  rank_inbox inbox(16, 16, GetParam());
   inbox.push({window_b, 2, 9});
   inbox.push({window_key(0, 2), 3, 7});  // slot 0 of a later generation
   inbox.push({window_a, 3, 7});
@@ -166,10 +252,33 @@ TEST(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
   EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 2, 9}}));
 }
 
+// A match reports the newest notification it removed, with its immediate:
+// from the list, and taken straight from the ring.
+TEST_P(Matching, ReportsTheNewestRemovedMatch) {
+  rank_inbox inbox(16, 16, GetParam());
+  for (const notification& n :
+       {notification{window_a, 0, 5, 0, 11}, notification{window_a, 1, 5, 0, 12},
+        notification{window_a, 0, 6, 0, 13}, notification{window_a, 0, 5, 0, 14},
+        notification{window_a, 1, 6, 0, 15}})
+    inbox.push(n);
+  notification last{};
+  ASSERT_TRUE(inbox.match({window_a, 0, 5, 2}, &last));
+  EXPECT_EQ(last.immediate, 14u);
+  ASSERT_TRUE(inbox.match({window_a, any, 6, 1}, &last));
+  EXPECT_EQ(last.immediate, 13u);
+  ASSERT_TRUE(inbox.match({window_a, 1, any, 2}, &last));
+  EXPECT_EQ(last.immediate, 15u);
+  ASSERT_TRUE(inbox.pending_contents().empty());
+  inbox.push({window_a, 2, 7, 0, 16});
+  ASSERT_TRUE(inbox.match({window_a, 2, 7, 1}, &last));
+  EXPECT_EQ(fields_of(last), (fields{window_a, 2, 7}));
+  EXPECT_EQ(last.immediate, 16u);
+}
+
 // Taking from the middle leaves a hole; a full list closes its holes before
 // it takes the next arrival, and the order stays the arrival order.
-TEST(Matching, ClosesHolesWhenItNeedsTheRoom) {
-  rank_inbox inbox(4, 8);
+TEST_P(Matching, ClosesHolesWhenItNeedsTheRoom) {
+  rank_inbox inbox(4, 8, GetParam());
   for (int tag = 0; tag < 4; ++tag) inbox.push({window_a, 0, tag});
   ASSERT_FALSE(inbox.match({window_a, 0, 9, 1}));  // all four move to the pending list
   ASSERT_TRUE(inbox.match({window_a, 0, 1, 1}));
@@ -182,8 +291,8 @@ TEST(Matching, ClosesHolesWhenItNeedsTheRoom) {
   EXPECT_TRUE(inbox.contents().empty());
 }
 
-TEST(Matching, TooFewMatchesRemoveNothing) {
-  rank_inbox inbox(16, 16);
+TEST_P(Matching, TooFewMatchesRemoveNothing) {
+  rank_inbox inbox(16, 16, GetParam());
   inbox.push({window_a, 0, 1});
   inbox.push({window_b, 0, 1});
   inbox.push({window_a, 0, 1});
@@ -195,21 +304,38 @@ TEST(Matching, TooFewMatchesRemoveNothing) {
   EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 0, 1}}));
 }
 
-// Entries move from the ring to the pending list only as far as a query needs.
-TEST(Matching, DrainsTheRingOnlyAsFarAsNeeded) {
-  rank_inbox inbox(16, 16);
+// Entries move from the ring to the pending list a run at a time, as many
+// as the lanes reach (after the first, which one thread looks at alone):
+// one thread takes them only as far as a query needs.
+TEST_P(Matching, DrainsTheRingARunOfLanesAtATime) {
+  rank_inbox inbox(16, 16, GetParam());
   for (std::int32_t tag = 0; tag < 5; ++tag) inbox.push({window_a, 0, tag});
 
   EXPECT_TRUE(inbox.match({window_a, 0, 1, 1}));
-  EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{{window_a, 0, 0}}));
+  const std::vector<fields> left{
+      {window_a, 0, 0}, {window_a, 0, 2}, {window_a, 0, 3}, {window_a, 0, 4}};
+  EXPECT_EQ(inbox.contents(), left);
+  const std::ptrdiff_t held = std::min(GetParam(), 4);
+  EXPECT_EQ(inbox.pending_contents(), std::vector<fields>(left.begin(), left.begin() + held));
+}
+
+// With nothing held, an oldest arrival that is the one match wanted is
+// taken alone; the rest stays in the ring.
+TEST_P(Matching, TakesTheOldestArrivalStraight) {
+  rank_inbox inbox(16, 16, GetParam());
+  for (std::int32_t tag = 0; tag < 5; ++tag) inbox.push({window_a, 0, tag});
+
+  EXPECT_TRUE(inbox.match({window_a, 0, 0, 1}));
+  EXPECT_TRUE(inbox.pending_contents().empty());
   EXPECT_EQ(inbox.ring_contents(),
-            (std::vector<fields>{{window_a, 0, 2}, {window_a, 0, 3}, {window_a, 0, 4}}));
+            (std::vector<fields>{
+                {window_a, 0, 1}, {window_a, 0, 2}, {window_a, 0, 3}, {window_a, 0, 4}}));
 }
 
 // With the pending list full, the ring keeps the rest. A query that needs an
 // entry still in the ring fails, removing nothing, until a match frees room.
-TEST(Matching, FullPendingListLeavesTheRestInTheRing) {
-  rank_inbox inbox(4, 8);
+TEST_P(Matching, FullPendingListLeavesTheRestInTheRing) {
+  rank_inbox inbox(4, 8, GetParam());
   const notification a{window_a, 0, 1}, b{window_a, 1, 1}, c{window_a, 2, 1}, d{window_a, 3, 1};
   const notification e{window_a, 0, 2}, f{window_a, 1, 2};
   for (const notification& n : {a, b, c, d, e, f}) inbox.push(n);
@@ -247,14 +373,14 @@ class picker {
 // Random pushes and queries over few windows, sources and tags, so matches and
 // wildcards are frequent. The number of unmatched notifications stays below
 // the pending capacity (the full list is tested above).
-TEST(MatchingRandomized, AgreesWithReferenceModel) {
-  constexpr unsigned sequences = 10000;
+TEST_P(Matching, RandomizedAgreesWithReferenceModel) {
+  const unsigned sequences = sequences_for(10000);
   constexpr int steps = 40;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 2)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
     picker pick(seed);
     const std::uint32_t pending_capacity = 4u << pick(0, 2);
-    rank_inbox inbox(pending_capacity, pending_capacity << pick(0, 1));
+    rank_inbox inbox(pending_capacity, pending_capacity << pick(0, 1), GetParam());
     reference_matcher model;
     for (int step = 0; step < steps; ++step) {
       if (model.size() + 1 < pending_capacity && pick(0, 99) < 55) {
@@ -273,12 +399,16 @@ TEST(MatchingRandomized, AgreesWithReferenceModel) {
 }
 
 // The specification with the runtime's bounds: a pending list of `capacity`
-// and a ring behind it, drained into the list only as far as a query needs
-// and as the list has room; purge drops a window from both, as far as the
-// list has room for the others' entries on the way.
+// and a ring behind it, drained into the list a run of up to `lanes` entries
+// at a time as far as a query needs and as the list has room (with nothing
+// held and one match wanted, the first entry alone first: taken if it is
+// the match, else moved to the list); purge
+// drops a window from both, as far as the list has room for the others'
+// entries on the way.
 class bounded_reference {
  public:
-  explicit bounded_reference(std::size_t capacity) : capacity_(capacity) {}
+  bounded_reference(std::size_t capacity, int lanes)
+      : capacity_(capacity), lanes_(std::size_t(lanes)) {}
 
   void push(const notification& n) { ring_.push_back(n); }
   std::size_t held() const { return pending_.size() + ring_.size(); }
@@ -287,10 +417,17 @@ class bounded_reference {
     int found = 0;
     for (const notification& n : pending_)
       if (found < q.count && matches(n, q)) ++found;
+    if (pending_.empty() && q.count == 1 && !ring_.empty()) {
+      if (matches(ring_.front(), q)) {
+        ring_.pop_front();
+        return true;
+      }
+      take();
+    }
     while (found < q.count && pending_.size() < capacity_ && !ring_.empty()) {
-      pending_.push_back(ring_.front());
-      ring_.pop_front();
-      if (matches(pending_.back(), q)) ++found;
+      const std::size_t run = std::min({lanes_, capacity_ - pending_.size(), ring_.size()});
+      for (std::size_t k = 0; k < run; ++k)
+        if (matches(take(), q)) ++found;
     }
     if (found < q.count) return false;
     int removed = 0;
@@ -327,7 +464,14 @@ class bounded_reference {
     for (const notification& n : d) out.push_back(fields_of(n));
     return out;
   }
-  std::size_t capacity_;
+  // Moves the ring's oldest to the list.
+  const notification& take() {
+    pending_.push_back(ring_.front());
+    ring_.pop_front();
+    return pending_.back();
+  }
+
+  std::size_t capacity_, lanes_;
   std::deque<notification> pending_, ring_;
 };
 
@@ -348,16 +492,16 @@ class bounded_reference {
 
 // Full pending lists, holes closed in the middle of a match, counts up to
 // six and purges, against the bounded model.
-TEST(MatchingRandomized, AgreesWithTheBoundedModelUnderPressure) {
-  constexpr unsigned sequences = 5000;
+TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
+  const unsigned sequences = sequences_for(5000);
   constexpr int steps = 120;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
     picker pick(seed);
     const std::uint32_t pending_capacity = std::uint32_t(pick(1, 8));
     const std::uint32_t ring_capacity = 8u << pick(0, 1);
-    rank_inbox inbox(pending_capacity, ring_capacity);
-    bounded_reference model(pending_capacity);
+    rank_inbox inbox(pending_capacity, ring_capacity, GetParam());
+    bounded_reference model(pending_capacity, GetParam());
     for (int step = 0; step < steps; ++step) {
       const int what = pick(0, 99);
       if (what < 50) {

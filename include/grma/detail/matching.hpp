@@ -6,9 +6,10 @@
 // keeps its place. When fewer match, nothing is removed.
 //
 // Entries taken from the ring but not matched yet wait in the rank's pending
-// list, oldest first. The ring is drained into the list only as far as a query
-// needs, so a rank that holds many unmatched notifications leaves the rest in
-// its ring and its producers feel back-pressure instead of losing anything.
+// list, oldest first. The list is bounded, so a rank that holds many
+// unmatched notifications leaves the rest in its ring and its producers feel
+// back-pressure instead of losing anything. A rank's first warp matches
+// together, each lane looking at one entry of 32 (lane_group).
 // A match leaves a hole where it took an entry; the list closes its holes
 // only when it needs the room, so taking one entry out of a long list costs
 // no shifting of the others.
@@ -154,34 +155,124 @@ struct pending_list {
   std::uint32_t end;
 };
 
-// Moves the held notifications to items[0, size), in order.
-GRMA_INLINE void pending_close_holes(pending_list& p) {
+// The threads of a rank that match together: lanes [0, count) of its first
+// warp, this thread being lane `index`. A whole warp (32) where the rank's
+// threads fill whole warps, else one thread (and on the CPU backend): the
+// lanes look at 32 entries of the list or a ring at once, each comparing
+// one, and combine their answers by ballot. Every lane makes the same call
+// with the same arguments and gets the same result; the list's and the
+// readers' bookkeeping is kept by each lane in registers and written back
+// by lane 0 alone.
+struct lane_group {
+  int count = 1;  // 32 or 1
+  int index = 0;
+
+  // Bit i: lane i's `p`.
+  GRMA_INLINE std::uint32_t ballot(bool p) const {
+#if GRMA_DEVICE_CODE
+    if (count > 1) return __ballot_sync(0xffffffffu, p);
+#endif
+    return p ? 1u : 0u;
+  }
+  // Orders each lane's shared-memory accesses before the others' after it.
+  GRMA_INLINE void sync() const {
+#if GRMA_DEVICE_CODE
+    if (count > 1) __syncwarp();
+#endif
+  }
+  GRMA_INLINE bool leads() const {
+    return index == 0;
+  }
+  GRMA_INLINE std::uint32_t lanes_below() const {
+    return (1u << index) - 1u;
+  }
+};
+
+GRMA_INLINE std::uint32_t lanes_in(std::uint32_t mask) {
+#if GRMA_DEVICE_CODE
+  return std::uint32_t(__popc(mask));
+#else
+  return std::uint32_t(__builtin_popcount(mask));
+#endif
+}
+
+// The lowest lane of a nonzero mask.
+GRMA_INLINE std::uint32_t lowest_lane(std::uint32_t mask) {
+#if GRMA_DEVICE_CODE
+  return std::uint32_t(__ffs(int(mask)) - 1);
+#else
+  return std::uint32_t(__builtin_ctz(mask));
+#endif
+}
+
+// The highest lane of a nonzero mask.
+GRMA_INLINE std::uint32_t highest_lane(std::uint32_t mask) {
+#if GRMA_DEVICE_CODE
+  return std::uint32_t(31 - __clz(int(mask)));
+#else
+  return std::uint32_t(31 - __builtin_clz(mask));
+#endif
+}
+
+// Moves the held notifications to items[0, size), in order. Each step reads
+// up to g.count entries, then writes them to places at or below where they
+// were, so no write reaches an entry a later step reads.
+template <class Lanes>
+GRMA_INLINE void pending_close_holes(pending_list& p, Lanes g) {
   std::uint32_t kept = 0;
-  for (std::uint32_t i = p.first; i < p.end; ++i)
-    if (p.items[i].window != no_window) p.items[kept++] = p.items[i];
+  for (std::uint32_t base = p.first; base < p.end; base += std::uint32_t(g.count)) {
+    const std::uint32_t i = base + std::uint32_t(g.index);
+    notification n{};
+    if (i < p.end) n = p.items[i];
+    const std::uint32_t held = g.ballot(i < p.end && n.window != no_window);
+    g.sync();  // every lane has read its entry before any is overwritten
+    if ((held >> g.index) & 1u) p.items[kept + lanes_in(held & g.lanes_below())] = n;
+    kept += lanes_in(held);
+  }
+  g.sync();
   p.first = 0;
   p.end = kept;
 }
 
-// Adds the newest notification; true when that closed the holes first
-// (entries moved). The caller checks size < capacity.
-GRMA_INLINE bool pending_append(pending_list& p, const notification& n) {
-  const bool close = p.end == p.capacity;
-  if (close) pending_close_holes(p);
-  p.items[p.end++] = n;
-  ++p.size;
+// Adds `n` of the lanes in `taking`, in lane order, as the newest
+// notifications, closing the holes first where the list's end has no room.
+// True when that moved the entries. The caller checks size + k <= capacity.
+template <class Lanes>
+GRMA_INLINE bool pending_append(pending_list& p, const notification& n, std::uint32_t taking,
+                                Lanes g) {
+  const std::uint32_t k = lanes_in(taking);
+  const bool close = p.end + k > p.capacity;
+  if (close) pending_close_holes(p, g);
+  if ((taking >> g.index) & 1u) p.items[p.end + lanes_in(taking & g.lanes_below())] = n;
+  g.sync();
+  p.end += k;
+  p.size += k;
   return close;
 }
 
-// Takes out the notification at index i (in [first, end)), leaving a hole.
-GRMA_INLINE void pending_remove(pending_list& p, std::uint32_t i) {
-  p.items[i].window = no_window;
-  if (--p.size == 0) {
-    p.first = p.end = 0;
-    return;
+// The first held entry at or after `from` (p.end when none).
+template <class Lanes>
+GRMA_INLINE std::uint32_t pending_next_held(const pending_list& p, std::uint32_t from, Lanes g) {
+  for (std::uint32_t base = from; base < p.end; base += std::uint32_t(g.count)) {
+    const std::uint32_t i = base + std::uint32_t(g.index);
+    const std::uint32_t held = g.ballot(i < p.end && p.items[i].window != no_window);
+    if (held != 0) return base + lowest_lane(held);
   }
-  while (p.items[p.first].window == no_window) ++p.first;
-  while (p.items[p.end - 1].window == no_window) --p.end;
+  return p.end;
+}
+
+// One past the last held entry (the list holds one).
+template <class Lanes>
+GRMA_INLINE std::uint32_t pending_held_end(const pending_list& p, Lanes g) {
+  for (std::uint32_t top = p.end;; top -= std::uint32_t(g.count)) {
+    // Lane i looks at entry top - 1 - i: lane 0 the newest.
+    const std::uint32_t left = top - p.first;
+    const bool looks = std::uint32_t(g.index) < left;
+    const std::uint32_t held =
+        g.ballot(looks && p.items[top - 1 - std::uint32_t(g.index)].window != no_window);
+    if (held != 0) return top - lowest_lane(held);
+    if (left <= std::uint32_t(g.count)) return p.first;
+  }
 }
 
 // Calls f(n) for each held notification, oldest first, until f returns false.
@@ -213,64 +304,185 @@ GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers) {
   for (int i = 0; i < in.count; ++i) ring_release<S>(in.ring(i), readers[i]);
 }
 
-// Tries to match `q`. On success removes the q.count oldest matches and
-// returns true; otherwise leaves the notifications as they were (though some
-// may have moved from the rings into the pending list, in order) and returns
-// false. A query never matches a hole (q.window is a real window's key).
+// What a lane group finds at a ring's private head: lane i looks at the
+// entry head + i, where i < reach.
+struct arrivals {
+  notification entry;   // this lane's, where `ready` has its bit
+  std::uint32_t ready;  // lanes 0 .. k-1: the entries published in a row from the head
+  std::uint32_t hits;   // of those, the ones the query matches
+};
+
+template <scope S, class Lanes>
+GRMA_INLINE arrivals look_at_ring(notification_ring& ring, const ring_reader& reader,
+                                  std::uint32_t reach, const match_query& q, Lanes g) {
+  arrivals a{};
+  const std::uint64_t ticket = reader.head + std::uint64_t(g.index);
+  const bool got =
+      std::uint32_t(g.index) < reach && ring.slots()[ticket & reader.mask].template load<S>(
+                                            static_cast<std::uint32_t>(ticket + 1), a.entry);
+  const std::uint32_t published = g.ballot(got);
+  // The lanes below the lowest one without an entry (all of them when every lane has one).
+  a.ready = (~published & (published + 1u)) - 1u;
+  a.hits = g.ballot(got && matches(a.entry, q)) & a.ready;
+  return a;
+}
+
+// Moves the ring's head past `taken` entries. Every lane has read the head
+// (look_at_ring) before lane 0 writes it.
+template <class Lanes>
+GRMA_INLINE void advance_head(ring_reader& reader, std::uint32_t taken, Lanes g) {
+  g.sync();
+  if (g.leads()) reader.head += taken;
+  g.sync();
+}
+
+// The lowest `wanted` lanes of `hits` (all of them when it has fewer).
+template <class Lanes>
+GRMA_INLINE std::uint32_t lowest_lanes(std::uint32_t hits, std::uint32_t wanted, Lanes g) {
+  if (lanes_in(hits) <= wanted) return hits;
+  const bool hit = (hits >> g.index) & 1u;
+  return g.ballot(hit && lanes_in(hits & g.lanes_below()) < wanted);
+}
+
+// Matching's second step (see match_at_head), by all lanes: the held
+// entries, then runs from the rings; true when matched. Out of line:
+// inlined at every wait, its registers cost the kernels around it (an
+// 8-byte notified put's round trip 1.3 us slower on an H200, and a signal
+// put's, which never ran it, 0.3 us).
+template <scope S, class Lanes>
+GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in,
+                                    ring_reader* readers, const match_query& q, notification* last,
+                                    Lanes g) {
+  pending_list p = pending;
+  const std::uint32_t wanted = std::uint32_t(q.count);
+  const auto finish = [&](bool matched) {
+    g.sync();  // every lane has read the list's bookkeeping before lane 0 writes it
+    if (g.leads()) {
+      release_rings<S>(in, readers);
+      pending = p;
+    }
+    g.sync();
+    return matched;
+  };
+  const auto reach_of = [&](const ring_reader& reader) {
+    const std::uint32_t room = p.capacity - p.size, ring_capacity = reader.mask + 1u;
+    const std::uint32_t lanes = std::uint32_t(g.count);
+    const std::uint32_t most = lanes < room ? lanes : room;
+    return most < ring_capacity ? most : ring_capacity;
+  };
+
+  // The held matches, oldest first, up to the number wanted. `oldest` is
+  // the oldest match's place where `exact`, else a place at or before it.
+  std::uint32_t found = 0, oldest = p.end;
+  bool exact = true;
+  for (std::uint32_t base = p.first; base < p.end && found < wanted;
+       base += std::uint32_t(g.count)) {
+    const std::uint32_t i = base + std::uint32_t(g.index);
+    const std::uint32_t hits = g.ballot(i < p.end && matches(p.items[i], q));
+    if (hits != 0 && found == 0) oldest = base + lowest_lane(hits);
+    found += lanes_in(hits);
+  }
+  // Take a run from each ring in turn until enough match, the list is full
+  // or the rings are empty.
+  for (bool took = true; took && found < wanted;) {
+    took = false;
+    for (int i = 0; i < in.count && found < wanted && p.size < p.capacity; ++i) {
+      const arrivals a = look_at_ring<S>(in.ring(i), readers[i], reach_of(readers[i]), q, g);
+      if (a.ready == 0) continue;
+      took = true;
+      const std::uint32_t run = lanes_in(a.ready);
+      // Appending may close the holes, which moves the held entries: the
+      // removal then looks for them from the start.
+      if (pending_append(p, a.entry, a.ready, g) && found != 0) {
+        oldest = p.first;
+        exact = false;
+      }
+      if (found == 0 && a.hits != 0) oldest = p.end - run + lowest_lane(a.hits);
+      found += lanes_in(a.hits);
+      advance_head(readers[i], run, g);
+    }
+  }
+  if (found < wanted) return finish(false);
+
+  // Take out the `wanted` oldest matches, leaving holes (the rest keep their
+  // places); [low, high] spans the removed.
+  std::uint32_t low = oldest, high = oldest;
+  if (wanted == 1 && exact) {
+    if (last != nullptr) *last = p.items[oldest];
+    g.sync();  // every lane has read it before it becomes a hole
+    if (g.leads()) p.items[oldest].window = no_window;
+  } else {
+    for (std::uint32_t base = oldest, removed = 0; removed < wanted;
+         base += std::uint32_t(g.count)) {
+      const std::uint32_t i = base + std::uint32_t(g.index);
+      const std::uint32_t hits =
+          lowest_lanes(g.ballot(i < p.end && matches(p.items[i], q)), wanted - removed, g);
+      if (hits == 0) continue;
+      if (removed == 0) low = base + lowest_lane(hits);
+      high = base + highest_lane(hits);
+      removed += lanes_in(hits);
+      if (removed == wanted && last != nullptr) *last = p.items[high];
+      g.sync();  // every lane has read what it needs before the holes are made
+      if ((hits >> g.index) & 1u) p.items[i].window = no_window;
+    }
+  }
+  g.sync();
+  p.size -= wanted;
+  if (p.size == 0) {
+    p.first = p.end = 0;
+  } else {
+    if (low == p.first) p.first = pending_next_held(p, low + 1, g);
+    if (high + 1 == p.end) p.end = pending_held_end(p, g);
+  }
+  return finish(true);
+}
+
+// What the leading thread's look at the rings' heads decided.
+enum class head_match : std::int32_t {
+  matched,  // the query's one match, taken
+  empty,    // nothing held, nothing arrived: no match yet
+  search,   // the list must be searched (match_in_list)
+};
+
+// Matching has two steps; together they try to match `q`. On success the
+// q.count oldest matches are removed; otherwise the notifications stay as
+// they were (though some may have moved from the rings into the pending
+// list, in order). A query never matches a hole (q.window is a real
+// window's key).
+//
+// The first step is the common case, taken by the leading thread alone
+// (only a lone thread polls fast): with nothing held and one match wanted,
+// the oldest arrival is the match (taken) or goes to the list (search).
+// The second, match_in_list, is the lanes' together: each looks at one
+// entry of 32 of the list or of a ring's run, and ballots combine the
+// comparisons. Entries move from a ring there a run at a time: those
+// published in a row at its head, as many as the lanes and the list's room
+// reach, until enough match. What a query can match is the same as if they
+// moved one at a time as far as it needs: the list holds them in arrival
+// order, and they take room the ring's entries behind them would have
+// taken. Only how the unmatched are split between ring and list differs.
 //
 // `readers` are the consumer's private heads in its rings; every slot taken
-// is handed back to its producers before the function returns.
-// `last`, where not null, receives the newest of the removed matches (the
-// match, for a count of 1).
+// is handed back to its producers before a step returns. `last`, where not
+// null, receives (in lane 0) the newest of the removed matches (the match,
+// for a count of 1).
 template <scope S>
-GRMA_INLINE bool match_notifications(pending_list& pending, const inbox_rings& in,
+GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& in,
                                      ring_reader* readers, const match_query& q,
-                                     notification* last = nullptr) {
-  // Fast path: nothing held back and the next arrival is the one wanted.
-  if (pending.size == 0 && q.count == 1) {
-    for (int i = 0; i < in.count; ++i) {
-      notification n;
-      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
-      if (matches(n, q)) {
-        ring_release<S>(in.ring(i), readers[i]);
-        if (last != nullptr) *last = n;
-        return true;
-      }
-      pending_append(pending, n);  // not this one: the general path goes on from here
-      break;
+                                     notification* last) {
+  if (pending.size != 0 || q.count != 1) return head_match::search;
+  for (int i = 0; i < in.count; ++i) {
+    notification n;
+    if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+    ring_release<S>(in.ring(i), readers[i]);
+    if (!matches(n, q)) {
+      pending_append(pending, n, 1u, lane_group{});
+      return head_match::search;
     }
-    if (pending.size == 0) return false;  // no ring had an entry: none to hand back
+    if (last != nullptr) *last = n;
+    return head_match::matched;
   }
-  // The oldest match's place: the removal below starts there.
-  std::int32_t found = 0;
-  std::uint32_t oldest = pending.end;
-  for (std::uint32_t i = pending.first; i < pending.end && found < q.count; ++i)
-    if (matches(pending.items[i], q) && found++ == 0) oldest = i;
-  // Take arrivals round robin over the rings until enough match, the list is
-  // full or the rings are empty.
-  for (bool took = true; took && found < q.count;) {
-    took = false;
-    for (int i = 0; i < in.count && found < q.count && pending.size < pending.capacity; ++i) {
-      notification n;
-      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
-      took = true;
-      // Appending may close the holes, which moves the entries: the removal
-      // then looks from the start.
-      if (pending_append(pending, n)) oldest = pending.first;
-      if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
-    }
-  }
-  release_rings<S>(in, readers);
-  if (found < q.count) return false;
-
-  // Take out the q.count oldest matches; the rest keep their places.
-  for (std::int32_t removed = 0; removed < q.count; ++oldest)
-    if (matches(pending.items[oldest], q)) {
-      if (last != nullptr) *last = pending.items[oldest];
-      pending_remove(pending, oldest);
-      ++removed;
-    }
-  return true;
+  return head_match::empty;
 }
 
 // Drops every notification of window `key` (slot and generation) that the
@@ -283,7 +495,7 @@ GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& i
                                      ring_reader* readers, std::uint32_t key) {
   for (std::uint32_t i = pending.first; i < pending.end; ++i)
     if (pending.items[i].window == key) pending.items[i].window = no_window;
-  pending_close_holes(pending);
+  pending_close_holes(pending, lane_group{});
   pending.size = pending.end;
   for (int r = 0; r < in.count; ++r) {
     notification_ring& ring = in.ring(r);
@@ -293,7 +505,7 @@ GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& i
         static_cast<std::uint32_t>(reader.head + 1), n)) {
       if (n.window != key) {
         if (pending.size == pending.capacity) break;  // no room: it stays in the ring
-        pending_append(pending, n);
+        pending_append(pending, n, 1u, lane_group{});
       }
       ++reader.head;
     }
