@@ -678,7 +678,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   template <class Done>
   GRMA_INLINE bool leader_waits_within(call where, const std::int64_t (&args)[4], double seconds,
                                        Done&& done) {
-    return P::broadcast(poll_until(leader_alone(), where, args, P::now_seconds() + seconds, done));
+    const bool met =
+        P::broadcast(poll_until(leader_alone(), where, args, P::now_seconds() + seconds, done));
+    if constexpr (!P::broadcast_meets) P::sync();  // the leader's acquire orders the others' reads
+    return met;
   }
 
   // The leading thread as a lane group of one (index -1 in the others).
@@ -714,8 +717,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           at_head();
       }
       step = P::broadcast(step);
+      // The leader's acquire and changes, ordered before the others' reads.
+      if constexpr (!P::broadcast_meets) P::sync();
       if (step != detail::head_match::search) return step == detail::head_match::matched;
-      if constexpr (!P::broadcast_meets) P::sync();  // the leader's changes, seen by the lanes
       const int limit = P::lane_group_limit();
       const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
       const auto in_list = [&] {

@@ -83,6 +83,26 @@ class lane_team {
   std::vector<char> bits_;
 };
 
+// The two matching steps as a rank takes them: the first by one thread,
+// the second by `lanes` lanes. `last`, where not null, receives lane 0's
+// newest removed match.
+bool match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
+              grma::detail::ring_reader* readers, const match_query& q, notification* last) {
+  const grma::detail::head_match step =
+      grma::detail::match_at_head<scope::device>(pending, in, readers, q, last);
+  if (step != grma::detail::head_match::search) return step == grma::detail::head_match::matched;
+  if (lanes == 1)
+    return match_in_list<scope::device>(pending, in, readers, q, last, grma::detail::lane_group{});
+  lane_team team(lanes);
+  return team.run([&](lane_team::lanes g) {
+    notification mine{};
+    const bool matched =
+        match_in_list<scope::device>(pending, in, readers, q, last != nullptr ? &mine : nullptr, g);
+    if (g.leads() && last != nullptr) *last = mine;
+    return matched;
+  });
+}
+
 // One rank's unmatched notifications as the runtime keeps them: a pending list
 // in front of the rank's ring, matched by `lanes` lanes (1: one thread).
 class rank_inbox {
@@ -102,28 +122,8 @@ class rank_inbox {
 
   // Hands taken slots back after each match, so ring_peek (which starts at
   // the released head) shows exactly what is still in the ring.
-  // The two steps as a rank takes them: the first by one thread, the
-  // second by the lanes. `last`, where not null, receives lane 0's newest
-  // removed match.
   bool match(const match_query& q, notification* last = nullptr) {
-    const grma::detail::head_match step =
-        grma::detail::match_at_head<scope::device>(pending_, rings(), &reader_, q, last);
-    bool matched = step == grma::detail::head_match::matched;
-    if (step == grma::detail::head_match::search) {
-      if (lanes_ == 1) {
-        matched = match_in_list<scope::device>(pending_, rings(), &reader_, q, last,
-                                               grma::detail::lane_group{});
-      } else {
-        lane_team team(lanes_);
-        matched = team.run([&](lane_team::lanes g) {
-          notification mine{};
-          const bool m = match_in_list<scope::device>(pending_, rings(), &reader_, q,
-                                                      last != nullptr ? &mine : nullptr, g);
-          if (g.leads() && last != nullptr) *last = mine;
-          return m;
-        });
-      }
-    }
+    const bool matched = match_by(lanes_, pending_, rings(), &reader_, q, last);
     grma::detail::ring_release<scope::device>(*ring_, reader_);
     return matched;
   }
@@ -273,6 +273,38 @@ TEST_P(Matching, ReportsTheNewestRemovedMatch) {
   ASSERT_TRUE(inbox.match({window_a, 2, 7, 1}, &last));
   EXPECT_EQ(fields_of(last), (fields{window_a, 2, 7}));
   EXPECT_EQ(last.immediate, 16u);
+}
+
+// A rank's inbox on a job of two devices: a run from one ring takes no
+// more than its share of the list's room, so that the other ring's entry
+// still gets in, as it does when entries move one at a time.
+TEST_P(Matching, RunsLeaveTheOtherRingsTheirShareOfTheRoom) {
+  constexpr std::uint32_t ring_capacity = 16;
+  const std::uint64_t stride =
+      (grma::detail::ring<notification>::bytes_for(ring_capacity) + 255) / 256 * 256;
+  grma::test::aligned_buffer memory(2 * stride);
+  grma::detail::ring<notification>* ring[2];
+  for (int i = 0; i < 2; ++i)
+    ring[i] = grma::detail::ring_init<notification>(memory.data() + stride * std::uint64_t(i),
+                                                    ring_capacity);
+  const grma::detail::inbox_rings in{memory.data(), stride, 2};
+  grma::detail::ring_reader readers[2] = {{0, 0, ring_capacity - 1}, {0, 0, ring_capacity - 1}};
+  std::vector<notification> items(4);
+  pending_list pending{0, 4, items.data(), 0, 0};
+  std::uint64_t credit[2] = {0, 0};
+  for (std::int32_t tag = 0; tag < 8; ++tag)
+    ring_push<scope::device>(*ring[0], credit[0], notification{window_b, 0, tag}, unexpected_wait);
+  ring_push<scope::device>(*ring[1], credit[1], notification{window_a, 1, 9}, unexpected_wait);
+
+  notification last{};
+  ASSERT_TRUE(match_by(GetParam(), pending, in, readers, {window_a, any, any, 1}, &last));
+  EXPECT_EQ(fields_of(last), (fields{window_a, 1, 9}));
+  std::vector<fields> held;
+  grma::detail::pending_for_each(pending, [&](const notification& n) {
+    held.push_back(fields_of(n));
+    return true;
+  });
+  EXPECT_EQ(held, (std::vector<fields>{{window_b, 0, 0}, {window_b, 0, 1}}));
 }
 
 // Taking from the middle leaves a hole; a full list closes its holes before
@@ -486,8 +518,8 @@ class bounded_reference {
                                            p.items[p.end - 1].window != grma::detail::no_window;
   if (p.first <= p.end && p.end <= p.capacity && held == p.size && ends_held)
     return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "size " << p.size << ", first " << p.first << ", end "
-                                       << p.end << ", held " << held;
+  return ::testing::AssertionFailure()
+         << "size " << p.size << ", first " << p.first << ", end " << p.end << ", held " << held;
 }
 
 // Full pending lists, holes closed in the middle of a match, counts up to
@@ -518,8 +550,10 @@ TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
         model.purge(key);
       }
       ASSERT_TRUE(well_formed(inbox.pending())) << "seed " << seed << ", step " << step;
-      ASSERT_EQ(inbox.pending_contents(), model.pending_contents()) << "seed " << seed << ", step " << step;
-      ASSERT_EQ(inbox.ring_contents(), model.ring_contents()) << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.pending_contents(), model.pending_contents())
+          << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.ring_contents(), model.ring_contents())
+          << "seed " << seed << ", step " << step;
     }
   }
 }

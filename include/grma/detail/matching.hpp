@@ -364,10 +364,13 @@ GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in
     g.sync();
     return matched;
   };
+  // A run takes at most the rings' fair share of the room left, so that
+  // one ring's run never takes the room the others' entries would have had
+  // in turn (one at a time, round robin).
   const auto reach_of = [&](const ring_reader& reader) {
-    const std::uint32_t room = p.capacity - p.size, ring_capacity = reader.mask + 1u;
-    const std::uint32_t lanes = std::uint32_t(g.count);
-    const std::uint32_t most = lanes < room ? lanes : room;
+    const std::uint32_t share = (p.capacity - p.size) / std::uint32_t(in.count);
+    const std::uint32_t ring_capacity = reader.mask + 1u, lanes = std::uint32_t(g.count);
+    const std::uint32_t most = share == 0 ? 1u : lanes < share ? lanes : share;
     return most < ring_capacity ? most : ring_capacity;
   };
 
@@ -456,11 +459,14 @@ enum class head_match : std::int32_t {
 // The second, match_in_list, is the lanes' together: each looks at one
 // entry of 32 of the list or of a ring's run, and ballots combine the
 // comparisons. Entries move from a ring there a run at a time: those
-// published in a row at its head, as many as the lanes and the list's room
-// reach, until enough match. What a query can match is the same as if they
-// moved one at a time as far as it needs: the list holds them in arrival
-// order, and they take room the ring's entries behind them would have
-// taken. Only how the unmatched are split between ring and list differs.
+// published in a row at its head, as many as the lanes and the rings' fair
+// share of the list's room reach, until enough match. From one ring, what a
+// query can match is the same as if they moved one at a time as far as it
+// needs: the list holds them in arrival order, and they take room the
+// ring's entries behind them would have taken; only how the unmatched are
+// split between ring and list differs. Across rings, whose order among
+// each other is the order they are taken in, runs interleave them more
+// coarsely than single entries would.
 //
 // `readers` are the consumer's private heads in its rings; every slot taken
 // is handed back to its producers before a step returns. `last`, where not
