@@ -639,14 +639,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
   }
 
-  template <class Done>
-  GRMA_INLINE void block_until(call where, const std::int64_t (&args)[4], Done&& done) {
-    if (done()) return;
-    waiter wait(*this, where, args);
-    do wait();
-    while (!done());
-  }
-
   // The waiting lanes `g` (the leading thread alone, or the matching lanes)
   // poll `done` by themselves until it holds or `deadline` (P::now_seconds;
   // < 0: none) passes; true when it held. Lane 0's clock decides, so that
@@ -666,6 +658,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
   }
 
+  // This thread alone polls `done` until it holds.
+  template <class Done>
+  GRMA_INLINE void block_until(call where, const std::int64_t (&args)[4], Done&& done) {
+    poll_until(detail::lane_group{}, where, args, -1, done);
+  }
+
   // The leading thread polls `done`, then the rank's threads meet.
   template <class Done>
   GRMA_INLINE void leader_waits_until(call where, const std::int64_t (&args)[4], Done&& done) {
@@ -678,10 +676,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   template <class Done>
   GRMA_INLINE bool leader_waits_within(call where, const std::int64_t (&args)[4], double seconds,
                                        Done&& done) {
-    const bool met =
-        P::broadcast(poll_until(leader_alone(), where, args, P::now_seconds() + seconds, done));
-    if constexpr (!P::broadcast_meets) P::sync();  // the leader's acquire orders the others' reads
-    return met;
+    return from_leader(poll_until(leader_alone(), where, args, P::now_seconds() + seconds, done));
   }
 
   // The leading thread as a lane group of one (index -1 in the others).
@@ -695,42 +690,30 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // polls there while the rank's other threads wait at its barrier; where
   // the list must be searched, the lanes of the first warp (where the
   // rank's threads fill whole warps, else the leading thread) take the
-  // second together. Only a lone thread polls fast: a warp polling together
-  // at the rings' heads, or lane 0 alone with the others waiting at a warp
-  // barrier or a ballot, made an 8-byte notified put's round trip 0.2-1.9
-  // us slower on an H200. `last` is thread 0's.
+  // second together. Only a lone thread polls fast (decision 034). `last`
+  // is thread 0's.
   GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
                                  double seconds, detail::notification* last) {
     const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
     const double deadline = waits && seconds >= 0 ? P::now_seconds() + seconds : -1;
     return at_scope(wide(), [&](auto scope) {
       detail::rank_local& l = local();
+      // The lanes `g` try `done` once, or poll it where the call waits.
+      const auto attempt = [&](detail::lane_group g, auto&& done) {
+        return waits ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
+      };
       auto step = detail::head_match::empty;
-      if (leader()) {
-        const auto at_head = [&] {
-          step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last);
-          return step != detail::head_match::empty;
-        };
-        if (waits)
-          poll_until(leader_alone(), where, args, deadline, at_head);
-        else
-          at_head();
-      }
-      step = P::broadcast(step);
-      // The leader's acquire and changes, ordered before the others' reads.
-      if constexpr (!P::broadcast_meets) P::sync();
+      attempt(leader_alone(), [&] {
+        step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last);
+        return step != detail::head_match::empty;
+      });
+      step = from_leader(step);
       if (step != detail::head_match::search) return step == detail::head_match::matched;
       const int limit = P::lane_group_limit();
       const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
-      const auto in_list = [&] {
+      return P::broadcast(attempt(g, [&] {
         return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
-      };
-      bool matched = true;
-      if (waits)
-        matched = poll_until(g, where, args, deadline, in_list);
-      else if (g.index >= 0)
-        matched = in_list();
-      return P::broadcast(matched);
+      }));
     });
   }
 

@@ -8,8 +8,8 @@
 // Entries taken from the ring but not matched yet wait in the rank's pending
 // list, oldest first. The list is bounded, so a rank that holds many
 // unmatched notifications leaves the rest in its ring and its producers feel
-// back-pressure instead of losing anything. A rank's first warp matches
-// together, each lane looking at one entry of 32 (lane_group).
+// back-pressure instead of losing anything. A rank's first warp searches
+// the list together, each lane looking at one entry of 32 (lane_group).
 // A match leaves a hole where it took an entry; the list closes its holes
 // only when it needs the room, so taking one entry out of a long list costs
 // no shifting of the others.
@@ -345,10 +345,8 @@ GRMA_INLINE std::uint32_t lowest_lanes(std::uint32_t hits, std::uint32_t wanted,
 }
 
 // Matching's second step (see match_at_head), by all lanes: the held
-// entries, then runs from the rings; true when matched. Out of line:
-// inlined at every wait, its registers cost the kernels around it (an
-// 8-byte notified put's round trip 1.3 us slower on an H200, and a signal
-// put's, which never ran it, 0.3 us).
+// entries, then runs from the rings; true when matched. Out of line: its
+// registers would cost every kernel that waits (decision 034).
 template <scope S, class Lanes>
 GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in,
                                     ring_reader* readers, const match_query& q, notification* last,
@@ -375,9 +373,8 @@ GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in
   };
 
   // The held matches, oldest first, up to the number wanted. `oldest` is
-  // the oldest match's place where `exact`, else a place at or before it.
+  // the oldest match's place (for one wanted), or a place at or before it.
   std::uint32_t found = 0, oldest = p.end;
-  bool exact = true;
   for (std::uint32_t base = p.first; base < p.end && found < wanted;
        base += std::uint32_t(g.count)) {
     const std::uint32_t i = base + std::uint32_t(g.index);
@@ -395,11 +392,9 @@ GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in
       took = true;
       const std::uint32_t run = lanes_in(a.ready);
       // Appending may close the holes, which moves the held entries: the
-      // removal then looks for them from the start.
-      if (pending_append(p, a.entry, a.ready, g) && found != 0) {
-        oldest = p.first;
-        exact = false;
-      }
+      // removal then looks for them from the start (only where more than
+      // one is wanted: one found ends the search).
+      if (pending_append(p, a.entry, a.ready, g) && found != 0) oldest = p.first;
       if (found == 0 && a.hits != 0) oldest = p.end - run + lowest_lane(a.hits);
       found += lanes_in(a.hits);
       advance_head(readers[i], run, g);
@@ -410,7 +405,7 @@ GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in
   // Take out the `wanted` oldest matches, leaving holes (the rest keep their
   // places); [low, high] spans the removed.
   std::uint32_t low = oldest, high = oldest;
-  if (wanted == 1 && exact) {
+  if (wanted == 1) {
     if (last != nullptr) *last = p.items[oldest];
     g.sync();  // every lane has read it before it becomes a hole
     if (g.leads()) p.items[oldest].window = no_window;
