@@ -684,36 +684,58 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return {1, leader() ? 0 : -1};
   }
 
-  // Matches `q` (see detail::match_at_head for the two steps), waiting
-  // where `waits` up to `seconds` (< 0: no limit); true (to every thread)
-  // when it matched. The leading thread takes the first step alone and
-  // polls there while the rank's other threads wait at its barrier; where
-  // the list must be searched, the lanes of the first warp (where the
-  // rank's threads fill whole warps, else the leading thread) take the
-  // second together. Only a lone thread polls fast (decision 034). `last`
-  // is thread 0's.
+  // Matches `q` (see detail::match_at_head for the steps), waiting where
+  // `waits` up to `seconds` (< 0: no limit); true (to every thread) when it
+  // matched. The leading thread takes the first step alone and polls there
+  // while the rank's other threads wait at its barrier; where the list must
+  // be searched, the lanes of the first warp (where the rank's threads fill
+  // whole warps, else the leading thread) take the second together. Where
+  // that finds no match for one wanted, the leading thread waits for it
+  // alone at the rings' heads. Only a lone thread polls fast (decision
+  // 034). `last` is thread 0's.
   GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
                                  double seconds, detail::notification* last) {
     const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
     const double deadline = waits && seconds >= 0 ? P::now_seconds() + seconds : -1;
+    // A wait without a limit ends only matched: where the others need only
+    // one bit, the barrier that releases them carries it (one barrier where
+    // from_leader takes two).
+    const bool unlimited = waits && deadline < 0;
     return at_scope(wide(), [&](auto scope) {
       detail::rank_local& l = local();
-      // The lanes `g` try `done` once, or poll it where the call waits.
-      const auto attempt = [&](detail::lane_group g, auto&& done) {
-        return waits ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
+      // The lanes `g` try `done` once, or poll it.
+      const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
+        return polls ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
       };
-      auto step = detail::head_match::empty;
-      attempt(leader_alone(), [&] {
-        step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last);
-        return step != detail::head_match::empty;
-      });
-      step = from_leader(step);
-      if (step != detail::head_match::search) return step == detail::head_match::matched;
+      // The leading thread's step, to every thread.
+      const auto at_head = [&](bool held_unmatched) {
+        auto step = detail::head_match::empty;
+        attempt(leader_alone(), waits, [&] {
+          step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last,
+                                                    held_unmatched);
+          return step != detail::head_match::empty;
+        });
+        if (!unlimited) return from_leader(step);
+        return P::any_thread(step == detail::head_match::search) ? detail::head_match::search
+                                                                 : detail::head_match::matched;
+      };
+      // The lanes' step, whether it matched to every thread.
       const int limit = P::lane_group_limit();
       const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
-      return P::broadcast(attempt(g, [&] {
-        return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
-      }));
+      const auto in_list = [&](bool polls) {
+        const bool met = attempt(g, polls, [&] {
+          return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
+        });
+        return unlimited ? P::any_thread(leader() && met) : from_leader(met);
+      };
+      auto step = at_head(false);
+      if (step != detail::head_match::search) return step == detail::head_match::matched;
+      if (waits && q.count == 1) {
+        if (in_list(false)) return true;
+        step = at_head(true);
+        if (step != detail::head_match::search) return step == detail::head_match::matched;
+      }
+      return in_list(waits);
     });
   }
 

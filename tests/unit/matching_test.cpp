@@ -89,7 +89,7 @@ class lane_team {
 bool match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
               grma::detail::ring_reader* readers, const match_query& q, notification* last) {
   const grma::detail::head_match step =
-      grma::detail::match_at_head<scope::device>(pending, in, readers, q, last);
+      grma::detail::match_at_head<scope::device>(pending, in, readers, q, last, false);
   if (step != grma::detail::head_match::search) return step == grma::detail::head_match::matched;
   if (lanes == 1)
     return match_in_list<scope::device>(pending, in, readers, q, last, grma::detail::lane_group{});
@@ -126,6 +126,15 @@ class rank_inbox {
     const bool matched = match_by(lanes_, pending_, rings(), &reader_, q, last);
     grma::detail::ring_release<scope::device>(*ring_, reader_);
     return matched;
+  }
+
+  // One look of the first step at the ring's head where the list holds no
+  // match (as the leading thread polls after a search found none).
+  grma::detail::head_match look_at_head(const match_query& q, notification* last = nullptr) {
+    const grma::detail::head_match step =
+        grma::detail::match_at_head<scope::device>(pending_, rings(), &reader_, q, last, true);
+    grma::detail::ring_release<scope::device>(*ring_, reader_);
+    return step;
   }
 
   const pending_list& pending() const { return pending_; }
@@ -390,6 +399,37 @@ TEST_P(Matching, FullPendingListLeavesTheRestInTheRing) {
   EXPECT_TRUE(inbox.match({window_a, any, 2, 2}));
   EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{fields_of(d)}));
   EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{}));
+}
+
+// Once a search found no match for one wanted, the leading thread waits at
+// the ring's head: each arrival is the match or joins the list in order,
+// until the list is full (then the lanes' step waits).
+TEST_P(Matching, WaitsAtTheHeadOnceTheListHoldsNoMatch) {
+  using grma::detail::head_match;
+  rank_inbox inbox(4, 8, GetParam());
+  const notification a{window_a, 0, 1}, b{window_a, 1, 1}, c{window_a, 2, 1};
+  const notification d{window_a, 3, 2, 0, 44}, e{window_a, 3, 2}, f{window_a, 4, 1};
+  inbox.push(a);
+  EXPECT_FALSE(inbox.match({window_a, 3, 2, 1}));
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}), head_match::empty);  // nothing came
+
+  for (const notification& n : {b, c, d, e}) inbox.push(n);
+  notification last{};
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::empty);
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::empty);
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::matched);
+  EXPECT_EQ(last.immediate, 44u);
+  EXPECT_EQ(inbox.pending_contents(),
+            (std::vector<fields>{fields_of(a), fields_of(b), fields_of(c)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(e)}));
+
+  // e fills the list; then f, a match, stays in the ring for the lanes.
+  inbox.push(f);
+  EXPECT_EQ(inbox.look_at_head({window_a, 9, 9, 1}), head_match::empty);
+  EXPECT_EQ(inbox.pending_contents(),
+            (std::vector<fields>{fields_of(a), fields_of(b), fields_of(c), fields_of(e)}));
+  EXPECT_EQ(inbox.look_at_head({window_a, 4, 1, 1}), head_match::search);
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(f)}));
 }
 
 // Uniform integers in [low, high] from a sequence seeded with `seed`.

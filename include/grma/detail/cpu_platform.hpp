@@ -37,6 +37,7 @@ struct cpu_platform {
   static constexpr bool broadcast_meets = true;  // one thread
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
+  GRMA_INLINE static bool any_thread(bool value) { return value; }
   // One thread per rank: no lanes to combine (the CUDA platform's calls).
   GRMA_INLINE static int lane_group_limit() { return 1; }
   template <class T, class F>

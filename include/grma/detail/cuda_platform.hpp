@@ -113,6 +113,15 @@ struct cuda_platform {
     return value;
 #endif
   }
+  // The threads meet (as sync()) and learn whether any of them held
+  // `value`: one barrier where broadcast takes two.
+  GRMA_INLINE static bool any_thread(bool value) {
+#if GRMA_DEVICE_CODE
+    return __syncthreads_or(value) != 0;
+#else
+    return value;
+#endif
+  }
 
   // The widest lane group combine_lanes may take: a warp where the block's
   // threads fill whole warps (every lane of a warp must take part).
@@ -349,6 +358,15 @@ struct cuda_warp_platform : cuda_platform {
     std::memcpy(&value, word, sizeof(T));
 #endif
     return value;
+  }
+  // The vote orders no memory; the warp barrier before it does.
+  GRMA_INLINE static bool any_thread(bool value) {
+#if GRMA_DEVICE_CODE
+    __syncwarp();
+    return __any_sync(0xffffffffu, value) != 0;
+#else
+    return value;
+#endif
   }
   GRMA_INLINE static void copy(void* destination, const void* source, std::size_t bytes) {
     copy_by<cuda_warp_platform>(destination, source, bytes);

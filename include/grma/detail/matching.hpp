@@ -451,6 +451,10 @@ enum class head_match : std::int32_t {
 // The first step is the common case, taken by the leading thread alone
 // (only a lone thread polls fast): with nothing held and one match wanted,
 // the oldest arrival is the match (taken) or goes to the list (search).
+// It is also the way to wait once the second step found no match for one
+// wanted (`held_unmatched`: nothing held matches): each arrival is then the
+// match or joins the list, and the step goes on (empty) until the match
+// comes, or the list is full (search: the lanes' step waits there).
 // The second, match_in_list, is the lanes' together: each looks at one
 // entry of 32 of the list or of a ring's run, and ballots combine the
 // comparisons. Entries move from a ring there a run at a time: those
@@ -469,15 +473,17 @@ enum class head_match : std::int32_t {
 // for a count of 1).
 template <scope S>
 GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& in,
-                                     ring_reader* readers, const match_query& q,
-                                     notification* last) {
-  if (pending.size != 0 || q.count != 1) return head_match::search;
+                                     ring_reader* readers, const match_query& q, notification* last,
+                                     bool held_unmatched) {
+  if ((pending.size != 0 && !held_unmatched) || q.count != 1) return head_match::search;
   for (int i = 0; i < in.count; ++i) {
+    if (pending.size == pending.capacity) return head_match::search;
     notification n;
     if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
     ring_release<S>(in.ring(i), readers[i]);
     if (!matches(n, q)) {
       pending_append(pending, n, 1u, lane_group{});
+      if (held_unmatched) continue;
       return head_match::search;
     }
     if (last != nullptr) *last = n;
