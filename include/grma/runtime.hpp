@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -12,12 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "grma/detail/cpu_platform.hpp"
+#include "grma/detail/cuda_kernel.hpp"
 #include "grma/rank.hpp"
 #include "grma/settings.hpp"
 #include "grma/topology.hpp"
 #include "grma/types.hpp"
-#include "grma/detail/cpu_platform.hpp"
-#include "grma/detail/cuda_kernel.hpp"
 
 #if defined(__CUDACC__)
 #include "grma/detail/cuda_launch.hpp"
@@ -111,27 +112,68 @@ class job {
   host_request put_signal(window w, int target, std::size_t offset, const void* source,
                           std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
                           signal_op op);
-  // Atomics on the aligned 8-byte word at `offset`, atomic with the ranks'
-  // own atomics on it; the fetching ones write the word's old value to `old`.
-  host_request atomic_fetch(window w, int target, std::size_t offset, std::uint64_t* old);
-  host_request atomic_set(window w, int target, std::size_t offset, std::uint64_t value);
-  host_request atomic_swap(window w, int target, std::size_t offset, std::uint64_t value,
-                           std::uint64_t* old);
-  host_request atomic_compare_swap(window w, int target, std::size_t offset, std::uint64_t compare,
-                                   std::uint64_t value, std::uint64_t* old);
-  host_request atomic_fetch_add(window w, int target, std::size_t offset, std::uint64_t value,
-                                std::uint64_t* old);
-  host_request atomic_add(window w, int target, std::size_t offset, std::uint64_t value);
+  // Atomics on the word of T at `offset`, aligned to its size, atomic with
+  // the ranks' own atomics on it; the fetching ones write the word's old
+  // value to `old`. T: an integer of 4 or 8 bytes (fetch, set and swap
+  // also float and double). The word's type is std::uint64_t unless named
+  // or taken from `old`, never from the value: atomic_add(w, t, o, 1) adds
+  // to 8 bytes, atomic_add<std::uint32_t>(w, t, o, 1) to 4.
+  template <class T = std::uint64_t>
+  host_request atomic_fetch(window w, int target, std::size_t offset, T* old) {
+    return atomic<T>(w, target, offset, call::atomic_fetch, T{}, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_set(window w, int target, std::size_t offset, std::type_identity_t<T> value) {
+    return atomic<T>(w, target, offset, call::atomic_set, value, T{}, nullptr);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_swap(window w, int target, std::size_t offset, std::type_identity_t<T> value,
+                           T* old) {
+    return atomic<T>(w, target, offset, call::atomic_swap, value, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_compare_swap(window w, int target, std::size_t offset,
+                                   std::type_identity_t<T> compare, std::type_identity_t<T> value,
+                                   T* old) {
+    return integer_atomic<T>(w, target, offset, call::atomic_compare_swap, value, compare, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_fetch_add(window w, int target, std::size_t offset,
+                                std::type_identity_t<T> value, T* old) {
+    return integer_atomic<T>(w, target, offset, call::atomic_fetch_add, value, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_add(window w, int target, std::size_t offset, std::type_identity_t<T> value) {
+    return integer_atomic<T>(w, target, offset, call::atomic_add, value, T{}, nullptr);
+  }
   // Bitwise: the word becomes word & value (| value, ^ value).
-  host_request atomic_fetch_and(window w, int target, std::size_t offset, std::uint64_t value,
-                                std::uint64_t* old);
-  host_request atomic_and(window w, int target, std::size_t offset, std::uint64_t value);
-  host_request atomic_fetch_or(window w, int target, std::size_t offset, std::uint64_t value,
-                               std::uint64_t* old);
-  host_request atomic_or(window w, int target, std::size_t offset, std::uint64_t value);
-  host_request atomic_fetch_xor(window w, int target, std::size_t offset, std::uint64_t value,
-                                std::uint64_t* old);
-  host_request atomic_xor(window w, int target, std::size_t offset, std::uint64_t value);
+  template <class T = std::uint64_t>
+  host_request atomic_fetch_and(window w, int target, std::size_t offset,
+                                std::type_identity_t<T> value, T* old) {
+    return integer_atomic<T>(w, target, offset, call::atomic_fetch_and, value, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_and(window w, int target, std::size_t offset, std::type_identity_t<T> value) {
+    return integer_atomic<T>(w, target, offset, call::atomic_and, value, T{}, nullptr);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_fetch_or(window w, int target, std::size_t offset,
+                               std::type_identity_t<T> value, T* old) {
+    return integer_atomic<T>(w, target, offset, call::atomic_fetch_or, value, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_or(window w, int target, std::size_t offset, std::type_identity_t<T> value) {
+    return integer_atomic<T>(w, target, offset, call::atomic_or, value, T{}, nullptr);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_fetch_xor(window w, int target, std::size_t offset,
+                                std::type_identity_t<T> value, T* old) {
+    return integer_atomic<T>(w, target, offset, call::atomic_fetch_xor, value, T{}, old);
+  }
+  template <class T = std::uint64_t>
+  host_request atomic_xor(window w, int target, std::size_t offset, std::type_identity_t<T> value) {
+    return integer_atomic<T>(w, target, offset, call::atomic_xor, value, T{}, nullptr);
+  }
   void wait() {
     if (state_ == nullptr) return;
     const std::shared_ptr<state> s = std::move(state_);
@@ -165,9 +207,31 @@ class job {
   }
   detail::host_port& port(const char* call) const;
   host_request submit(detail::host_port& port, std::shared_ptr<detail::host_operation> op);
-  host_request atomic(window w, int target, std::size_t offset, call where, std::uint8_t op,
-                      std::uint64_t operand, std::uint64_t compare, std::uint64_t* old,
-                      bool fetching);
+  // Every atomic: `where` names the operation, `old` (a fetching one's)
+  // takes the word's `bytes`, the operands their low `bytes`.
+  host_request atomic(window w, int target, std::size_t offset, call where, std::uint64_t operand,
+                      std::uint64_t compare, void* old, std::size_t bytes);
+  template <class T>
+  host_request atomic(window w, int target, std::size_t offset, call where, T operand, T compare,
+                      T* old) {
+    static_assert(
+        (std::is_integral_v<T> || std::is_floating_point_v<T>)&&(sizeof(T) == 4 || sizeof(T) == 8),
+        "a host atomic's word is an integer or floating point type of 4 or 8 bytes");
+    return atomic(w, target, offset, where, bits_of(operand), bits_of(compare), old, sizeof(T));
+  }
+  template <class T>
+  host_request integer_atomic(window w, int target, std::size_t offset, call where, T operand,
+                              T compare, T* old) {
+    static_assert(std::is_integral_v<T>,
+                  "arithmetic, bitwise and compare_swap atomics take integers");
+    return atomic<T>(w, target, offset, where, operand, compare, old);
+  }
+  template <class T>
+  static std::uint64_t bits_of(T value) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof value);
+    return bits;
+  }
   std::shared_ptr<state> state_;
 };
 

@@ -52,6 +52,46 @@ void carry(detail::host_operation& o, const void* source, std::size_t bytes, cal
   }
 }
 
+// A host atomic's operation, and whether the word's old value comes back.
+struct atomic_kind {
+  detail::remote_atomic op;
+  bool fetching;
+};
+
+atomic_kind atomic_kind_of(call where) {
+  using detail::remote_atomic;
+  switch (where) {
+    case call::atomic_fetch:
+      return {remote_atomic::fetch, true};
+    case call::atomic_set:
+      return {remote_atomic::set, false};
+    case call::atomic_swap:
+      return {remote_atomic::swap, true};
+    case call::atomic_compare_swap:
+      return {remote_atomic::compare_swap, true};
+    case call::atomic_fetch_add:
+      return {remote_atomic::add, true};
+    case call::atomic_add:
+      return {remote_atomic::add, false};
+    case call::atomic_fetch_and:
+      return {remote_atomic::bit_and, true};
+    case call::atomic_and:
+      return {remote_atomic::bit_and, false};
+    case call::atomic_fetch_or:
+      return {remote_atomic::bit_or, true};
+    case call::atomic_or:
+      return {remote_atomic::bit_or, false};
+    case call::atomic_fetch_xor:
+      return {remote_atomic::bit_xor, true};
+    case call::atomic_xor:
+      return {remote_atomic::bit_xor, false};
+    default:
+      break;
+  }
+  throw error(errc::invalid_enum, -1, where,
+              std::string("grma: job::atomic: ") + call_name(where) + " is not an atomic");
+}
+
 }  // namespace
 
 bool host_request::test() const {
@@ -159,95 +199,28 @@ host_request job::put_signal(window w, int target, std::size_t offset, const voi
   return submit(p, std::move(o));
 }
 
-// Every atomic: the 8-byte word at `offset`; `tag` 1 when the old value
-// comes back (a fetching one), written to `old`.
-host_request job::atomic(window w, int target, std::size_t offset, call where, std::uint8_t op,
-                         std::uint64_t operand, std::uint64_t compare, std::uint64_t* old,
-                         bool fetching) {
+// The target's engine applies it at the word's width, as a rank's remote
+// atomic; `tag` 1 asks for the old value back.
+host_request job::atomic(window w, int target, std::size_t offset, call where,
+                         std::uint64_t operand, std::uint64_t compare, void* old,
+                         std::size_t bytes) {
+  const atomic_kind kind = atomic_kind_of(where);
   detail::host_port& p = port(call_name(where));
-  if (fetching && old == nullptr)
+  if (kind.fetching && old == nullptr)
     refuse(errc::null_buffer, where, "a null `old` for the old value");
-  if (offset % sizeof(std::uint64_t) != 0)
+  if (offset % bytes != 0)
     refuse(errc::word_misaligned, where,
-           "offset " + std::to_string(offset) +
-               " is not 8-byte aligned (an atomic's word is 8 bytes)");
-  auto o =
-      operation_on(p, where, detail::remote_op::atomic, w, target, offset, sizeof(std::uint64_t));
+           "offset " + std::to_string(offset) + " is not " + std::to_string(bytes) +
+               "-byte aligned (the atomic's word is " + std::to_string(bytes) + " bytes)");
+  auto o = operation_on(p, where, detail::remote_op::atomic, w, target, offset, bytes);
   o->c.flags = detail::remote_flag_in_window;
-  o->c.signal_op = op;
+  o->c.signal_op = std::uint8_t(kind.op);
   o->c.signal_value = operand;
   o->c.signal_offset = compare;
-  o->c.tag = fetching ? 1 : 0;
+  o->c.tag = kind.fetching ? 1 : 0;
   o->c.address = reinterpret_cast<std::uint64_t>(old);
-  o->old = fetching ? old : nullptr;
+  o->old = kind.fetching ? old : nullptr;
   return submit(p, std::move(o));
-}
-
-host_request job::atomic_fetch(window w, int target, std::size_t offset, std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch, std::uint8_t(detail::remote_atomic::fetch),
-                0, 0, old, true);
-}
-
-host_request job::atomic_set(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_set, std::uint8_t(detail::remote_atomic::set),
-                value, 0, nullptr, false);
-}
-
-host_request job::atomic_swap(window w, int target, std::size_t offset, std::uint64_t value,
-                              std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_swap, std::uint8_t(detail::remote_atomic::swap),
-                value, 0, old, true);
-}
-
-host_request job::atomic_compare_swap(window w, int target, std::size_t offset,
-                                      std::uint64_t compare, std::uint64_t value,
-                                      std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_compare_swap,
-                std::uint8_t(detail::remote_atomic::compare_swap), value, compare, old, true);
-}
-
-host_request job::atomic_fetch_add(window w, int target, std::size_t offset, std::uint64_t value,
-                                   std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch_add, std::uint8_t(detail::remote_atomic::add),
-                value, 0, old, true);
-}
-
-host_request job::atomic_add(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_add, std::uint8_t(detail::remote_atomic::add),
-                value, 0, nullptr, false);
-}
-
-host_request job::atomic_fetch_and(window w, int target, std::size_t offset, std::uint64_t value,
-                                   std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch_and,
-                std::uint8_t(detail::remote_atomic::bit_and), value, 0, old, true);
-}
-
-host_request job::atomic_and(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_and, std::uint8_t(detail::remote_atomic::bit_and),
-                value, 0, nullptr, false);
-}
-
-host_request job::atomic_fetch_or(window w, int target, std::size_t offset, std::uint64_t value,
-                                  std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch_or,
-                std::uint8_t(detail::remote_atomic::bit_or), value, 0, old, true);
-}
-
-host_request job::atomic_or(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_or, std::uint8_t(detail::remote_atomic::bit_or),
-                value, 0, nullptr, false);
-}
-
-host_request job::atomic_fetch_xor(window w, int target, std::size_t offset, std::uint64_t value,
-                                   std::uint64_t* old) {
-  return atomic(w, target, offset, call::atomic_fetch_xor,
-                std::uint8_t(detail::remote_atomic::bit_xor), value, 0, old, true);
-}
-
-host_request job::atomic_xor(window w, int target, std::size_t offset, std::uint64_t value) {
-  return atomic(w, target, offset, call::atomic_xor, std::uint8_t(detail::remote_atomic::bit_xor),
-                value, 0, nullptr, false);
 }
 
 void runtime::refuse_host_access_in_run(const launch_options& options) {

@@ -95,8 +95,8 @@ void engine_host::answer(int from, const remote_command& reply) {
     return liveness_.malformed(from, -1, host_call(op->c),
                                "answered a host operation with a bad size");
   }
-  if (op->old != nullptr) {  // a fetching atomic's old value: a word of 8 bytes
-    std::memcpy(op->old, reply.data, sizeof *op->old);
+  if (op->old != nullptr) {  // a fetching atomic's old value: its word's bytes
+    std::memcpy(op->old, reply.data, op->c.bytes);
     return part_done(number);
   }
   auto* destination = reinterpret_cast<unsigned char*>(op->c.address);
@@ -122,7 +122,8 @@ void engine_host::answer_here(const remote_command& c, std::uint64_t old) {
   const std::uint32_t number = host_operation_number(c);
   const operation op = find(number);
   if (!op) return;
-  *op->old = old;
+  // The word's bytes: the low ones of `old` (little-endian hosts).
+  std::memcpy(op->old, &old, op->c.bytes);
   part_done(number);
 }
 

@@ -297,8 +297,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
       return refuse(refusal::signal_misaligned, e.size, true);
   }
   if (c.op == remote_op::atomic) {
-    if ((c.bytes != 4 && c.bytes != 8) || c.signal_op >= std::uint8_t(remote_atomic::count_) ||
-        (host && c.bytes != 8))
+    if ((c.bytes != 4 && c.bytes != 8) || c.signal_op >= std::uint8_t(remote_atomic::count_))
       return refuse(refusal::bad_atomic, e.size);
     if ((e.offset + c.offset) % c.bytes != 0)
       return refuse(refusal::atomic_misaligned, e.size, true);

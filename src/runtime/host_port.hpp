@@ -30,7 +30,7 @@ namespace grma::detail {
 struct host_operation {
   enum : std::uint32_t { in_flight = 0, complete = 1, failed = 2 };
   remote_command c{};            // origin, target, window, sizes; `address`: the host's buffer
-  std::uint64_t* old = nullptr;  // a fetching atomic's: where its old value goes
+  void* old = nullptr;           // a fetching atomic's: where its old value goes (c.bytes)
   int parts_left = 0;            // engine thread only: acknowledgement, answer
   std::atomic<std::uint32_t> outcome{in_flight};
   // Written before outcome = failed: the message, and the error's code

@@ -29,9 +29,13 @@ constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
 constexpr int notify_tag = 7;
 constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
+// The 4-byte counter's start: the hosts' adds carry past 32 bits, which a
+// 4-byte add drops and an 8-byte one would not.
+constexpr std::uint32_t narrow_start = 0xfffffffeu;
 
 // A rank's window: for each host its small, large and notified put; the
-// bytes hosts get; the words atomics and the signal change.
+// bytes hosts get; the words atomics and the signal change (`narrow`: a
+// 4-byte word swapped, a 4-byte counter, a float swapped).
 struct host_slots {
   static constexpr std::size_t per_host = round64(small_bytes + large_bytes + notify_bytes);
   static constexpr std::size_t first_put = 0;
@@ -39,7 +43,8 @@ struct host_slots {
   static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
   static constexpr std::size_t swapped = counter + 8;
   static constexpr std::size_t bits = swapped + 8;
-  static constexpr std::size_t signal = bits + 8;
+  static constexpr std::size_t narrow = bits + 8;
+  static constexpr std::size_t signal = narrow + 16;
   static constexpr std::size_t bytes = signal + 8;
   GRMA_HOST_DEVICE static constexpr std::size_t small(int host) {
     return first_put + std::size_t(host) * per_host;
@@ -95,8 +100,10 @@ struct computing_target {
       base[i] = 0;
     r.sync_threads();
     fill(r, base + host_slots::gets, get_bytes, rank_seed(me));
-    if (r.thread() == 0)
+    if (r.thread() == 0) {
       *reinterpret_cast<std::uint64_t*>(base + host_slots::bits) = bits_before(hosts);
+      *reinterpret_cast<std::uint32_t*>(base + host_slots::narrow + 4) = narrow_start;
+    }
     r.sync_threads();
     grma::window w = r.window_create(grma::world, base, host_slots::bytes);
     // Compute until every host has signalled: the hosts' operations land
@@ -120,6 +127,19 @@ struct computing_target {
     const std::uint64_t bits = r.read(words + 2);
     CONF_EXPECT(r, rec, bits == bits_after(hosts), 6, (long long)bits,
                 (long long)bits_after(hosts));
+    // The 4-byte words: one host's compare_swap took (0 -> -(host + 1)),
+    // the counter wrapped within its 4 bytes, the float is one host's.
+    const auto* narrow = reinterpret_cast<const std::int32_t*>(base + host_slots::narrow);
+    const std::int32_t swapped32 = r.read(narrow);
+    CONF_EXPECT(r, rec, swapped32 <= -1 && swapped32 >= -hosts, 7, swapped32, hosts);
+    const std::uint32_t count32 = r.read(reinterpret_cast<const std::uint32_t*>(narrow + 1));
+    CONF_EXPECT(r, rec, count32 == std::uint32_t(narrow_start + std::uint32_t(hosts * adds)), 8,
+                count32, hosts * adds);
+    const float swapped_float = r.read(reinterpret_cast<const float*>(narrow + 2));
+    CONF_EXPECT(r, rec,
+                swapped_float >= 0.5f && swapped_float <= float(hosts) - 0.5f &&
+                    swapped_float - float(int(swapped_float)) == 0.5f,
+                9, (long long)(swapped_float * 2), hosts);
     for (int h = 0; h < hosts; ++h) {
       tally(r, rec, 2);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::small(h), small_bytes,
@@ -156,6 +176,9 @@ struct issued {
   std::uint64_t olds[adds] = {};
   std::uint64_t swap_old = 0;
   std::uint64_t or_old = 0, xor_old = 0, and_old = 0;
+  std::uint32_t olds32[adds] = {};
+  std::int32_t swap_old32 = 0;
+  float float_old = 0;
 };
 
 TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
@@ -201,6 +224,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   refused([&] { running.atomic_fetch_add(w, 0, host_slots::counter + 4, 1, &word); },
           grma::errc::word_misaligned,
           "offset " + std::to_string(host_slots::counter + 4) + " is not 8-byte aligned");
+  refused([&] { running.atomic_add<std::uint32_t>(w, 0, host_slots::narrow + 2, 1); },
+          grma::errc::word_misaligned,
+          "job::atomic_add: offset " + std::to_string(host_slots::narrow + 2) +
+              " is not 4-byte aligned (the atomic's word is 4 bytes)");
   refused([&] { running.put(w, 0, 0, nullptr, 8); }, grma::errc::null_buffer, "a null source");
   refused([&] { running.put_notify(w, 0, 0, &word, 8, -1); }, grma::errc::negative_tag, "tag -1");
 
@@ -243,6 +270,15 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
         requests.push_back(
             running.atomic_fetch_and(w, target, host_slots::bits, ~bit(16), &mine.and_old));
         requests.push_back(running.atomic_and(w, target, host_slots::bits, ~bit(40)));
+        // The 4-byte words (the counter's offset 4-byte aligned only), the
+        // word's type named or taken from `old`.
+        requests.push_back(running.atomic_compare_swap(w, target, host_slots::narrow, 0, -(me + 1),
+                                                       &mine.swap_old32));
+        for (int a = 0; a < adds; ++a)
+          requests.push_back(running.atomic_fetch_add<std::uint32_t>(
+              w, target, host_slots::narrow + 4, 1, &mine.olds32[a]));
+        requests.push_back(running.atomic_swap(w, target, host_slots::narrow + 8, float(me) + 0.5f,
+                                               &mine.float_old));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
         // A large put that ends past the target's range (its bytes follow
         // the header and are dropped there) and a signal past it: each
@@ -301,6 +337,21 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       }
       EXPECT_TRUE(x.swap_old == 0 || (x.swap_old >= 1 && x.swap_old <= std::uint64_t(hosts)))
           << "target " << x.target << ": " << x.swap_old;
+      // The 4-byte counter's olds, counted from its start (wrapping).
+      for (int a = 0; a < adds; ++a) {
+        EXPECT_LT(std::uint32_t(x.olds32[a] - narrow_start), std::uint32_t(hosts * adds))
+            << "target " << x.target << ": " << x.olds32[a];
+        if (a > 0) {
+          EXPECT_LT(std::uint32_t(x.olds32[a - 1] - narrow_start),
+                    std::uint32_t(x.olds32[a] - narrow_start))
+              << "target " << x.target;
+        }
+      }
+      EXPECT_TRUE(x.swap_old32 == 0 || (x.swap_old32 <= -1 && x.swap_old32 >= -hosts))
+          << "target " << x.target << ": " << x.swap_old32;
+      EXPECT_TRUE(x.float_old == 0 || (x.float_old >= 0.5f && x.float_old <= float(hosts) - 0.5f &&
+                                       x.float_old != float(me) + 0.5f))
+          << "target " << x.target << ": " << x.float_old;
       // This host's bits as its fetching atomics found them: each before
       // its own change and after the host's earlier ones (a host's
       // operations to a target take effect in order).
