@@ -109,6 +109,10 @@ class job {
   host_request get(window w, int target, std::size_t offset, void* destination, std::size_t bytes);
   host_request put_notify(window w, int target, std::size_t offset, const void* source,
                           std::size_t bytes, int tag, std::uint64_t immediate = 0);
+  // Reads, then notifies the target (its envelope as put_notify's) once the
+  // bytes are read: the target may change them after it matched.
+  host_request get_notify(window w, int target, std::size_t offset, void* destination,
+                          std::size_t bytes, int tag, std::uint64_t immediate = 0);
   host_request put_signal(window w, int target, std::size_t offset, const void* source,
                           std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
                           signal_op op);

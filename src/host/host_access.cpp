@@ -180,6 +180,22 @@ host_request job::put_notify(window w, int target, std::size_t offset, const voi
   return submit(p, std::move(o));
 }
 
+host_request job::get_notify(window w, int target, std::size_t offset, void* destination,
+                             std::size_t bytes, int tag, std::uint64_t immediate) {
+  detail::host_port& p = port("get_notify");
+  if (tag < 0)
+    refuse(errc::negative_tag, call::get_notify, "tag " + std::to_string(tag) + " is negative");
+  if (bytes != 0 && destination == nullptr)
+    refuse(errc::null_buffer, call::get_notify,
+           "a null destination for " + std::to_string(bytes) + " bytes");
+  auto o =
+      operation_on(p, call::get_notify, detail::remote_op::get_notify, w, target, offset, bytes);
+  o->c.tag = tag;
+  o->c.signal_value = immediate;
+  o->c.address = reinterpret_cast<std::uint64_t>(destination);
+  return submit(p, std::move(o));
+}
+
 host_request job::put_signal(window w, int target, std::size_t offset, const void* source,
                              std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
                              signal_op op) {

@@ -252,9 +252,9 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   if (!(c.origin >= 0 && c.origin < origins && cx_.process_of_origin(c.origin) == from) ||
       !cx_.mine(c.target))
     return refuse(refusal::wrong_process, 0);
-  // A host's operations: puts (notified, signalled or plain), gets and
+  // A host's operations: puts and gets (notified, signalled or plain) and
   // atomics, each on a window.
-  if (host && (c.op == remote_op::get_notify || c.op == remote_op::arrive ||
+  if (host && (c.op == remote_op::arrive ||
                ((c.op == remote_op::put || c.op == remote_op::get || c.op == remote_op::atomic) &&
                 (c.flags & remote_flag_in_window) == 0)))
     return refuse(refusal::not_for_hosts, 0);

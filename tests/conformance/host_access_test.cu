@@ -28,6 +28,7 @@ constexpr std::size_t get_bytes = 1000;
 constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
 constexpr int notify_tag = 7;
+constexpr int get_tag = 8;     // a host's get_notify
 constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
 // The 4-byte counter's start: the hosts' adds carry past 32 bits, which a
 // 4-byte add drops and an 8-byte one would not.
@@ -161,6 +162,19 @@ struct computing_target {
         tally(r, rec, 0);
       }
     }
+    // One get_notify per host: its source, its immediate (the hosts check
+    // the bytes they read).
+    for (int h = 0; h < hosts; ++h) {
+      const grma::envelope e = r.wait_notification(w, grma::any_source, get_tag);
+      const int host = e.source - first_source;
+      const bool known = host >= 0 && host < hosts;
+      CONF_EXPECT(r, rec, known, 10, e.source, first_source);
+      if (known) {
+        CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me), 5), 11, host,
+                    e.immediate);
+        tally(r, rec, 3);
+      }
+    }
     grma::envelope stray{};
     const bool more = r.test_notification(w, grma::any_source, grma::any_tag, stray);
     CONF_EXPECT(r, rec, !more, 5, stray.source, stray.tag);
@@ -173,6 +187,7 @@ struct computing_target {
 struct issued {
   int target;
   std::vector<unsigned char> got = std::vector<unsigned char>(get_bytes);
+  std::vector<unsigned char> got_notified = std::vector<unsigned char>(get_bytes);
   std::uint64_t olds[adds] = {};
   std::uint64_t swap_old = 0;
   std::uint64_t or_old = 0, xor_old = 0, and_old = 0;
@@ -230,6 +245,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
               " is not 4-byte aligned (the atomic's word is 4 bytes)");
   refused([&] { running.put(w, 0, 0, nullptr, 8); }, grma::errc::null_buffer, "a null source");
   refused([&] { running.put_notify(w, 0, 0, &word, 8, -1); }, grma::errc::negative_tag, "tag -1");
+  refused([&] { running.get_notify(w, 0, 0, &word, 8, -2); }, grma::errc::negative_tag,
+          "job::get_notify: tag -2 is negative");
+  refused([&] { running.get_notify(w, 0, 0, nullptr, 8, 1); }, grma::errc::null_buffer,
+          "a null destination");
 
   // Several host threads at once, each taking every fourth target.
   constexpr int threads = 4;
@@ -280,6 +299,9 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
         requests.push_back(running.atomic_swap(w, target, host_slots::narrow + 8, float(me) + 0.5f,
                                                &mine.float_old));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
+        requests.push_back(running.get_notify(w, target, host_slots::gets, mine.got_notified.data(),
+                                              get_bytes, get_tag,
+                                              mix(std::uint64_t(me), std::uint64_t(target), 5)));
         // A large put that ends past the target's range (its bytes follow
         // the header and are dropped there) and a signal past it: each
         // request fails alone, writing nothing (the signal word, the
@@ -324,6 +346,8 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       0, [&](int) { return std::uint64_t(hosts); }, "host notifications taken");
   j.expect_counts(
       2, [&](int) { return std::uint64_t(hosts); }, "hosts' puts checked");
+  j.expect_counts(
+      3, [&](int) { return std::uint64_t(hosts); }, "host get notifications taken");
 
   // Each host's fetch_adds to a target saw increasing old values, all below
   // the total; its get found the target's bytes.
@@ -364,8 +388,10 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
           << "target " << x.target << ": " << x.and_old;
       EXPECT_EQ(at(x.and_old, 56), 0u) << "target " << x.target << ": " << x.and_old;
       for (std::size_t i = 0; i < get_bytes; ++i)
-        if (x.got[i] != pattern_byte(rank_seed(x.target), i)) {
-          ADD_FAILURE() << "target " << x.target << ": byte " << i << " of a host's get";
+        if (x.got[i] != pattern_byte(rank_seed(x.target), i) ||
+            x.got_notified[i] != pattern_byte(rank_seed(x.target), i)) {
+          ADD_FAILURE() << "target " << x.target << ": byte " << i << " of a host's get"
+                        << (x.got[i] == pattern_byte(rank_seed(x.target), i) ? "_notify" : "");
           break;
         }
     }
