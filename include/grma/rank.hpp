@@ -642,10 +642,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // The waiting lanes `g` (the leading thread alone, or the matching lanes)
   // poll `done` by themselves until it holds or `deadline` (P::now_seconds;
   // < 0: none) passes; true when it held. Lane 0's clock decides, so that
-  // the lanes leave together. No barrier: the caller's threads meet after
-  // (no barrier per poll: the pollers see the event sooner, and the other
-  // threads sleep at one barrier; the pollers' acquire orders the others'
-  // later reads too).
+  // the lanes leave together. The caller's threads meet once after it, not
+  // at every poll: the pollers see the event sooner, the others sleep at
+  // that barrier, and the pollers' acquire orders the others' later reads.
   template <class Done>
   GRMA_INLINE bool poll_until(detail::lane_group g, call where, const std::int64_t (&args)[4],
                               double deadline, Done&& done) {

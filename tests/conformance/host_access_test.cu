@@ -64,6 +64,11 @@ std::uint64_t seed_of(int host, int target, int what) {
 GRMA_HOST_DEVICE inline std::uint64_t rank_seed(int rank) {
   return mix(std::uint64_t(rank), 77);
 }
+// The immediate host `host` sends `target` with its notified put (what 3)
+// and get (what 5).
+GRMA_HOST_DEVICE inline std::uint64_t immediate_of(int host, int target, int what) {
+  return mix(std::uint64_t(host), std::uint64_t(target), std::uint64_t(what));
+}
 
 // The bitwise atomics, in this order: host h sets bit h with fetch_or,
 // ors bit 48 + h (already set: it stays), flips bit 8 + h (clear) with
@@ -148,33 +153,26 @@ struct computing_target {
       CONF_CHECK_PATTERN(r, rec, base + host_slots::large(h), large_bytes,
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 2), 0, 100 + h);
     }
-    // One notification per host, its source the host's, its data there.
-    for (int h = 0; h < hosts; ++h) {
-      const grma::envelope e = r.wait_notification(w, grma::any_source, notify_tag);
-      const int host = e.source - first_source;
-      const bool known = host >= 0 && host < hosts;
-      CONF_EXPECT(r, rec, known, 3, e.source, first_source);
-      if (known) {
-        CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me)), 4, host,
-                    e.immediate);
-        CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
-                           mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
-        tally(r, rec, 0);
+    // One notification with `tag` per host: its source a host's, its
+    // immediate that host's (immediate_of); counted in rec.count[counter].
+    const auto per_host = [&](int tag, int what, int counter, auto&& found) {
+      for (int h = 0; h < hosts; ++h) {
+        const grma::envelope e = r.wait_notification(w, grma::any_source, tag);
+        const int host = e.source - first_source;
+        const bool known = host >= 0 && host < hosts;
+        CONF_EXPECT(r, rec, known, tag, e.source, first_source);
+        if (!known) continue;
+        CONF_EXPECT(r, rec, e.immediate == immediate_of(host, me, what), tag, host, e.immediate);
+        found(host);
+        tally(r, rec, counter);
       }
-    }
-    // One get_notify per host: its source, its immediate (the hosts check
-    // the bytes they read).
-    for (int h = 0; h < hosts; ++h) {
-      const grma::envelope e = r.wait_notification(w, grma::any_source, get_tag);
-      const int host = e.source - first_source;
-      const bool known = host >= 0 && host < hosts;
-      CONF_EXPECT(r, rec, known, 10, e.source, first_source);
-      if (known) {
-        CONF_EXPECT(r, rec, e.immediate == mix(std::uint64_t(host), std::uint64_t(me), 5), 11, host,
-                    e.immediate);
-        tally(r, rec, 3);
-      }
-    }
+    };
+    // A put_notify's data is there; a get_notify's bytes the host checks.
+    per_host(notify_tag, 3, 0, [&](int host) {
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
+                         mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
+    });
+    per_host(get_tag, 5, 3, [](int) {});
     grma::envelope stray{};
     const bool more = r.test_notification(w, grma::any_source, grma::any_tag, stray);
     CONF_EXPECT(r, rec, !more, 5, stray.source, stray.tag);
@@ -273,7 +271,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
             running.put(w, target, host_slots::large(me), pattern(large_bytes, 2), large_bytes));
         requests.push_back(running.put_notify(w, target, host_slots::notified(me),
                                               pattern(notify_bytes, 3), notify_bytes, notify_tag,
-                                              mix(std::uint64_t(me), std::uint64_t(target))));
+                                              immediate_of(me, target, 3)));
         for (int a = 0; a < adds; ++a)
           requests.push_back(
               running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));
@@ -300,8 +298,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
                                                &mine.float_old));
         requests.push_back(running.get(w, target, host_slots::gets, mine.got.data(), get_bytes));
         requests.push_back(running.get_notify(w, target, host_slots::gets, mine.got_notified.data(),
-                                              get_bytes, get_tag,
-                                              mix(std::uint64_t(me), std::uint64_t(target), 5)));
+                                              get_bytes, get_tag, immediate_of(me, target, 5)));
         // A large put that ends past the target's range (its bytes follow
         // the header and are dropped there) and a signal past it: each
         // request fails alone, writing nothing (the signal word, the
