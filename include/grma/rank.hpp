@@ -1047,31 +1047,69 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE std::uint64_t take_command_ticket() {
     return detail::ring_take_ticket<S>(view().words->command_tickets);
   }
-  GRMA_INLINE void push_command(const detail::remote_command& c, call where, std::uint64_t ticket) {
+  // Until the engine has taken the command `capacity` tickets before (its
+  // slot and payload slot are then the rank's to write).
+  GRMA_INLINE void await_command_slot(const detail::remote_command& c, call where,
+                                      std::uint64_t ticket) {
     waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
-    detail::command_ring& q = *view().commands;
     // The ring's consumed count is device_words::commands_consumed, in the
     // device's memory, which the engine releases after taking the slots.
-    detail::ring_wait_credit<detail::scope::system>(view().words->commands_consumed, q.capacity,
-                                                    ticket, local().command_credit, wait);
-    detail::ring_publish<detail::scope::system>(q, q.capacity, ticket, c);
+    detail::ring_wait_credit<detail::scope::system>(view().words->commands_consumed,
+                                                    detail::command_capacity, ticket,
+                                                    local().command_credit, wait);
+  }
+  GRMA_INLINE void publish_command(const detail::remote_command& c, std::uint64_t ticket) {
+    detail::ring_publish<detail::scope::system>(*view().commands, detail::command_capacity, ticket,
+                                                c);
   }
 
   // A put, get or signal to another node, by all threads of the rank: the
   // leader hands it to the engine. A put of at most remote_inline_bytes
-  // travels inside the command and returns at once; a larger put returns
-  // when the engine has sent its source, a get when its destination holds
-  // the data (both calls are blocking, as locally).
+  // travels inside the command, and one of at most remote_payload_bytes in
+  // its payload slot: both return at once. A larger put returns when the
+  // engine has sent its source, a get when its destination holds the data
+  // (both calls are blocking, as locally).
   // `wait` false (the _nbi forms): returns once the engine has the command;
   // the rank's quiet waits for the source to be read, or the data to land.
   GRMA_INLINE void issue_remote(detail::remote_command& c, call where, bool wait = true) {
     P::publish_fence();  // every thread's writes to the source come before the command
+    if (detail::remote_fits_payload(c)) return issue_with_payload(c, where);
     if (leader()) {
       lock_remote(where);
       hand_to_engine(c, where, wait);
       unlock_remote();
     }
     P::sync();  // a get's destination is the rank's to read
+    completed();
+  }
+
+  // A put too large for its command and small enough for the payload slot:
+  // the rank's threads copy its bytes into the slot (host memory) and the
+  // call returns, as a small put's does. The engine sends them from there,
+  // with no read of the device's memory, and the rank's buffer is free at
+  // once (the engine counts it in `landed` never).
+  GRMA_INLINE void issue_with_payload(detail::remote_command& c, call where) {
+    std::uint64_t ticket = 0;
+    if (leader()) {
+      lock_remote(where);
+      ticket = take_command_ticket();
+      await_command_slot(c, where, ticket);
+    }
+    ticket = P::broadcast(ticket);
+    P::copy(view().payload(ticket), reinterpret_cast<const void*>(std::uintptr_t(c.address)),
+            c.bytes);
+    P::sync();
+    if (leader()) {
+      // Release at system scope, by the thread that met the others after
+      // their copies (cumulative): the whole payload is in host memory
+      // before any word of the command.
+      detail::fence_release<detail::scope::system>();
+      c.flags |= detail::remote_flag_payload;
+      publish_command(c, ticket);
+      count_handed(c, where, false);
+      unlock_remote();
+    }
+    P::sync();  // as issue_remote: no thread returns before the command is out
     completed();
   }
 
@@ -1117,21 +1155,27 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       for (; i < c.bytes; ++i) c.data[i] = from[i];
       c.inline_bytes = std::uint16_t(c.bytes);
     }
-    // A get or fetching atomic waits for its answer (a get of 0 bytes, for
-    // its reply); a large put, until the engine has read its source.
-    const bool waits = detail::remote_answered(c) || detail::remote_sends_source(c);
-    push_command(c, where, ticket);
+    await_command_slot(c, where, ticket);
+    publish_command(c, ticket);
+    count_handed(c, where, wait);
+  }
+
+  // Counts a command handed to the engine. A get or fetching atomic waits
+  // for its answer (a get of 0 bytes, for its reply); a large put, until
+  // the engine has read its source (remote_lands): the blocking forms here
+  // (`wait`), an _nbi form at its quiet.
+  GRMA_INLINE void count_handed(const detail::remote_command& c, call where, bool wait) {
     detail::rank_local& l = local();
     // Relaxed stores: a thread's quiet reads the counts without the lock.
     detail::store_relaxed<detail::scope::device>(l.remote_issued, l.remote_issued + 1);
-    if (waits) {
-      const std::uint64_t n = l.remote_waited + 1;
-      detail::store_relaxed<detail::scope::device>(l.remote_waited, n);
-      if (wait)
-        block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
-          return detail::load_acquire<detail::scope::system>(view().completion[device_rank()].landed) >= n;
-        });
-    }
+    if (!detail::remote_lands(c)) return;
+    const std::uint64_t n = l.remote_waited + 1;
+    detail::store_relaxed<detail::scope::device>(l.remote_waited, n);
+    if (wait)
+      block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
+        return detail::load_acquire<detail::scope::system>(
+                   view().completion[device_rank()].landed) >= n;
+      });
   }
 
   // A thread's quiet: waits until everything the rank handed the engine
@@ -1158,7 +1202,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     arrive.op = detail::remote_op::arrive;
     arrive.origin = world_rank();
     arrive.offset = epoch;
-    push_command(arrive, what, take_command_ticket());
+    const std::uint64_t ticket = take_command_ticket();
+    await_command_slot(arrive, what, ticket);
+    publish_command(arrive, ticket);
   }
 
   // ---- the core's symmetric memory and contexts ---------------------------------

@@ -72,6 +72,7 @@ arena_layout layout_arena(const arena_params& p) {
   l.control = h.take<job_control>(1);
   l.log = h.take_bytes(log_ring::bytes_for(p.log_capacity));
   l.commands = h.take_bytes(command_ring::bytes_for(command_capacity));
+  l.payloads = h.take_bytes(std::uint64_t(command_capacity) * remote_payload_bytes);
   l.window_states = h.take<std::uint64_t>(p.max_windows);
   l.host_bytes = h.size();
   return l;
@@ -110,6 +111,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.control = reinterpret_cast<job_control*>(host + l.control);
   v.log = reinterpret_cast<log_ring*>(host + l.log);
   v.commands = reinterpret_cast<command_ring*>(host + l.commands);
+  v.payloads = host + l.payloads;
   v.completion = reinterpret_cast<remote_completion*>(control + l.completion);
   v.error_claim = &v.words->error_claim;
   v.world_size = p.world_size;

@@ -13,8 +13,6 @@ namespace grma::detail {
 
 // Log slots per device: lines wait for the host thread when it falls behind.
 inline constexpr std::uint32_t log_capacity = 256;
-// Command slots per device (to the network engine; jobs across nodes).
-inline constexpr std::uint32_t command_capacity = 256;
 
 struct arena_params {
   int ranks;       // on this device (every device of a job has as many)
@@ -44,7 +42,7 @@ struct arena_layout {
   std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
       device_arrivals, words, completion, symmetric_count, symmetric_blocks, teams;
   // offsets in the host-visible block
-  std::uint64_t status, control, log, commands, window_states;
+  std::uint64_t status, control, log, commands, payloads, window_states;
 };
 
 arena_layout layout_arena(const arena_params& p);

@@ -84,12 +84,19 @@ void engine_completion::complete_in_order(int origin) {
 void engine_completion::complete(const remote_command& c, unsigned char* range) {
   const std::uint32_t number = host_operation_number(c);  // 0 for a rank
   if (c.op == remote_op::atomic) {
-    const std::uint64_t old = cx_.memory->atomic(range + c.offset, std::uint32_t(c.bytes),
-                                                 remote_atomic(c.signal_op), c.signal_value, c.signal_offset);
+    void* word = range + c.offset;
+    const auto op = remote_atomic(c.signal_op);
+    if (c.tag == 0) {  // no answer: the acknowledgement waits for it to land (send_acks)
+      cx_.memory->atomic_unanswered(word, std::uint32_t(c.bytes), op, c.signal_value,
+                                    c.signal_offset);
+      return acknowledge(c.origin, number);
+    }
+    const std::uint64_t old =
+        cx_.memory->atomic(word, std::uint32_t(c.bytes), op, c.signal_value, c.signal_offset);
     const int to = cx_.process_of_origin(c.origin);
-    if (c.tag != 0 && to == cx_.nodes.process) {  // a host operation served here
+    if (to == cx_.nodes.process) {  // a host operation served here
       host_.answer_here(c, old);
-    } else if (c.tag != 0) {  // the old value, as a get's inline data
+    } else {  // the old value, as a get's inline data
       remote_command reply = c;
       reply.op = wire_get_reply;
       reply.inline_bytes = std::uint16_t(c.bytes);

@@ -1,5 +1,6 @@
 #include "engine_intake.hpp"
 
+#include <cstring>
 #include <memory>
 #include <utility>
 
@@ -22,31 +23,40 @@ bool engine_intake::take_commands() {
     const device_view& v = *cx_.own[d];
     ring_reader& reader = readers_[d];
     // The ring's consumed count is in the device's memory
-    // (device_words::commands_consumed), released through `memory`: after
-    // the batch, so a rank that waits for room sees every slot taken, and
-    // every quarter ring, so a long batch (large puts' reads) hands room
-    // back as it goes.
+    // (device_words::commands_consumed), released through `memory` every
+    // quarter ring: a rank waits for room only with a ticket a whole ring
+    // past the last release, and the quarter ring of commands before it,
+    // whose ranks have room, come and release it. Not after every batch:
+    // on a GPU a release is an operation of the proxy, and commands that
+    // come one a turn (small puts across nodes) cost it one each.
     auto release = [&] {
       cx_.memory->signal(v.words->commands_consumed, signal_op::set, reader.head);
       reader.released = reader.head;
     };
     remote_command c;
-    while (!full() && ring_try_pop<scope::system>(*v.commands, reader, c)) {
-      start(c);
+    for (std::uint64_t ticket = reader.head;
+         !full() && ring_try_pop<scope::system>(*v.commands, reader, c); ticket = reader.head) {
+      start(c, v.payload(ticket));
       any = true;
       if (reader.head - reader.released > reader.mask / 4) release();
     }
-    if (reader.released != reader.head) release();
   }
   return any;
 }
 
-void engine_intake::start(const remote_command& c) {
+void engine_intake::start(const remote_command& c, const unsigned char* payload) {
   if (c.op == remote_op::arrive) return arrivals_.forward(c.offset);
   const int to = cx_.process_of_rank(c.target);
   completion_.sent(c);
-  send_header(to, c);
-  if (remote_sends_source(c)) send_source(to, c);
+  if ((c.flags & remote_flag_payload) == 0) {
+    send_header(to, c);
+    if (remote_sends_source(c)) send_source(to, c);
+    return;
+  }
+  remote_command header = c;
+  header.flags &= ~remote_flag_payload;
+  send_header(to, header);
+  send_payload(to, c, payload);
 }
 
 // A put's bytes. Where the network reaches the device, sent from the
@@ -59,6 +69,17 @@ void engine_intake::send_source(int to, const remote_command& c) {
   const int origin = c.origin;
   cx_.send_data(to, reinterpret_cast<const unsigned char*>(c.address), c.bytes,
                 [this, origin] { completion_.count_landed(origin); });
+}
+
+// A put's bytes from its command's payload slot (the ring's acquire made
+// them visible), copied out at once: the slot is the ranks' again once the
+// engine releases the ring's consumed count, at the end of this batch. The
+// rank counts nothing landed for it (remote_lands).
+void engine_intake::send_payload(int to, const remote_command& c, const unsigned char* payload) {
+  std::shared_ptr<unsigned char[]> copy(new unsigned char[c.bytes]);
+  std::memcpy(copy.get(), payload, c.bytes);
+  cx_.send_data(
+      to, copy.get(), c.bytes, [copy] {}, engine_context::memory_kind::host);
 }
 
 void engine_intake::send_header(int to, const remote_command& c) {

@@ -57,8 +57,9 @@ class engine_intake {
 
  private:
   void flush_headers(int to, bool now);
-  void start(const remote_command& c);
+  void start(const remote_command& c, const unsigned char* payload);
   void send_source(int to, const remote_command& c);
+  void send_payload(int to, const remote_command& c, const unsigned char* payload);
 
   engine_context& cx_;
   engine_completion& completion_;

@@ -110,6 +110,15 @@ class engine_memory {
   // (the node's ranks' atomics on the word are); returns the old value.
   virtual std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op,
                                std::uint64_t operand, std::uint64_t compare) = 0;
+  // The same where nobody wants the old value (a signal's set or add, a
+  // non-fetching atomic): like a write, it may land after the call returns,
+  // in call order with the writes, and flush(), mark() and landed() cover
+  // it. A GPU's engine goes on meanwhile instead of waiting a PCIe round
+  // trip for an answer nobody reads.
+  virtual void atomic_unanswered(void* word, std::uint32_t width, remote_atomic op,
+                                 std::uint64_t operand, std::uint64_t compare) {
+    atomic(word, width, op, operand, compare);
+  }
 
   // Takes the job's error claim (0 -> 1); false when a rank has it.
   virtual bool claim_error(std::uint32_t& claim) = 0;

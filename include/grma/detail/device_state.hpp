@@ -395,6 +395,16 @@ GRMA_INLINE T apply_remote_atomic(T& word, remote_atomic op, T operand, T compar
 }
 
 inline constexpr std::uint32_t remote_inline_bytes = 56;
+// A larger put of at most this many bytes travels in its command's payload
+// slot (device_view::payload), in host memory: the rank's threads copy it
+// there, and the engine sends it from there without reading the device's
+// memory (on a GPU, a PCIe round trip through its proxy for each put, one
+// after another). 4 KiB: the proxy's largest copy, and a megabyte of pinned
+// memory for a device's command slots.
+inline constexpr std::uint32_t remote_payload_bytes = 4096;
+// Command slots per device (to the network engine; jobs across nodes). A
+// constant, so that a GPU rank reads no ring field over PCIe to use one.
+inline constexpr std::uint32_t command_capacity = 256;
 
 struct remote_command {
   remote_op op;
@@ -418,6 +428,9 @@ static_assert(sizeof(remote_command) == 120, "a command is 30 four-byte fields (
 // window instead: a host thread's (papers/003), `offset` in the target's
 // range of `window`.
 inline constexpr std::uint32_t remote_flag_in_window = 1;
+// A rank's put whose bytes are in its command's payload slot (between the
+// rank and its own engine only; the header on the wire has it cleared).
+inline constexpr std::uint32_t remote_flag_payload = 2;
 // `flags` above its flags: a host operation's number (from its origin's
 // engine), which the target's acknowledgement and answer carry back.
 inline constexpr std::uint32_t remote_flag_bits = 8;
@@ -440,10 +453,22 @@ GRMA_INLINE bool remote_answered(const remote_command& c) {
   return c.op == remote_op::get_notify || c.op == remote_op::get ||
          (c.op == remote_op::atomic && c.tag != 0);
 }
+// Whether a put's bytes go in its command's payload slot: too many to
+// travel inside the command, few enough for the slot.
+GRMA_INLINE bool remote_fits_payload(const remote_command& c) {
+  return remote_is_put(c.op) && c.bytes > remote_inline_bytes && c.bytes <= remote_payload_bytes;
+}
+// Whether the origin's engine tells the rank (landed) once it is done with
+// the rank's buffer: an answer has come, or a put's source has been read
+// (not one whose bytes the rank put in the command or its payload slot).
+GRMA_INLINE bool remote_lands(const remote_command& c) {
+  return remote_answered(c) || (remote_sends_source(c) && (c.flags & remote_flag_payload) == 0);
+}
 
 // A command slot: self-validating (sequenced_slot), 256 bytes. A GPU rank
 // stores it into host memory with no system-scope fence; the engine reads the
-// put's source on the device, after seeing the command.
+// put's source on the device, after seeing the command. (A payload, which
+// other threads write, takes a system-scope fence: issue_with_payload.)
 template <>
 struct ring_slot<remote_command> : sequenced_slot<remote_command, 32> {};
 using command_ring = ring<remote_command>;
@@ -518,6 +543,7 @@ struct device_view {
   job_control* control;           // host-visible, the job's
   log_ring* log;                  // host-visible
   command_ring* commands;         // host-visible: to the process's network engine
+  unsigned char* payloads;        // host-visible: a payload slot per command slot
   remote_completion* completion;  // device memory, one per rank of this device
   device_words* words;            // this device's
   std::uint32_t* error_claim;     // the job's
@@ -547,6 +573,11 @@ struct device_view {
   std::uint32_t waits_spin;
 
   GRMA_INLINE bool on_node(int device) const { return (node_devices >> device) & 1u; }
+  // The payload slot of command ticket `ticket`: the rank that holds the
+  // ticket writes it before its command, the engine reads it after.
+  GRMA_INLINE unsigned char* payload(std::uint64_t ticket) const {
+    return payloads + (ticket & (command_capacity - 1)) * remote_payload_bytes;
+  }
 
   // By comparisons, at most max_devices of them, not a division: it is on
   // the path of every atomic, p and g (one compare on a single device).

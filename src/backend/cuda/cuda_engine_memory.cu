@@ -67,7 +67,7 @@ enum class device_op_kind : std::uint8_t {
   copy_out,   // `length` bytes from `first` to mapped host memory at `host`
   claim,      // compare-and-swap 0 -> 1 at `first`; the answer (1 won, 2 lost) to `host`
   atomic,     // remote atomic `second_bytes` on the word of `first_bytes` at `first`: operand
-              // `value`, compare `second`; the old value (8 bytes) to `host`
+              // `value`, compare `second`; the old value (8 bytes) to `host` (unless null)
   stop,
 };
 enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
@@ -212,9 +212,16 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
       }
       break;
     case device_op_kind::atomic:
-      if (lane == 0)
-        store_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(host),
-                                     apply_atomic(first, first_bytes, remote_atomic(second_bytes), value, second));
+      if (lane == 0) {
+        // Release, as the second step's: the earlier operations' writes (a
+        // put's data before its signal) are visible before the word's new
+        // value. The barrier after each operation orders the other lanes'.
+        fence_release<scope::device>();
+        const std::uint64_t old =
+            apply_atomic(first, first_bytes, remote_atomic(second_bytes), value, second);
+        if (host != nullptr)
+          store_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(host), old);
+      }
       break;
     case device_op_kind::stop: break;
   }
@@ -626,25 +633,58 @@ class cuda_engine_memory final : public engine_memory {
   std::uint64_t atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
                        std::uint64_t compare) override {
     if (inbox_ != nullptr) {
-      device_op op_{};
-      op_.kind = device_op_kind::atomic;
-      op_.first_bytes = std::uint8_t(width);
-      op_.second_bytes = std::uint8_t(op);
-      op_.first = reinterpret_cast<std::uint64_t>(word);
-      op_.second = compare;
-      op_.value = operand;
-      op_.host = reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes);
-      apply_now(op_);  // the answer is there
-      return *reinterpret_cast<volatile std::uint64_t*>(scratch_ + scratch_bytes);
+      apply_now(atomic_op(word, width, op, operand, compare,
+                          reinterpret_cast<std::uint64_t>(scratch_device_ + scratch_bytes)));
+      return *reinterpret_cast<volatile std::uint64_t*>(scratch_ + scratch_bytes);  // the answer
     }
-    atomic_word<<<1, 1, 0, stream_>>>(word, width, op, operand, compare, answer_);
-    cuda_check(cudaGetLastError(), "applying a remote atomic");
+    launch_atomic(word, width, op, operand, compare);
     std::uint64_t old = 0;
     read(&old, answer_, sizeof old);
     return old;
   }
 
+  // Queued like a write: the proxy's, after the writes before it; without
+  // the proxy, a kernel on the copies' stream, which a flush waits for.
+  void atomic_unanswered(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                         std::uint64_t compare) override {
+    // A set or add of a whole word is a signal's: with the proxy, the second
+    // step of the operation that writes the data before it (a put_signal's
+    // put, then its atomic), as atomic as the proxy's atomics.
+    if (width == 8 && (op == remote_atomic::set || op == remote_atomic::add))
+      return signal(*static_cast<std::uint64_t*>(word),
+                    op == remote_atomic::add ? signal_op::add : signal_op::set, operand);
+    if (inbox_ != nullptr) {
+      push_staged();
+      return push(atomic_op(word, width, op, operand, compare, 0));
+    }
+    launch_atomic(word, width, op, operand, compare);
+  }
+
  private:
+  // A remote atomic for the proxy; its old value to `answer` (mapped host
+  // memory, as the proxy addresses it), unless 0.
+  static device_op atomic_op(void* word, std::uint32_t width, remote_atomic op,
+                             std::uint64_t operand, std::uint64_t compare, std::uint64_t answer) {
+    device_op o{};
+    o.kind = device_op_kind::atomic;
+    o.first_bytes = std::uint8_t(width);
+    o.second_bytes = std::uint8_t(op);
+    o.first = reinterpret_cast<std::uint64_t>(word);
+    o.second = compare;
+    o.value = operand;
+    o.host = answer;
+    return o;
+  }
+
+  // Without the proxy: the atomic's kernel on the copies' stream, after the
+  // copies before it; its old value to answer_.
+  void launch_atomic(void* word, std::uint32_t width, remote_atomic op, std::uint64_t operand,
+                     std::uint64_t compare) {
+    atomic_word<<<1, 1, 0, stream_>>>(word, width, op, operand, compare, answer_);
+    cuda_check(cudaGetLastError(), "applying a remote atomic");
+    pending_ = true;
+  }
+
   // Copies and writes up to this size go through the scratch; larger ones
   // are a staging buffer's.
   static constexpr std::size_t small_bytes = device_op_copy;
