@@ -1062,6 +1062,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     detail::ring_publish<detail::scope::system>(*view().commands, detail::command_capacity, ticket,
                                                 c);
   }
+  GRMA_INLINE void push_command(const detail::remote_command& c, call where, std::uint64_t ticket) {
+    await_command_slot(c, where, ticket);
+    publish_command(c, ticket);
+  }
 
   // A put, get or signal to another node, by all threads of the rank: the
   // leader hands it to the engine. A put of at most remote_inline_bytes
@@ -1155,8 +1159,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       for (; i < c.bytes; ++i) c.data[i] = from[i];
       c.inline_bytes = std::uint16_t(c.bytes);
     }
-    await_command_slot(c, where, ticket);
-    publish_command(c, ticket);
+    push_command(c, where, ticket);
     count_handed(c, where, wait);
   }
 
@@ -1202,9 +1205,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     arrive.op = detail::remote_op::arrive;
     arrive.origin = world_rank();
     arrive.offset = epoch;
-    const std::uint64_t ticket = take_command_ticket();
-    await_command_slot(arrive, what, ticket);
-    publish_command(arrive, ticket);
+    push_command(arrive, what, take_command_ticket());
   }
 
   // ---- the core's symmetric memory and contexts ---------------------------------
