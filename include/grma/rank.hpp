@@ -1047,8 +1047,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE std::uint64_t take_command_ticket() {
     return detail::ring_take_ticket<S>(view().words->command_tickets);
   }
-  // Until the engine has taken the command `capacity` tickets before (its
-  // slot and payload slot are then the rank's to write).
+  // Waits until the engine has taken the command a ring's capacity of
+  // tickets before this one (the slot and its payload slot are then the
+  // rank's to write).
   GRMA_INLINE void await_command_slot(const detail::remote_command& c, call where,
                                       std::uint64_t ticket) {
     waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
@@ -1091,7 +1092,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // the rank's threads copy its bytes into the slot (host memory) and the
   // call returns, as a small put's does. The engine sends them from there,
   // with no read of the device's memory, and the rank's buffer is free at
-  // once (the engine counts it in `landed` never).
+  // once (the engine never counts it in `landed`).
   GRMA_INLINE void issue_with_payload(detail::remote_command& c, call where) {
     std::uint64_t ticket = 0;
     if (leader()) {

@@ -73,8 +73,8 @@ void engine_intake::send_source(int to, const remote_command& c) {
 
 // A put's bytes from its command's payload slot (the ring's acquire made
 // them visible), copied out at once: the slot is the ranks' again once the
-// engine releases the ring's consumed count, at the end of this batch. The
-// rank counts nothing landed for it (remote_lands).
+// engine releases the ring's consumed count past it. The rank counts
+// nothing landed for it (remote_lands).
 void engine_intake::send_payload(int to, const remote_command& c, const unsigned char* payload) {
   std::shared_ptr<unsigned char[]> copy(new unsigned char[c.bytes]);
   std::memcpy(copy.get(), payload, c.bytes);
