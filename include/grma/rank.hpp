@@ -1105,10 +1105,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
             c.bytes);
     P::sync();
     if (leader()) {
+#if GRMA_DEVICE_CODE
       // Release at system scope, by the thread that met the others after
       // their copies (cumulative): the whole payload is in host memory
-      // before any word of the command.
+      // before any word of the command. (On the host the command's release
+      // store orders it: sequenced_slot.)
       detail::fence_release<detail::scope::system>();
+#endif
       c.flags |= detail::remote_flag_payload;
       publish_command(c, ticket);
       count_handed(c, where, false);
