@@ -649,7 +649,7 @@ class cuda_engine_memory final : public engine_memory {
                          std::uint64_t compare) override {
     // A set or add of a whole word is a signal's: with the proxy, the second
     // step of the operation that writes the data before it (a put_signal's
-    // put, then its atomic), as atomic as the proxy's atomics.
+    // put, then its atomic); without it, a copy of the word or add_signal.
     if (width == 8 && (op == remote_atomic::set || op == remote_atomic::add))
       return signal(*static_cast<std::uint64_t*>(word),
                     op == remote_atomic::add ? signal_op::add : signal_op::set, operand);
