@@ -89,12 +89,12 @@ struct grma_program {
     }
     GRMA_HOST_DEVICE void wait_halos(int set, field f, halo_rows h, int t) { wait_halos(r, set, f, h, t); }
 
-    // The exchanging warp's puts and waits of a phase whose stencil the warps
-    // claim (iterate_by_warps), as one call: compiled apart from the claiming
-    // loop beside it. In line there, HD-OVERLAP was 4-8 % slower at 2048-4096
-    // columns on two H100s, 1-2 % at 8192 (docs/decisions/009). Narrower
-    // phases and HD keep their exchanges in line: out of line there, they
-    // were up to 14 % slower.
+    // The exchanging warp's puts and waits of a phase of iterate_by_warps, as
+    // one call: compiled apart from the stencils and the claiming loop beside
+    // it. On two H200s, in line, HD-OVERLAP was 1.4x slower at 16 and 160
+    // columns and 6 % at 4096, where every wait carries the warp's matching
+    // steps (docs/decisions/009). HD and HD-NOOVERLAP keep their exchanges in
+    // line (the whole rank's calls): out of line they were slower.
     template <class Caller>
     GRMA_HOST_DEVICE HD_NOINLINE void exchange_apart(Caller& c, int set, field f, halo_rows h,
                                                      int t) {
@@ -284,12 +284,7 @@ struct grma_program {
     const int lanes = warp.threads();
     const bool by_claims = Claims && work != stencil::none;
     if (r.thread() < lanes) {
-      if constexpr (Claims) {
-        st.exchange_apart(warp, exchanged, f, h, t);
-      } else {
-        st.send_halos(warp, exchanged, f, h, t);
-        st.wait_halos(warp, exchanged, f, h, t);
-      }
+      st.exchange_apart(warp, exchanged, f, h, t);
     } else if (!by_claims) {
       compute(st.band[set], work, rows, r.thread() - lanes, r.threads() - lanes, every_column);
     }
