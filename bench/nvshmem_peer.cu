@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "cuda_bench.hpp"
+#include "nvshmem_bootstrap.hpp"
 
 namespace {
 
@@ -181,30 +182,6 @@ std::vector<std::size_t> sizes(const char* list) {
   return out;
 }
 
-// PE 0 writes the id to `path` (whole, by a rename); PE 1 reads it.
-nvshmemx_uniqueid_t share_id(int pe, const std::string& path) {
-  nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-  if (pe == 0) {
-    nvshmemx_get_uniqueid(&id);
-    const std::string part = path + ".part";
-    std::FILE* f = std::fopen(part.c_str(), "wb");
-    if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 ||
-        std::rename(part.c_str(), path.c_str()) != 0)
-      fail("cannot write " + path);
-    return id;
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  for (;;) {
-    if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-      const bool read = std::fread(&id, sizeof id, 1, f) == 1;
-      std::fclose(f);
-      if (read) return id;
-    }
-    if (std::chrono::steady_clock::now() > deadline) fail("no NVSHMEM id from PE 0 in " + path + " after 60 s");
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -238,16 +215,11 @@ int main(int argc, char** argv) {
   std::size_t most = 8;
   for (std::size_t b : latency_sizes) most = std::max(most, b);
   for (std::size_t b : bandwidth_sizes) most = std::max(most, b <= all_up_to ? b * std::size_t(blocks) : b);
-  // NVSHMEM's settings unless the caller chose: both PEs are on this node
-  // (no network transport), NVLink multicast stays off (shared machines).
-  setenv("NVSHMEM_SYMMETRIC_SIZE", std::to_string(most + (std::size_t(256) << 20)).c_str(), 0);
-  setenv("NVSHMEM_REMOTE_TRANSPORT", "none", 0);
-  setenv("NVSHMEM_DISABLE_NVLS", "1", 0);
-  check(cudaSetDevice(pe), "cudaSetDevice");
-  nvshmemx_uniqueid_t id = share_id(pe, id_file);
-  nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-  nvshmemx_set_attr_uniqueid_args(pe, 2, &id, &attr);
-  if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) fail("nvshmemx_init_attr failed");
+  try {
+    bench::nvshmem_join(pe, 2, id_file, most + (std::size_t(256) << 20));
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
 
   auto* buffer = static_cast<unsigned char*>(nvshmem_malloc(most));
   auto* signal = static_cast<std::uint64_t*>(nvshmem_calloc(1, sizeof(std::uint64_t)));

@@ -6,7 +6,12 @@
 // grma program, the baseline and the host's reference share.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <grma/config.hpp>
+#include <vector>
 
 namespace jacobi {
 
@@ -52,5 +57,69 @@ inline decomposition split(int rows, int cols, int pes) {
   }
   return best;
 }
+
+// A PE's tile in memory (the grma program's and NVSHMEM's alike): two
+// planes of (max_height + 2) rows of row_stride doubles (rows 0 and h + 1
+// the north and south halos), then the west and east halo columns and the
+// packed edge columns of both parities (max_height each), then four signal
+// words.
+//
+// Doubles from one row of a plane to the next: whole 128-byte lines, so
+// that every row starts a line and a warp's loads of a row touch as few
+// lines as they can.
+GRMA_HOST_DEVICE inline std::size_t row_stride(const decomposition& d) {
+  return (std::size_t(d.max_width()) + 15) / 16 * 16;
+}
+GRMA_HOST_DEVICE inline std::size_t tile_bytes(const decomposition& d) {
+  const std::size_t hm = std::size_t(d.max_height()), wm = row_stride(d);
+  return (2 * (hm + 2) * wm + 8 * hm) * sizeof(double) + 4 * sizeof(std::uint64_t);
+}
+
+// The serial reference after `iterations` sweeps, rows x cols cells.
+inline std::vector<double> reference(int rows, int cols, int iterations) {
+  const std::size_t stride = std::size_t(cols) + 2, plane = (std::size_t(rows) + 2) * stride;
+  std::vector<double> planes(2 * plane, 0.0);
+  for (int p = 0; p < 2; ++p)
+    std::fill_n(planes.begin() + std::ptrdiff_t(p * plane), stride, top_boundary);
+  for (std::size_t i = 1; i <= std::size_t(rows); ++i)
+    for (std::size_t j = 1; j <= std::size_t(cols); ++j)
+      planes[i * stride + j] = initial((long long)i - 1, (long long)j - 1);
+  for (int k = 0; k < iterations; ++k) {
+    const double* cur = planes.data() + (k % 2) * plane;
+    double* next = planes.data() + ((k + 1) % 2) * plane;
+    for (std::size_t i = 1; i <= std::size_t(rows); ++i)
+      for (std::size_t j = 1; j <= std::size_t(cols); ++j) {
+        const double* c = cur + i * stride + j;
+        next[i * stride + j] = update(c[-std::ptrdiff_t(stride)], c[stride], c[-1], c[1]);
+      }
+  }
+  std::vector<double> grid(std::size_t(rows) * std::size_t(cols));
+  const double* last = planes.data() + (iterations % 2) * plane;
+  for (std::size_t i = 0; i < std::size_t(rows); ++i)
+    for (std::size_t j = 0; j < std::size_t(cols); ++j)
+      grid[i * std::size_t(cols) + j] = last[(i + 1) * stride + j + 1];
+  return grid;
+}
+
+// The largest difference between the cells of PEs [first, first + count)
+// in `grid` and the reference (NaN counts as infinitely different).
+inline double error_of(const std::vector<double>& grid, const std::vector<double>& expected,
+                       const decomposition& d, int first, int count) {
+  double worst = 0;
+  for (int p = first; p < first + count; ++p) {
+    const int pr = p / d.px, pc = p % d.px;
+    for (int i = d.first_row(pr); i < d.first_row(pr + 1); ++i)
+      for (int j = d.first_col(pc); j < d.first_col(pc + 1); ++j) {
+        const std::size_t at = std::size_t(i) * std::size_t(d.cols) + std::size_t(j);
+        const double e = std::fabs(grid[at] - expected[at]);
+        worst = std::isnan(e) ? INFINITY : std::max(worst, e);
+      }
+  }
+  return worst;
+}
+
+// The reference and every implementation make the same additions in the
+// same order; a difference means a wrong cell.
+inline constexpr double tolerance = 1e-12;
 
 }  // namespace jacobi

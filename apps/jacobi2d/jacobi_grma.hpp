@@ -40,18 +40,6 @@ struct grma_program {
   // Halo sides; signal s counts the generations that came from side s.
   enum side : int { north = 0, south, west, east };
 
-  // Doubles from one row of a plane to the next: whole 128-byte lines, so
-  // that every row starts a line and a warp's loads of a row touch as few
-  // lines as they can.
-  GRMA_HOST_DEVICE static std::size_t row_stride(const decomposition& d) {
-    return (std::size_t(d.max_width()) + 15) / 16 * 16;
-  }
-  // Bytes of a PE's symmetric block.
-  GRMA_HOST_DEVICE static std::size_t block_bytes(const decomposition& d) {
-    const std::size_t hm = std::size_t(d.max_height()), wm = row_stride(d);
-    return (2 * (hm + 2) * wm + 8 * hm) * sizeof(double) + 4 * sizeof(std::uint64_t);
-  }
-
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     grma::shmem::handle sh(r);
@@ -61,8 +49,8 @@ struct grma_program {
     const std::size_t plane_size = (hm + 2) * wm;
     // [plane 0][plane 1][column halos: parity, side (west, east), hm][packed edges: the
     // same][signals]
-    auto* block = static_cast<double*>(sh.align(128, block_bytes(d)));
-    for (std::size_t k = std::size_t(r.thread()); k < block_bytes(d) / sizeof(double);
+    auto* block = static_cast<double*>(sh.align(128, tile_bytes(d)));
+    for (std::size_t k = std::size_t(r.thread()); k < tile_bytes(d) / sizeof(double);
          k += std::size_t(r.threads()))
       block[k] = 0;
     double* const planes = block;

@@ -6,8 +6,13 @@
 // part of the grid (the grid is N x devices rows of N cells). Prints a table
 // and writes JSON.
 //
+// Where built with NVSHMEM (GRMA_NVSHMEM_HOME), a job of one process on one
+// node also runs the same algorithm with NVSHMEM (nvshmem.cu: a PE per GPU,
+// a tile per thread block) in the same run, checked alike.
+//
 //   grma-jacobi2d [--sizes 1024,2048,...] [--iterations N] [--repeats K]
-//                 [--check-iterations K] [--threads T] [--no-baseline] [--json FILE]
+//                 [--check-iterations K] [--threads T] [--no-baseline]
+//                 [--no-nvshmem] [--json FILE]
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -23,6 +28,13 @@
 #include "../mpi_support.hpp"
 #include "baseline.hpp"
 #endif
+#if defined(APPS_NVSHMEM_PROGRAM)
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "nvshmem_pes.hpp"
+#endif
 
 namespace {
 
@@ -36,6 +48,7 @@ struct options {
   int check_iterations = 5;  // 0: no check
   int threads = 0;           // per rank; 0: the backend's default
   bool baseline = true;
+  bool nvshmem = true;
   std::string json = "jacobi2d.json";
 };
 
@@ -56,6 +69,8 @@ options parse(apps::command_line& line) {
       o.threads = int(line.number(0, 1024));
     } else if (a == "--no-baseline") {
       o.baseline = false;
+    } else if (a == "--no-nvshmem") {
+      o.nvshmem = false;
     } else if (a == "--json") {
       o.json = line.value();
     } else {
@@ -63,49 +78,6 @@ options parse(apps::command_line& line) {
     }
   }
   return o;
-}
-
-// The serial reference after `iterations` sweeps, rows x cols cells.
-std::vector<double> reference(int rows, int cols, int iterations) {
-  const std::size_t stride = std::size_t(cols) + 2, plane = (std::size_t(rows) + 2) * stride;
-  std::vector<double> planes(2 * plane, 0.0);
-  for (int p = 0; p < 2; ++p)
-    std::fill_n(planes.begin() + std::ptrdiff_t(p * plane), stride, jacobi::top_boundary);
-  for (std::size_t i = 1; i <= std::size_t(rows); ++i)
-    for (std::size_t j = 1; j <= std::size_t(cols); ++j)
-      planes[i * stride + j] = jacobi::initial((long long)i - 1, (long long)j - 1);
-  for (int k = 0; k < iterations; ++k) {
-    const double* cur = planes.data() + (k % 2) * plane;
-    double* next = planes.data() + ((k + 1) % 2) * plane;
-    for (std::size_t i = 1; i <= std::size_t(rows); ++i)
-      for (std::size_t j = 1; j <= std::size_t(cols); ++j) {
-        const double* c = cur + i * stride + j;
-        next[i * stride + j] = jacobi::update(c[-std::ptrdiff_t(stride)], c[stride], c[-1], c[1]);
-      }
-  }
-  std::vector<double> grid(std::size_t(rows) * std::size_t(cols));
-  const double* last = planes.data() + (iterations % 2) * plane;
-  for (std::size_t i = 0; i < std::size_t(rows); ++i)
-    for (std::size_t j = 0; j < std::size_t(cols); ++j)
-      grid[i * std::size_t(cols) + j] = last[(i + 1) * stride + j + 1];
-  return grid;
-}
-
-// The largest difference between the cells of PEs [first, first + count)
-// in `grid` and the reference (NaN counts as infinitely different).
-double error_of(const std::vector<double>& grid, const std::vector<double>& expected,
-                const jacobi::decomposition& d, int first, int count) {
-  double worst = 0;
-  for (int p = first; p < first + count; ++p) {
-    const int pr = p / d.px, pc = p % d.px;
-    for (int i = d.first_row(pr); i < d.first_row(pr + 1); ++i)
-      for (int j = d.first_col(pc); j < d.first_col(pc + 1); ++j) {
-        const std::size_t at = std::size_t(i) * std::size_t(d.cols) + std::size_t(j);
-        const double e = std::fabs(grid[at] - expected[at]);
-        worst = std::isnan(e) ? INFINITY : std::max(worst, e);
-      }
-  }
-  return worst;
 }
 
 #if defined(__CUDACC__)
@@ -123,9 +95,69 @@ double error_of_rows(const std::vector<double>& piece, const std::vector<double>
 }
 #endif
 
-// The reference and every implementation make the same additions in the
-// same order; a difference means a wrong cell.
-constexpr double tolerance = 1e-12;
+#if defined(APPS_NVSHMEM_PROGRAM)
+struct nvshmem_result {
+  double us = NAN;     // per iteration
+  double error = NAN;  // the largest over the PEs
+};
+
+// The same grid and tiles relaxed by grma-jacobi2d-nvshmem, one process per
+// GPU of this process (PE i on GPU i), each GPU's tiles as many thread
+// blocks of `threads`; throws std::runtime_error naming what failed.
+nvshmem_result run_nvshmem(int rows, int cols, int pes, int blocks, int threads, const options& o) {
+  bench::nvshmem_pes run(pes, 600);
+  const std::string id = run.file("id");
+  std::vector<std::string> outs;
+  for (int pe = 0; pe < pes; ++pe) outs.push_back(run.file("out" + std::to_string(pe)));
+  for (int pe = 0; pe < pes; ++pe)
+    run.start(pe, {APPS_NVSHMEM_PROGRAM,
+                   "--pe",
+                   std::to_string(pe),
+                   "--pes",
+                   std::to_string(pes),
+                   "--id-file",
+                   id,
+                   "--out",
+                   outs[std::size_t(pe)],
+                   "--rows",
+                   std::to_string(rows),
+                   "--cols",
+                   std::to_string(cols),
+                   "--blocks",
+                   std::to_string(blocks),
+                   "--threads",
+                   std::to_string(threads),
+                   "--iterations",
+                   std::to_string(o.iterations),
+                   "--repeats",
+                   std::to_string(o.repeats),
+                   "--check-iterations",
+                   std::to_string(o.check_iterations)});
+  const std::string failure = run.wait();
+  if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
+  nvshmem_result r;
+  bool errors_read = true;
+  for (int pe = 0; pe < pes; ++pe) {
+    std::ifstream in(outs[std::size_t(pe)]);
+    bool error_read = false;
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream fields(line);
+      std::string what, value;
+      fields >> what >> value;
+      const double v = std::strtod(value.c_str(), nullptr);  // "nan" where not checked
+      if (what == "us_per_iteration" && pe == 0) r.us = v;
+      if (what == "error") {
+        error_read = true;
+        r.error = std::isnan(r.error) ? v : std::fmax(r.error, v);
+      }
+    }
+    errors_read = errors_read && error_read;
+  }
+  if (std::isnan(r.us) || !errors_read)
+    throw std::runtime_error("NVSHMEM: no figures from the PEs" + run.output());
+  return r;
+}
+#endif
 
 }  // namespace
 
@@ -152,7 +184,7 @@ int main(int argc, char** argv) try {
       line.usage("a grid of " + std::to_string(n * devices) + " x " + std::to_string(n) +
                  " has fewer cells than the " + std::to_string(info.rank_count) + " PEs");
     // The block, the teams' workspaces (16 KiB) and room for the allocator.
-    slice = std::max<std::uint64_t>(slice, jacobi::grma_program::block_bytes(d) + (64 << 10));
+    slice = std::max<std::uint64_t>(slice, jacobi::tile_bytes(d) + (64 << 10));
   }
   slice = (slice + 4095) / 4096 * 4096;
   s.symmetric_size =
@@ -170,15 +202,20 @@ int main(int argc, char** argv) try {
   const int process_below =
       info.process_index + 1 < info.process_count ? info.process_index + 1 : -1;
 #endif
+  // NVSHMEM beside grma: its PEs are this process's GPUs, so only in a job of
+  // one process; its kernel has at most 256 threads a block.
+#if defined(APPS_NVSHMEM_PROGRAM)
+  const bool nvshmem = o.nvshmem && cuda && info.process_count == 1 && info.threads_per_rank <= 256;
+#endif
   if (lead) {
     std::printf(
         "jacobi 2d: %s backend, %d device%s, %d PEs (%d per device) x %d threads, %d iterations; "
         "times: median of %d runs\n",
         cuda ? "cuda" : "cpu", devices, devices == 1 ? "" : "s", info.rank_count,
         info.ranks_per_device, info.threads_per_rank, o.iterations, o.repeats);
-    std::printf("%8s %13s %9s %14s %15s %15s %14s %12s %12s\n", "size", "grid", "PEs",
-                "grma [us/it]", "inter-k [us/it]", "overlap [us/it]", "baseline/grma", "grma error",
-                "base error");
+    std::printf("%8s %13s %9s %14s %15s %15s %14s %16s %14s %12s %12s %12s\n", "size", "grid",
+                "PEs", "grma [us/it]", "inter-k [us/it]", "overlap [us/it]", "baseline/grma",
+                "nvshmem [us/it]", "nvshmem/grma", "grma error", "base error", "nvshmem err");
   }
   std::FILE* json = lead ? std::fopen(o.json.c_str(), "w") : nullptr;
   if (lead && json == nullptr) line.usage("cannot write " + o.json);
@@ -231,7 +268,7 @@ int main(int argc, char** argv) try {
                  overlap_us = median(overlap_runs);
     double grma_error = NAN, base_error = NAN;
     if (o.check_iterations > 0) {
-      const std::vector<double> expected = reference(rows, n, o.check_iterations);
+      const std::vector<double> expected = jacobi::reference(rows, n, o.check_iterations);
       std::vector<double> area(sizeof(jacobi::result_header) / sizeof(double) + expected.size(),
                                0.0);
       grma::launch_options checking = launch;
@@ -240,8 +277,8 @@ int main(int argc, char** argv) try {
       rt.run(jacobi::grma_program{d, o.check_iterations, true}, checking);
       const std::vector<double> grid(area.begin() + sizeof(jacobi::result_header) / sizeof(double),
                                      area.end());
-      grma_error = error_of(grid, expected, d, info.rank_start, info.rank_responsible);
-      all_good = all_good && grma_error <= tolerance;
+      grma_error = jacobi::error_of(grid, expected, d, info.rank_start, info.rank_responsible);
+      all_good = all_good && grma_error <= jacobi::tolerance;
 #if defined(__CUDACC__)
       if (baseline) {
         base_error = 0;
@@ -250,18 +287,30 @@ int main(int argc, char** argv) try {
           jacobi::run_baseline(job_of(overlap, o.check_iterations), &piece);
           base_error = std::max(base_error, error_of_rows(piece, expected, first_device * n, n));
         }
-        all_good = all_good && base_error <= tolerance;
+        all_good = all_good && base_error <= jacobi::tolerance;
       }
 #endif
     }
+    double nvshmem_us = NAN, nvshmem_error = NAN;
+#if defined(APPS_NVSHMEM_PROGRAM)
+    if (nvshmem) {
+      const nvshmem_result r =
+          run_nvshmem(rows, n, devices, info.ranks_per_device, info.threads_per_rank, o);
+      nvshmem_us = r.us;
+      nvshmem_error = r.error;
+      all_good = all_good && (o.check_iterations == 0 || nvshmem_error <= jacobi::tolerance);
+    }
+#endif
     if (lead) {
       const std::string grid = std::to_string(rows) + "x" + std::to_string(n);
       const std::string pes = std::to_string(d.py) + "x" + std::to_string(d.px);
-      std::printf("%8d %13s %9s %14s %15s %15s %14s %12s %12s\n", n, grid.c_str(), pes.c_str(),
-                  shown(grma_us, "%.2f").c_str(), shown(base_us, "%.2f").c_str(),
+      std::printf("%8d %13s %9s %14s %15s %15s %14s %16s %14s %12s %12s %12s\n", n, grid.c_str(),
+                  pes.c_str(), shown(grma_us, "%.2f").c_str(), shown(base_us, "%.2f").c_str(),
                   shown(overlap_us, "%.2f").c_str(),
                   shown(std::fmin(base_us, overlap_us) / grma_us, "%.2f").c_str(),
-                  shown(grma_error, "%.1e").c_str(), shown(base_error, "%.1e").c_str());
+                  shown(nvshmem_us, "%.2f").c_str(), shown(nvshmem_us / grma_us, "%.2f").c_str(),
+                  shown(grma_error, "%.1e").c_str(), shown(base_error, "%.1e").c_str(),
+                  shown(nvshmem_error, "%.1e").c_str());
     }
     if (json) {
       auto figure = [](double v) { return std::isnan(v) ? std::string("null") : shown(v, "%.6g"); };
@@ -269,10 +318,11 @@ int main(int argc, char** argv) try {
           json,
           "    {\"size\": %d, \"rows\": %d, \"cols\": %d, \"pe_rows\": %d, \"pe_cols\": %d, "
           "\"grma_us_per_iteration\": %s, \"baseline_us_per_iteration\": %s, "
-          "\"baseline_overlap_us_per_iteration\": %s, \"grma_error\": %s, \"baseline_error\": "
-          "%s}%s\n",
+          "\"baseline_overlap_us_per_iteration\": %s, \"nvshmem_us_per_iteration\": %s, "
+          "\"grma_error\": %s, \"baseline_error\": %s, \"nvshmem_error\": %s}%s\n",
           n, rows, n, d.py, d.px, figure(grma_us).c_str(), figure(base_us).c_str(),
-          figure(overlap_us).c_str(), figure(grma_error).c_str(), figure(base_error).c_str(),
+          figure(overlap_us).c_str(), figure(nvshmem_us).c_str(), figure(grma_error).c_str(),
+          figure(base_error).c_str(), figure(nvshmem_error).c_str(),
           at + 1 < o.sizes.size() ? "," : "");
     }
   }
