@@ -31,13 +31,11 @@
 #include <nvshmemx.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
