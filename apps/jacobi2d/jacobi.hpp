@@ -75,6 +75,57 @@ GRMA_HOST_DEVICE inline std::size_t tile_bytes(const decomposition& d) {
   return (2 * (hm + 2) * wm + 8 * hm) * sizeof(double) + 4 * sizeof(std::uint64_t);
 }
 
+// One tile's sweep from plane `cur` to plane `next` (rows of `wm` doubles;
+// the tile h x w cells at rows 1..h, the west and east halo columns apart),
+// by `thread` of `threads`: the frame (the cells next to a halo: rows 1
+// and h, then columns 0 and w - 1 of the rows between), which the edges
+// sent to the neighbours come from.
+GRMA_HOST_DEVICE inline void sweep_frame(const double* cur, double* next, const double* west_halo,
+                                         const double* east_halo, std::size_t wm, int h, int w,
+                                         int thread, int threads) {
+  auto cell = [&](int i, int j) {
+    const double* row = cur + std::size_t(i) * wm;
+    const double left = j > 0 ? row[j - 1] : west_halo[i - 1];
+    const double right = j + 1 < w ? row[j + 1] : east_halo[i - 1];
+    next[std::size_t(i) * wm + std::size_t(j)] = update((row - wm)[j], (row + wm)[j], left, right);
+  };
+  const int rows_of_frame = h > 1 ? 2 : 1, sides = w > 1 ? 2 : 1;
+  const int frame = rows_of_frame * w + (h > 2 ? (h - 2) * sides : 0);
+  for (int f = thread; f < frame; f += threads) {
+    if (f < rows_of_frame * w)
+      cell(f < w ? 1 : h, f % w);
+    else
+      cell(2 + (f - rows_of_frame * w) / sides, (f - rows_of_frame * w) % sides == 0 ? 0 : w - 1);
+  }
+}
+
+// The rest of the sweep: the interior, rows 2 .. h - 1 and columns 1 .. w -
+// 2, no halo in reach (it runs while the edges travel). A warp takes a row
+// at a time, its lanes neighbouring cells (whole lines), four cells a lane
+// at once so that their loads are in flight together.
+GRMA_HOST_DEVICE inline void sweep_interior(const double* cur, double* next, std::size_t wm, int h,
+                                            int w, int thread, int threads) {
+  const int lanes = threads < 32 ? threads : 32, groups = threads / lanes;
+  const int lane = thread % lanes, group = thread / lanes;
+  for (int i = 2 + group; i < h && group < groups; i += groups) {
+    const double* __restrict__ row = cur + std::size_t(i) * wm;
+    double* __restrict__ out = next + std::size_t(i) * wm;
+    int j = 1 + lane;
+    for (; j + 3 * lanes < w - 1; j += 4 * lanes) {
+      double v[4];
+      for (int u = 0; u < 4; ++u) {
+        const int c = j + u * lanes;
+        v[u] = update(row[c - std::ptrdiff_t(wm)], row[c + std::ptrdiff_t(wm)], row[c - 1],
+                      row[c + 1]);
+      }
+      for (int u = 0; u < 4; ++u) out[j + u * lanes] = v[u];
+    }
+    for (; j < w - 1; j += lanes)
+      out[j] =
+          update(row[j - std::ptrdiff_t(wm)], row[j + std::ptrdiff_t(wm)], row[j - 1], row[j + 1]);
+  }
+}
+
 // The serial reference after `iterations` sweeps, rows x cols cells.
 inline std::vector<double> reference(int rows, int cols, int iterations) {
   const std::size_t stride = std::size_t(cols) + 2, plane = (std::size_t(rows) + 2) * stride;

@@ -100,23 +100,7 @@ struct grma_program {
         sh.quiet();
       }
       r.sync_threads();
-      auto cell = [&](int i, int j) {
-        const double* row = cur + std::size_t(i) * wm;
-        const double left = j > 0 ? row[j - 1] : west_halo[i - 1];
-        const double right = j + 1 < w ? row[j + 1] : east_halo[i - 1];
-        next[std::size_t(i) * wm + std::size_t(j)] =
-            update((row - wm)[j], (row + wm)[j], left, right);
-      };
-      // The frame: rows 1 and h, then columns 0 and w - 1 of the rows between.
-      const int rows_of_frame = h > 1 ? 2 : 1, sides = w > 1 ? 2 : 1;
-      const int frame = rows_of_frame * w + (h > 2 ? (h - 2) * sides : 0);
-      for (int f = r.thread(); f < frame; f += r.threads()) {
-        if (f < rows_of_frame * w)
-          cell(f < w ? 1 : h, f % w);
-        else
-          cell(2 + (f - rows_of_frame * w) / sides,
-               (f - rows_of_frame * w) % sides == 0 ? 0 : w - 1);
-      }
+      sweep_frame(cur, next, west_halo, east_halo, wm, h, w, r.thread(), r.threads());
       r.sync_threads();  // the frame is whole before its edge columns are packed
       for (int i = r.thread(); i < h; i += r.threads()) {
         halo(packed, k + 1, west)[i] = next[std::size_t(i + 1) * wm];
@@ -145,29 +129,8 @@ struct grma_program {
         for (int s = north; s <= east; ++s)
           if (neighbour[s] >= 0) sh.p(signals + facing[s], std::uint64_t(k + 1), neighbour[s]);
       }
-      // The interior, rows 2 .. h - 1 and columns 1 .. w - 2, while the
-      // edges travel: no halo in reach. A warp takes a row at a time, its
-      // lanes neighbouring cells (whole lines), four cells a lane at once so
-      // that their loads are in flight together.
-      const int lanes = r.threads() < 32 ? r.threads() : 32, groups = r.threads() / lanes;
-      const int lane = r.thread() % lanes, group = r.thread() / lanes;
-      for (int i = 2 + group; i < h && group < groups; i += groups) {
-        const double* __restrict__ row = cur + std::size_t(i) * wm;
-        double* __restrict__ out = next + std::size_t(i) * wm;
-        int j = 1 + lane;
-        for (; j + 3 * lanes < w - 1; j += 4 * lanes) {
-          double v[4];
-          for (int u = 0; u < 4; ++u) {
-            const int c = j + u * lanes;
-            v[u] = update(row[c - std::ptrdiff_t(wm)], row[c + std::ptrdiff_t(wm)], row[c - 1],
-                          row[c + 1]);
-          }
-          for (int u = 0; u < 4; ++u) out[j + u * lanes] = v[u];
-        }
-        for (; j < w - 1; j += lanes)
-          out[j] = update(row[j - std::ptrdiff_t(wm)], row[j + std::ptrdiff_t(wm)], row[j - 1],
-                          row[j + 1]);
-      }
+      // The interior while the edges travel.
+      sweep_interior(cur, next, wm, h, w, r.thread(), r.threads());
       r.sync_threads();
     }
     sh.barrier_all();

@@ -133,21 +133,7 @@ __global__ void __launch_bounds__(threads_most, blocks_a_multiprocessor)
       nvshmem_quiet();
     }
     __syncthreads();
-    auto cell = [&](int i, int c) {
-      const double* row = cur + std::size_t(i) * wm;
-      const double left = c > 0 ? row[c - 1] : west_halo[i - 1];
-      const double right = c + 1 < w ? row[c + 1] : east_halo[i - 1];
-      next[std::size_t(i) * wm + std::size_t(c)] =
-          jacobi::update((row - wm)[c], (row + wm)[c], left, right);
-    };
-    const int rows_of_frame = h > 1 ? 2 : 1, sides = w > 1 ? 2 : 1;
-    const int frame = rows_of_frame * w + (h > 2 ? (h - 2) * sides : 0);
-    for (int f = thread; f < frame; f += threads) {
-      if (f < rows_of_frame * w)
-        cell(f < w ? 1 : h, f % w);
-      else
-        cell(2 + (f - rows_of_frame * w) / sides, (f - rows_of_frame * w) % sides == 0 ? 0 : w - 1);
-    }
+    jacobi::sweep_frame(cur, next, west_halo, east_halo, wm, h, w, thread, threads);
     __syncthreads();
     for (int i = thread; i < h; i += threads) {
       tp.halo(tp.packed, k + 1, west)[i] = next[std::size_t(i + 1) * wm];
@@ -193,26 +179,8 @@ __global__ void __launch_bounds__(threads_most, blocks_a_multiprocessor)
               std::uint64_t(k + 1), NVSHMEM_SIGNAL_SET, pe_of(t));
         }
     }
-    // The interior while the edges travel, a warp a row, four cells a lane.
-    const int lanes = threads < 32 ? threads : 32, groups = threads / lanes;
-    const int lane = thread % lanes, group = thread / lanes;
-    for (int i = 2 + group; i < h && group < groups; i += groups) {
-      const double* __restrict__ row = cur + std::size_t(i) * wm;
-      double* __restrict__ out = next + std::size_t(i) * wm;
-      int c = 1 + lane;
-      for (; c + 3 * lanes < w - 1; c += 4 * lanes) {
-        double v[4];
-        for (int u = 0; u < 4; ++u) {
-          const int x = c + u * lanes;
-          v[u] = jacobi::update(row[x - std::ptrdiff_t(wm)], row[x + std::ptrdiff_t(wm)],
-                                row[x - 1], row[x + 1]);
-        }
-        for (int u = 0; u < 4; ++u) out[c + u * lanes] = v[u];
-      }
-      for (; c < w - 1; c += lanes)
-        out[c] = jacobi::update(row[c - std::ptrdiff_t(wm)], row[c + std::ptrdiff_t(wm)],
-                                row[c - 1], row[c + 1]);
-    }
+    // The interior while the edges travel.
+    jacobi::sweep_interior(cur, next, wm, h, w, thread, threads);
     __syncthreads();
   }
   if (thread == 0) nvshmem_quiet();
