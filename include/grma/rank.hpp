@@ -691,7 +691,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // whole warps, else the leading thread) take the second together. Where
   // that finds no match for one wanted, the leading thread waits for it
   // alone at the rings' heads. Only a lone thread polls fast (decision
-  // 034). `last` is thread 0's.
+  // 034). One warp's wait (one_warp(); a CPU rank is its own warp) is its
+  // leading lane's alone, one entry at a time (match_serially): the lanes'
+  // steps in a warp's wait, beside warps that compute, made HD-OVERLAP 1.3x
+  // slower (decision 034, stop 54). `last` is thread 0's.
   GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
                                  double seconds, detail::notification* last) {
     const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
@@ -702,6 +705,23 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const bool unlimited = waits && deadline < 0;
     return at_scope(wide(), [&](auto scope) {
       detail::rank_local& l = local();
+      if constexpr (std::is_same_v<P, typename P::warp_platform>) {
+        // One warp's wait: the leading lane alone, one entry at a time.
+        bool matched = false;
+        const auto serially = [&] {
+          matched = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, last);
+          return matched;
+        };
+        if (waits)
+          poll_until(leader_alone(), where, args, deadline, serially);
+        else if (leader())
+          serially();
+        if (unlimited) {
+          P::sync();  // the leader's acquire orders the lanes' reads after it
+          return true;
+        }
+        return from_leader(matched);
+      }
       // The lanes `g` try `done` once, or poll it.
       const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
         return polls ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();

@@ -83,11 +83,12 @@ class lane_team {
   std::vector<char> bits_;
 };
 
-// The two matching steps as a rank takes them: the first by one thread,
-// the second by `lanes` lanes. `last`, where not null, receives lane 0's
-// newest removed match.
+// Matching as a rank takes it: the two steps, the first by one thread, the
+// second by `lanes` lanes; or (`lanes` 0) one warp's wait, match_serially.
+// `last`, where not null, receives lane 0's newest removed match.
 bool match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
               grma::detail::ring_reader* readers, const match_query& q, notification* last) {
+  if (lanes == 0) return grma::detail::match_serially<scope::device>(pending, in, readers, q, last);
   const grma::detail::head_match step =
       grma::detail::match_at_head<scope::device>(pending, in, readers, q, last, false);
   if (step != grma::detail::head_match::search) return step == grma::detail::head_match::matched;
@@ -181,12 +182,15 @@ class Matching : public ::testing::TestWithParam<int> {
  protected:
   // Random sequences to run: fewer where each match starts many threads.
   static unsigned sequences_for(unsigned one_thread) {
-    return GetParam() == 1 ? one_thread : one_thread / (4 * unsigned(GetParam()));
+    return GetParam() <= 1 ? one_thread : one_thread / (4 * unsigned(GetParam()));
   }
 };
-INSTANTIATE_TEST_SUITE_P(Lanes, Matching, ::testing::Values(1, 3, 32),
+// 0: one warp's wait (match_serially), which takes entries one at a time as
+// one lane does.
+INSTANTIATE_TEST_SUITE_P(Lanes, Matching, ::testing::Values(0, 1, 3, 32),
                          [](const ::testing::TestParamInfo<int>& lanes) {
-                           return std::to_string(lanes.param) + "_lanes";
+                           return lanes.param == 0 ? std::string("serial")
+                                                   : std::to_string(lanes.param) + "_lanes";
                          });
 
 // The specification, written as plainly as possible and independently of the
@@ -356,7 +360,7 @@ TEST_P(Matching, DrainsTheRingARunOfLanesAtATime) {
   const std::vector<fields> left{
       {window_a, 0, 0}, {window_a, 0, 2}, {window_a, 0, 3}, {window_a, 0, 4}};
   EXPECT_EQ(inbox.contents(), left);
-  const std::ptrdiff_t held = std::min(GetParam(), 4);
+  const std::ptrdiff_t held = std::min(std::max(GetParam(), 1), 4);
   EXPECT_EQ(inbox.pending_contents(), std::vector<fields>(left.begin(), left.begin() + held));
 }
 
@@ -480,7 +484,7 @@ TEST_P(Matching, RandomizedAgreesWithReferenceModel) {
 class bounded_reference {
  public:
   bounded_reference(std::size_t capacity, int lanes)
-      : capacity_(capacity), lanes_(std::size_t(lanes)) {}
+      : capacity_(capacity), lanes_(std::size_t(lanes < 1 ? 1 : lanes)) {}
 
   void push(const notification& n) { ring_.push_back(n); }
   std::size_t held() const { return pending_.size() + ring_.size(); }

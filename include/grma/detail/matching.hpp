@@ -492,6 +492,51 @@ GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& i
   return head_match::empty;
 }
 
+// Takes out the held entry at `i`, leaving a hole (the list's ends move
+// past holes). One thread's form.
+GRMA_INLINE void pending_take(pending_list& p, std::uint32_t i) {
+  p.items[i].window = no_window;
+  if (--p.size == 0) {
+    p.first = p.end = 0;
+    return;
+  }
+  while (p.items[p.first].window == no_window) ++p.first;
+  while (p.items[p.end - 1].window == no_window) --p.end;
+}
+
+// Matching by one thread alone, one entry at a time: the first step
+// (match_at_head), then the list and the rings' arrivals round robin, as far
+// as the query needs; true when matched.
+template <scope S>
+GRMA_INLINE bool match_serially(pending_list& pending, const inbox_rings& in, ring_reader* readers,
+                                const match_query& q, notification* last) {
+  const head_match step = match_at_head<S>(pending, in, readers, q, last, false);
+  if (step != head_match::search) return step == head_match::matched;
+  std::int32_t found = 0;
+  std::uint32_t oldest = pending.end;
+  for (std::uint32_t i = pending.first; i < pending.end && found < q.count; ++i)
+    if (matches(pending.items[i], q) && found++ == 0) oldest = i;
+  for (bool took = true; took && found < q.count;) {
+    took = false;
+    for (int i = 0; i < in.count && found < q.count && pending.size < pending.capacity; ++i) {
+      notification n;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
+      took = true;
+      if (pending_append(pending, n, 1u, lane_group{})) oldest = pending.first;
+      if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
+    }
+  }
+  release_rings<S>(in, readers);
+  if (found < q.count) return false;
+  for (std::int32_t removed = 0; removed < q.count; ++oldest)
+    if (matches(pending.items[oldest], q)) {
+      if (last != nullptr) *last = pending.items[oldest];
+      pending_take(pending, oldest);
+      ++removed;
+    }
+  return true;
+}
+
 // Drops every notification of window `key` (slot and generation) that the
 // rank holds: from its pending list, and from its rings as far as the list
 // has room for the others' entries on the way. Used when the window is freed,
