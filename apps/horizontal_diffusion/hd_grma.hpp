@@ -91,10 +91,9 @@ struct grma_program {
 
     // The exchanging warp's puts and waits of a phase of iterate_by_warps, as
     // one call: compiled apart from the stencils and the claiming loop beside
-    // it. On two H200s, in line, HD-OVERLAP was 1.4x slower at 16 and 160
-    // columns and 6 % at 4096, where every wait carries the warp's matching
-    // steps (docs/decisions/009). HD and HD-NOOVERLAP keep their exchanges in
-    // line (the whole rank's calls): out of line they were slower.
+    // it, which in line it slows at every width (docs/decisions/009). HD and
+    // HD-NOOVERLAP keep their exchanges in line (the whole rank's calls): out
+    // of line they are slower.
     template <class Caller>
     GRMA_HOST_DEVICE HD_NOINLINE void exchange_apart(Caller& c, int set, field f, halo_rows h,
                                                      int t) {

@@ -692,9 +692,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // that finds no match for one wanted, the leading thread waits for it
   // alone at the rings' heads. Only a lone thread polls fast (decision
   // 034). One warp's wait (one_warp(); a CPU rank is its own warp) is its
-  // leading lane's alone, one entry at a time (match_serially): the lanes'
-  // steps in a warp's wait, beside warps that compute, made HD-OVERLAP 1.3x
-  // slower (decision 034, stop 54). `last` is thread 0's.
+  // leading lane's alone, one entry at a time (match_serially): there the
+  // lanes' steps cost more than they save, the warp's lists being short and
+  // its neighbours warps that compute (decision 034). `last` is thread 0's.
   GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
                                  double seconds, detail::notification* last) {
     const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
