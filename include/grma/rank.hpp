@@ -1284,7 +1284,45 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return {symmetric_address(d, w, offset), offset};
   }
 
-  // A core operation on the target's symmetric slice on another node.
+  // A core operation on the target's symmetric slice on another node,
+  // handed to the network engine. Out of line, as remote_access: inlined,
+  // building and handing over the command took the registers of the rank
+  // program around the call on its device paths too, and a loop of puts
+  // spilled its own values to local memory (decision 037).
+  // By all threads of the rank (put, get and their forms): issue_remote.
+  GRMA_OUT_OF_LINE void issue_symmetric(detail::remote_op op, int target, std::uint64_t offset,
+                                        std::uint64_t bytes, const void* local_buffer, call where,
+                                        bool wait) {
+    detail::remote_command c = symmetric_command(op, target, offset, bytes, local_buffer);
+    issue_remote(c, where, wait);
+  }
+  // What a one-thread operation to another node carries, by value (a
+  // pointer to the caller's variable would keep it in local memory on the
+  // device paths too): a put's element, or an atomic's operation and
+  // operands (the bits of a 4-byte one in the low half).
+  struct remote_operands {
+    std::uint64_t value = 0;  // a put's element, an atomic's operand
+    std::uint64_t compare = 0;
+    detail::remote_atomic atomic = detail::remote_atomic::fetch;
+    bool fetching = false;
+  };
+  // By the calling thread alone (p, g, atomics, a signal, a team's word):
+  // issue_remote_alone; returns the answer of a g or a fetching atomic.
+  GRMA_OUT_OF_LINE std::uint64_t issue_symmetric_alone(detail::remote_op op, int target,
+                                                       std::uint64_t offset, std::uint64_t bytes,
+                                                       call where, remote_operands o = {}) {
+    // A put's source: the command carries its bytes inline (hand_to_engine).
+    std::uint64_t element = o.value;
+    detail::remote_command c = symmetric_command(op, target, offset, bytes,
+                                                 op == detail::remote_op::put ? &element : nullptr);
+    if (op == detail::remote_op::atomic) {
+      c.signal_op = std::uint8_t(o.atomic);
+      c.tag = o.fetching ? 1 : 0;
+      c.signal_value = o.value;
+      c.signal_offset = o.compare;
+    }
+    return issue_remote_alone(c, where);
+  }
   GRMA_INLINE detail::remote_command symmetric_command(detail::remote_op op, int target,
                                                        std::uint64_t offset, std::uint64_t bytes,
                                                        const void* local_buffer) const {
@@ -1391,8 +1429,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       at_scope(wide(), [&](auto scope) { detail::store_release<scope.value>(*at, value); });
       return;
     }
-    detail::remote_command c = symmetric_command(detail::remote_op::put, w, offset, sizeof value, &value);
-    issue_remote_alone(c, where);
+    issue_symmetric_alone(detail::remote_op::put, w, offset, sizeof value, where, {value});
   }
 
   // A dissemination barrier over the team's members (every thread of each)

@@ -142,12 +142,12 @@ class atomic_calls {
       r.fail(errc::word_misaligned, where, std::int64_t(reinterpret_cast<std::uintptr_t>(word)),
              std::int64_t(sizeof(T)));
     if (at.address == nullptr) {
-      detail::remote_command c = r.symmetric_command(detail::remote_op::atomic, target, at.offset, sizeof(T), nullptr);
-      c.signal_op = std::uint8_t(remote);
-      c.tag = fetching ? 1 : 0;
-      std::memcpy(&c.signal_value, &operand, sizeof(T));
-      std::memcpy(&c.signal_offset, &compare, sizeof(T));
-      const std::uint64_t answer = r.issue_remote_alone(c, where);
+      std::uint64_t operand_bits = 0, compare_bits = 0;
+      std::memcpy(&operand_bits, &operand, sizeof(T));
+      std::memcpy(&compare_bits, &compare, sizeof(T));
+      const std::uint64_t answer =
+          r.issue_symmetric_alone(detail::remote_op::atomic, target, at.offset, sizeof(T), where,
+                                  {operand_bits, compare_bits, remote, fetching});
       T old;
       std::memcpy(&old, &answer, sizeof(T));
       return old;

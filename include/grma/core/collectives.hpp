@@ -198,8 +198,8 @@ class collective_calls {
       if (at.address != to) r.copy(to, at.address, bytes);
       return;
     }
-    detail::remote_command c = r.symmetric_command(detail::remote_op::get, m.world_of(r.view(), i), offset, bytes, to);
-    r.issue_remote(c, where, false);
+    r.issue_symmetric(detail::remote_op::get, m.world_of(r.view(), i), offset, bytes, to, where,
+                      false);
   }
   // `bytes` at `from` into member i's slice at `offset`: a copy, or a put
   // through the engine, which has read `from` after the rank's next wait
@@ -209,8 +209,8 @@ class collective_calls {
     Rank& r = self();
     const auto at = r.team_place(m, i, offset);
     if (at.address != nullptr) return r.copy(at.address, from, bytes);
-    detail::remote_command c = r.symmetric_command(detail::remote_op::put, m.world_of(r.view(), i), offset, bytes, from);
-    r.issue_remote(c, where, false);
+    r.issue_symmetric(detail::remote_op::put, m.world_of(r.view(), i), offset, bytes, from, where,
+                      false);
   }
   // Every pull's data in place, every push's source read (all threads).
   GRMA_INLINE void wait_remote(call where) {

@@ -105,8 +105,10 @@ class rma_calls {
     r.check_context(ctx, call::p);
     const auto at = r.place_symmetric(dest, sizeof(T), target, call::p);
     if (at.address == nullptr) {  // another node: the value travels inside the command
-      detail::remote_command c = r.symmetric_command(detail::remote_op::put, target, at.offset, sizeof(T), &value);
-      r.issue_remote_alone(c, call::p);
+      std::uint64_t bits = 0;
+      std::memcpy(&bits, &value, sizeof(T));
+      r.issue_symmetric_alone(detail::remote_op::put, target, at.offset, sizeof(T), call::p,
+                              {bits});
       return;
     }
     T* to = reinterpret_cast<T*>(at.address);
@@ -119,8 +121,8 @@ class rma_calls {
     r.check_context(ctx, call::g);
     const auto at = r.place_symmetric(source, sizeof(T), target, call::g);
     if (at.address == nullptr) {  // another node: the element comes back in the reply word
-      detail::remote_command c = r.symmetric_command(detail::remote_op::get, target, at.offset, sizeof(T), nullptr);
-      const std::uint64_t answer = r.issue_remote_alone(c, call::g);
+      const std::uint64_t answer =
+          r.issue_symmetric_alone(detail::remote_op::get, target, at.offset, sizeof(T), call::g);
       T value;
       std::memcpy(&value, &answer, sizeof(T));
       return value;
@@ -156,13 +158,11 @@ class rma_calls {
     if (bytes != 0 && (is_put ? source : dest) == nullptr)
       r.fail(errc::null_buffer, where, std::int64_t(bytes));
     const auto at = r.place_symmetric(is_put ? dest : source, bytes, target, where);
-    if (at.address == nullptr) {  // another node: the engine moves it (and the call ends there)
-      detail::remote_command c = r.symmetric_command(is_put ? detail::remote_op::put : detail::remote_op::get,
-                                                     target, at.offset, bytes, is_put ? source : dest);
-      return r.issue_remote(
-          c, where,
+    if (at.address == nullptr)  // another node: the engine moves it (and the call ends there)
+      return r.issue_symmetric(
+          is_put ? detail::remote_op::put : detail::remote_op::get, target, at.offset, bytes,
+          is_put ? source : dest, where,
           where != call::put_nbi && where != call::get_nbi && where != call::put_signal_nbi);
-    }
     if (is_put)
       r.copy(at.address, source, bytes);
     else
@@ -183,12 +183,10 @@ class rma_calls {
     transfer(where, dest, source, bytes, target, ctx, true);  // ends with the rank's threads met
     if (r.leader()) {
       if (at.address == nullptr) {  // another node: the atomic's command follows the put's
-        detail::remote_command c = r.symmetric_command(detail::remote_op::atomic, target, at.offset,
-                                                       sizeof(std::uint64_t), nullptr);
-        c.signal_op = std::uint8_t(op == signal_op::set ? detail::remote_atomic::set
-                                                        : detail::remote_atomic::add);
-        c.signal_value = value;
-        r.issue_remote_alone(c, where);
+        r.issue_symmetric_alone(
+            detail::remote_op::atomic, target, at.offset, sizeof(std::uint64_t), where,
+            {value, 0,
+             op == signal_op::set ? detail::remote_atomic::set : detail::remote_atomic::add});
       } else {
         auto& word = *reinterpret_cast<std::uint64_t*>(at.address);
         Rank::at_scope(r.wide(), [&](auto scope) {
@@ -227,10 +225,11 @@ class rma_calls {
       if (at.address == nullptr) {  // another node: an element per command, in order
         for (std::size_t i = 0; i < count; ++i) {
           const std::uint64_t offset = at.offset + i * stride * sizeof(T);
-          detail::remote_command c = r.symmetric_command(
-              is_put ? detail::remote_op::put : detail::remote_op::get, target, offset, sizeof(T),
-              is_put ? static_cast<const void*>(source + i * source_stride) : dest + i * dest_stride);
-          r.issue_remote(c, where);
+          r.issue_symmetric(is_put ? detail::remote_op::put : detail::remote_op::get, target,
+                            offset, sizeof(T),
+                            is_put ? static_cast<const void*>(source + i * source_stride)
+                                   : dest + i * dest_stride,
+                            where, true);
         }
         return;
       }
