@@ -183,7 +183,8 @@ std::vector<std::size_t> sizes(const char* list) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int pe = -1, threads = 256, blocks = 64, latency_iterations = 5000, bandwidth_iterations = 20, adds = 1000;
+  int pe = -1, pes = 0, threads = 256, blocks = 64, latency_iterations = 5000,
+      bandwidth_iterations = 20, adds = 1000;
   std::size_t all_up_to = 0;
   std::string id_file, out_path;
   std::vector<std::size_t> latency_sizes, bandwidth_sizes;
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     const char* v = argv[i + 1];
     if (a == "--pe") pe = std::atoi(v);
+    else if (a == "--pes") pes = std::atoi(v);
     else if (a == "--id-file") id_file = v;
     else if (a == "--out") out_path = v;
     else if (a == "--threads") threads = std::atoi(v);
@@ -203,18 +205,19 @@ int main(int argc, char** argv) {
     else if (a == "--adds") adds = std::atoi(v);
     else fail("unknown option " + a);
   }
-  if ((pe != 0 && pe != 1) || id_file.empty() || (pe == 0 && out_path.empty()) || threads < 1 ||
-      blocks < 1 || latency_iterations < 1 || bandwidth_iterations < 1 || adds < 1)
-    fail("usage: grma-bench-nvshmem --pe 0|1 --id-file PATH --out FILE [--latency SIZES] "
-         "[--bandwidth SIZES] [--blocks N] [--all-up-to BYTES] [--threads N] "
-         "[--latency-iterations N] [--bandwidth-iterations N] [--adds N]");
+  if (pes != 2 || (pe != 0 && pe != 1) || id_file.empty() || (pe == 0 && out_path.empty()) ||
+      threads < 1 || blocks < 1 || latency_iterations < 1 || bandwidth_iterations < 1 || adds < 1)
+    fail(
+        "usage: grma-bench-nvshmem --pe 0|1 --pes 2 --id-file PATH --out FILE [--latency SIZES] "
+        "[--bandwidth SIZES] [--blocks N] [--all-up-to BYTES] [--threads N] "
+        "[--latency-iterations N] [--bandwidth-iterations N] [--adds N]");
   // One buffer for the largest of: a round trip, one block's puts, all
   // blocks' puts; NVSHMEM's heap holds it beside its own allocations.
   std::size_t most = 8;
   for (std::size_t b : latency_sizes) most = std::max(most, b);
   for (std::size_t b : bandwidth_sizes) most = std::max(most, b <= all_up_to ? b * std::size_t(blocks) : b);
   try {
-    bench::nvshmem_join(pe, 2, id_file, most + (std::size_t(256) << 20));
+    bench::nvshmem_join(pe, pes, id_file, most + (std::size_t(256) << 20));
   } catch (const std::exception& e) {
     fail(e.what());
   }

@@ -73,6 +73,7 @@ nvshmem_pes::nvshmem_pes(int count, int seconds) : seconds_(seconds), pids_(std:
     throw std::runtime_error("cannot make a directory like " + pattern + ": " +
                              std::strerror(errno));
   dir_ = pattern;
+  id_ = file("id");
   for (int pe = 0; pe < count; ++pe) files_.push_back(log(pe));
 }
 
@@ -100,7 +101,11 @@ std::string nvshmem_pes::log(int pe) const {
 }
 
 void nvshmem_pes::start(int pe, const std::vector<std::string>& args) {
-  pids_[std::size_t(pe)] = spawn(args, pe_environment(), log(pe));
+  std::vector<std::string> all{
+      args.at(0),  "--pe", std::to_string(pe), "--pes", std::to_string(pids_.size()),
+      "--id-file", id_};
+  all.insert(all.end(), args.begin() + 1, args.end());
+  pids_[std::size_t(pe)] = spawn(all, pe_environment(), log(pe));
 }
 
 std::string nvshmem_pes::wait() {

@@ -21,11 +21,12 @@ class nvshmem_pes {
   nvshmem_pes(const nvshmem_pes&) = delete;
   nvshmem_pes& operator=(const nvshmem_pes&) = delete;
 
-  // A file in the processes' directory (the id file, their outputs); it is
-  // removed with the directory.
+  // A file in the processes' directory (their outputs); it is removed with
+  // the directory.
   std::string file(const std::string& name);
 
-  // Starts PE `pe` as `args` (args[0] the program).
+  // Starts PE `pe` as program args[0] with `--pe PE --pes COUNT --id-file
+  // FILE` (what nvshmem_join needs), then args[1..].
   void start(int pe, const std::vector<std::string>& args);
 
   // Waits for all; the failure (with the end of their output), or empty. One
@@ -39,6 +40,7 @@ class nvshmem_pes {
   std::string log(int pe) const;
 
   std::string dir_;
+  std::string id_;  // NVSHMEM's unique id, from PE 0 to the others
   int seconds_;
   std::vector<pid_t> pids_;
   std::vector<std::string> files_;

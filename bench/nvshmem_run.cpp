@@ -27,31 +27,14 @@ std::string join(const std::vector<std::size_t>& sizes) {
 
 nvshmem_figures run_nvshmem(const nvshmem_request& r) {
   nvshmem_pes run(2, seconds_allowed);
-  const std::string id = run.file("id"), figures = run.file("figures");
+  const std::string figures = run.file("figures");
   for (int pe = 0; pe < 2; ++pe)
-    run.start(pe, {GRMA_BENCH_NVSHMEM_PROGRAM,
-                   "--pe",
-                   std::to_string(pe),
-                   "--id-file",
-                   id,
-                   "--out",
-                   figures,
-                   "--latency",
-                   join(r.latency_sizes),
-                   "--bandwidth",
-                   join(r.bandwidth_sizes),
-                   "--blocks",
-                   std::to_string(r.blocks),
-                   "--all-up-to",
-                   std::to_string(r.all_up_to),
-                   "--threads",
-                   std::to_string(r.threads),
-                   "--latency-iterations",
-                   std::to_string(r.latency_iterations),
-                   "--bandwidth-iterations",
-                   std::to_string(r.bandwidth_iterations),
-                   "--adds",
-                   std::to_string(r.adds_per_thread)});
+    run.start(
+        pe, {GRMA_BENCH_NVSHMEM_PROGRAM, "--out", figures, "--latency", join(r.latency_sizes),
+             "--bandwidth", join(r.bandwidth_sizes), "--blocks", std::to_string(r.blocks),
+             "--all-up-to", std::to_string(r.all_up_to), "--threads", std::to_string(r.threads),
+             "--latency-iterations", std::to_string(r.latency_iterations), "--bandwidth-iterations",
+             std::to_string(r.bandwidth_iterations), "--adds", std::to_string(r.adds_per_thread)});
   const std::string failure = run.wait();
   if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
 

@@ -106,33 +106,14 @@ struct nvshmem_result {
 // blocks of `threads`; throws std::runtime_error naming what failed.
 nvshmem_result run_nvshmem(int rows, int cols, int pes, int blocks, int threads, const options& o) {
   bench::nvshmem_pes run(pes, 600);
-  const std::string id = run.file("id");
   std::vector<std::string> outs;
   for (int pe = 0; pe < pes; ++pe) outs.push_back(run.file("out" + std::to_string(pe)));
   for (int pe = 0; pe < pes; ++pe)
-    run.start(pe, {APPS_NVSHMEM_PROGRAM,
-                   "--pe",
-                   std::to_string(pe),
-                   "--pes",
-                   std::to_string(pes),
-                   "--id-file",
-                   id,
-                   "--out",
-                   outs[std::size_t(pe)],
-                   "--rows",
-                   std::to_string(rows),
-                   "--cols",
-                   std::to_string(cols),
-                   "--blocks",
-                   std::to_string(blocks),
-                   "--threads",
-                   std::to_string(threads),
-                   "--iterations",
-                   std::to_string(o.iterations),
-                   "--repeats",
-                   std::to_string(o.repeats),
-                   "--check-iterations",
-                   std::to_string(o.check_iterations)});
+    run.start(
+        pe, {APPS_NVSHMEM_PROGRAM, "--out", outs[std::size_t(pe)], "--rows", std::to_string(rows),
+             "--cols", std::to_string(cols), "--blocks", std::to_string(blocks), "--threads",
+             std::to_string(threads), "--iterations", std::to_string(o.iterations), "--repeats",
+             std::to_string(o.repeats), "--check-iterations", std::to_string(o.check_iterations)});
   const std::string failure = run.wait();
   if (!failure.empty()) throw std::runtime_error("NVSHMEM: " + failure);
   nvshmem_result r;

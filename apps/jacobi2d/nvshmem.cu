@@ -30,8 +30,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "jacobi.hpp"
@@ -145,26 +147,16 @@ __global__ void __launch_bounds__(threads_most, blocks_a_multiprocessor)
       return tile_block(tiles, j, t) + (mine - tile_block(tiles, j, me));
     };
     auto pe_of = [&](int t) { return t / j.blocks; };
-    if (neighbour[north] >= 0) {
-      const int t = neighbour[north];
-      nvshmemx_double_put_nbi_block(there(t, next) + std::size_t(d.height(pr - 1) + 1) * wm,
-                                    next + wm, std::size_t(w), pe_of(t));
-    }
-    if (neighbour[south] >= 0) {
-      const int t = neighbour[south];
-      nvshmemx_double_put_nbi_block(there(t, next), next + std::size_t(h) * wm, std::size_t(w),
-                                    pe_of(t));
-    }
-    if (neighbour[west] >= 0) {
-      const int t = neighbour[west];
-      nvshmemx_double_put_nbi_block(there(t, tp.halo(tp.halos, k + 1, east)),
-                                    tp.halo(tp.packed, k + 1, west), std::size_t(h), pe_of(t));
-    }
-    if (neighbour[east] >= 0) {
-      const int t = neighbour[east];
-      nvshmemx_double_put_nbi_block(there(t, tp.halo(tp.halos, k + 1, west)),
-                                    tp.halo(tp.packed, k + 1, east), std::size_t(h), pe_of(t));
-    }
+    // An edge of n doubles at `source` to side s's neighbour, at the place
+    // of `mine` in its tile.
+    auto send = [&](int s, const double* mine, const double* source, std::size_t n) {
+      const int t = neighbour[s];
+      if (t >= 0) nvshmemx_double_put_nbi_block(there(t, mine), source, n, pe_of(t));
+    };
+    send(north, next + std::size_t(d.height(pr - 1) + 1) * wm, next + wm, std::size_t(w));
+    send(south, next, next + std::size_t(h) * wm, std::size_t(w));
+    send(west, tp.halo(tp.halos, k + 1, east), tp.halo(tp.packed, k + 1, west), std::size_t(h));
+    send(east, tp.halo(tp.halos, k + 1, west), tp.halo(tp.packed, k + 1, east), std::size_t(h));
     __syncthreads();  // every thread's part of the puts is issued before thread 0's fence
     if (thread == 0) {
       // One fence orders the four puts before their signals (OpenSHMEM).
@@ -238,31 +230,26 @@ int main(int argc, char** argv) try {
   int pe = -1, pes = 0, rows = 0, cols = 0, blocks = 0, threads = threads_most, iterations = 0,
       repeats = 1, check_iterations = 0;
   std::string id_file, out_path;
+  const std::pair<const char*, int*> numbers[] = {{"--pe", &pe},
+                                                  {"--pes", &pes},
+                                                  {"--rows", &rows},
+                                                  {"--cols", &cols},
+                                                  {"--blocks", &blocks},
+                                                  {"--threads", &threads},
+                                                  {"--iterations", &iterations},
+                                                  {"--repeats", &repeats},
+                                                  {"--check-iterations", &check_iterations}};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const char* v = argv[i + 1];
-    if (a == "--pe")
-      pe = number(v, a);
-    else if (a == "--pes")
-      pes = number(v, a);
+    const auto named = std::find_if(std::begin(numbers), std::end(numbers),
+                                    [&](const auto& n) { return a == n.first; });
+    if (named != std::end(numbers))
+      *named->second = number(v, a);
     else if (a == "--id-file")
       id_file = v;
     else if (a == "--out")
       out_path = v;
-    else if (a == "--rows")
-      rows = number(v, a);
-    else if (a == "--cols")
-      cols = number(v, a);
-    else if (a == "--blocks")
-      blocks = number(v, a);
-    else if (a == "--threads")
-      threads = number(v, a);
-    else if (a == "--iterations")
-      iterations = number(v, a);
-    else if (a == "--repeats")
-      repeats = number(v, a);
-    else if (a == "--check-iterations")
-      check_iterations = number(v, a);
     else
       throw std::runtime_error("unknown option " + a);
   }

@@ -721,40 +721,41 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           return true;
         }
         return from_leader(matched);
-      }
-      // The lanes `g` try `done` once, or poll it.
-      const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
-        return polls ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
-      };
-      // The leading thread's step, to every thread.
-      const auto at_head = [&](bool held_unmatched) {
-        auto step = detail::head_match::empty;
-        attempt(leader_alone(), waits, [&] {
-          step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last,
-                                                    held_unmatched);
-          return step != detail::head_match::empty;
-        });
-        if (!unlimited) return from_leader(step);
-        return P::any_thread(step == detail::head_match::search) ? detail::head_match::search
-                                                                 : detail::head_match::matched;
-      };
-      // The lanes' step, whether it matched to every thread.
-      const int limit = P::lane_group_limit();
-      const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
-      const auto in_list = [&](bool polls) {
-        const bool met = attempt(g, polls, [&] {
-          return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
-        });
-        return unlimited ? P::any_thread(leader() && met) : from_leader(met);
-      };
-      auto step = at_head(false);
-      if (step != detail::head_match::search) return step == detail::head_match::matched;
-      if (waits && q.count == 1) {
-        if (in_list(false)) return true;
-        step = at_head(true);
+      } else {
+        // The lanes `g` try `done` once, or poll it.
+        const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
+          return polls ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
+        };
+        // The leading thread's step, to every thread.
+        const auto at_head = [&](bool held_unmatched) {
+          auto step = detail::head_match::empty;
+          attempt(leader_alone(), waits, [&] {
+            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last,
+                                                      held_unmatched);
+            return step != detail::head_match::empty;
+          });
+          if (!unlimited) return from_leader(step);
+          return P::any_thread(step == detail::head_match::search) ? detail::head_match::search
+                                                                   : detail::head_match::matched;
+        };
+        // The lanes' step, whether it matched to every thread.
+        const int limit = P::lane_group_limit();
+        const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
+        const auto in_list = [&](bool polls) {
+          const bool met = attempt(g, polls, [&] {
+            return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
+          });
+          return unlimited ? P::any_thread(leader() && met) : from_leader(met);
+        };
+        auto step = at_head(false);
         if (step != detail::head_match::search) return step == detail::head_match::matched;
+        if (waits && q.count == 1) {
+          if (in_list(false)) return true;
+          step = at_head(true);
+          if (step != detail::head_match::search) return step == detail::head_match::matched;
+        }
+        return in_list(waits);
       }
-      return in_list(waits);
     });
   }
 
@@ -1312,9 +1313,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                                                        std::uint64_t offset, std::uint64_t bytes,
                                                        call where, remote_operands o = {}) {
     // A put's source: the command carries its bytes inline (hand_to_engine).
-    std::uint64_t element = o.value;
     detail::remote_command c = symmetric_command(op, target, offset, bytes,
-                                                 op == detail::remote_op::put ? &element : nullptr);
+                                                 op == detail::remote_op::put ? &o.value : nullptr);
     if (op == detail::remote_op::atomic) {
       c.signal_op = std::uint8_t(o.atomic);
       c.tag = o.fetching ? 1 : 0;

@@ -275,6 +275,20 @@ GRMA_INLINE std::uint32_t pending_held_end(const pending_list& p, Lanes g) {
   }
 }
 
+// After `count` held entries in [low, high] became holes: the list's size,
+// and its ends moved past the holes at them.
+template <class Lanes>
+GRMA_INLINE void pending_removed(pending_list& p, std::uint32_t low, std::uint32_t high,
+                                 std::uint32_t count, Lanes g) {
+  p.size -= count;
+  if (p.size == 0) {
+    p.first = p.end = 0;
+    return;
+  }
+  if (low == p.first) p.first = pending_next_held(p, low + 1, g);
+  if (high + 1 == p.end) p.end = pending_held_end(p, g);
+}
+
 // Calls f(n) for each held notification, oldest first, until f returns false.
 template <class F>
 GRMA_INLINE void pending_for_each(const pending_list& p, F&& f) {
@@ -425,13 +439,7 @@ GRMA_OUT_OF_LINE bool match_in_list(pending_list& pending, const inbox_rings& in
     }
   }
   g.sync();
-  p.size -= wanted;
-  if (p.size == 0) {
-    p.first = p.end = 0;
-  } else {
-    if (low == p.first) p.first = pending_next_held(p, low + 1, g);
-    if (high + 1 == p.end) p.end = pending_held_end(p, g);
-  }
+  pending_removed(p, low, high, wanted, g);
   return finish(true);
 }
 
@@ -492,18 +500,6 @@ GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& i
   return head_match::empty;
 }
 
-// Takes out the held entry at `i`, leaving a hole (the list's ends move
-// past holes). One thread's form.
-GRMA_INLINE void pending_take(pending_list& p, std::uint32_t i) {
-  p.items[i].window = no_window;
-  if (--p.size == 0) {
-    p.first = p.end = 0;
-    return;
-  }
-  while (p.items[p.first].window == no_window) ++p.first;
-  while (p.items[p.end - 1].window == no_window) --p.end;
-}
-
 // Matching by one thread alone, one entry at a time: the first step
 // (match_at_head), then the list and the rings' arrivals round robin, as far
 // as the query needs; true when matched.
@@ -528,12 +524,17 @@ GRMA_INLINE bool match_serially(pending_list& pending, const inbox_rings& in, ri
   }
   release_rings<S>(in, readers);
   if (found < q.count) return false;
-  for (std::int32_t removed = 0; removed < q.count; ++oldest)
-    if (matches(pending.items[oldest], q)) {
-      if (last != nullptr) *last = pending.items[oldest];
-      pending_take(pending, oldest);
-      ++removed;
+  // Take out the q.count oldest matches (the search starts at `oldest`),
+  // leaving holes; [low, high] spans them.
+  std::uint32_t low = oldest, high = oldest;
+  for (std::int32_t removed = 0;; ++high)
+    if (matches(pending.items[high], q)) {
+      if (removed == 0) low = high;
+      if (last != nullptr) *last = pending.items[high];
+      pending.items[high].window = no_window;
+      if (++removed == q.count) break;
     }
+  pending_removed(pending, low, high, std::uint32_t(q.count), lane_group{});
   return true;
 }
 
