@@ -16,6 +16,10 @@
 
 namespace spts {
 
+// The bits of a row's x that the solvers wait on while the row is not
+// solved: a signalling NaN, which no arithmetic produces.
+inline constexpr std::uint64_t unsolved = 0x7ff4'dead'beef'0001;
+
 // Rows in order, each row's columns ascending and its diagonal last.
 struct csr {
   int n = 0;

@@ -1,10 +1,15 @@
 // Sync-free sparse triangular solve with grma's OpenSHMEM layer (papers/001
 // §6.4): L x = b with the rows, taken level by level, dealt to the PEs in
-// turn. A PE solves its rows in that order; a row waits (wait_until) for the
-// flag of each row it depends on that another PE solves, reads that row's
-// x, and once solved sends its own x to every PE that needs it: the values
-// with p, a fence, then the flags with p. No barrier between levels and no
-// kernel boundary: a row starts as soon as its inputs are there.
+// turn. A PE solves its rows in that order; a row waits (wait_until) for
+// each row it depends on that another PE solves, and once solved sends its
+// own x to every PE that needs it. No barrier between levels and no kernel
+// boundary: a row starts as soon as its inputs are there.
+//
+// The value is its own flag: an inbox slot holds `unsolved` (a signalling
+// NaN, which no arithmetic produces) until the owner's atomic_set writes the
+// row's x there, so a hop is one atomic store and the waiter's load, with no
+// fence and no second word (the value is read with the wait, nothing else
+// needs ordering behind it; decision 038).
 //
 // The host lays out in userdata, per PE, where each nonzero's x comes from
 // (the PE's own rows, or a slot of its inbox that the owner fills) and, per
@@ -17,8 +22,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <grma/grma.hpp>
 #include <grma/shmem.hpp>
+
+#include "matrix.hpp"
 
 namespace spts {
 
@@ -53,37 +61,51 @@ struct grma_program {
     const auto* rhs = reinterpret_cast<const double*>(data + b);
     const auto* sends = reinterpret_cast<const std::int64_t*>(data + consumer_start);
     const auto* to = reinterpret_cast<const std::uint64_t*>(data + consumers);
-    // [own x: max_rows][inbox x: max_slots][inbox flags: max_slots]
-    auto* own =
-        static_cast<double*>(sh.calloc(std::size_t(max_rows + 2 * max_slots), sizeof(double)));
-    double* inbox = own + max_rows;
-    auto* ready = reinterpret_cast<std::uint64_t*>(inbox + max_slots);
+    // [own x: max_rows][inbox: max_slots], the inbox x's bits
+    auto* own = static_cast<double*>(sh.malloc(std::size_t(max_rows + max_slots) * sizeof(double)));
+    auto* inbox = reinterpret_cast<std::uint64_t*>(own + max_rows);
+    for (std::int64_t k = r.thread(); k < max_slots; k += r.threads()) inbox[k] = unsolved;
+    sh.barrier_all();  // every inbox unsolved before any row is sent
 
     const double start = r.wtime();
     if (r.thread() == 0) {
+      // What a row reads besides its inputs is loaded before its waits (and
+      // a nonzero's before the previous one's wait): the acquire that ends
+      // a wait empties the L1, so a load after it is a trip to L2 on the
+      // chain from one row's value to the next's.
+      std::int64_t i = me < n ? rows_in_order[me] : 0;
       for (std::int64_t at = me; at < n; at += pes) {
-        const std::int64_t i = rows_in_order[at];
-        const std::int64_t diagonal = rows[i + 1] - 1;
+        const std::int64_t next = at + pes < n ? rows_in_order[at + pes] : 0;
+        const std::int64_t first = rows[i], diagonal = rows[i + 1] - 1;
+        const double b_i = rhs[i], d_i = values[diagonal];
+        const std::int64_t send_first = sends[i], send_end = sends[i + 1];
+        const std::uint64_t first_to = send_first < send_end ? to[send_first] : 0;
+        std::int64_t w = first < diagonal ? source[first] : 0;
+        double v = first < diagonal ? values[first] : 0;
         double sum = 0;
-        for (std::int64_t k = rows[i]; k < diagonal; ++k) {
-          const std::int64_t w = source[k];
+        for (std::int64_t k = first; k < diagonal; ++k) {
+          const std::int64_t w_k = w;
+          const double v_k = v;
+          if (k + 1 < diagonal) w = source[k + 1], v = values[k + 1];
           double x_k;
-          if (w >= 0) {
-            x_k = own[w];  // a row of mine, solved before this one
+          if (w_k >= 0) {
+            x_k = own[w_k];  // a row of mine, solved before this one
           } else {
-            sh.wait_until(ready - w - 1, grma::shmem::cmp_ne, std::uint64_t{0});
-            x_k = inbox[-w - 1];  // after the flag's acquire
+            const std::uint64_t bits =
+                sh.signal_wait_until(inbox - w_k - 1, grma::shmem::cmp_ne, unsolved);
+            std::memcpy(&x_k, &bits, sizeof x_k);
           }
-          sum += values[k] * x_k;
+          sum += v_k * x_k;
         }
-        const double x_i = (rhs[i] - sum) / values[diagonal];
+        const double x_i = (b_i - sum) / d_i;
         own[at / pes] = x_i;
-        if (sends[i] == sends[i + 1]) continue;
-        for (std::int64_t c = sends[i]; c < sends[i + 1]; ++c)
-          sh.p(inbox + (to[c] & 0xffffffffu), x_i, int(to[c] >> 32));
-        sh.fence();  // each value before its flag
-        for (std::int64_t c = sends[i]; c < sends[i + 1]; ++c)
-          sh.p(ready + (to[c] & 0xffffffffu), std::uint64_t{1}, int(to[c] >> 32));
+        std::uint64_t bits;
+        std::memcpy(&bits, &x_i, sizeof bits);
+        for (std::int64_t c = send_first; c < send_end; ++c) {
+          const std::uint64_t t = c == send_first ? first_to : to[c];
+          sh.atomic_set(inbox + (t & 0xffffffffu), bits, int(t >> 32));
+        }
+        i = next;
       }
     }
     r.sync_threads();
