@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <cuda/atomic>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -53,21 +54,14 @@ struct outbox_entry {
 // other data is read behind them, so relaxed loads and stores do. This
 // GPU's rows at its scope; the rows from host memory, and the outbox, at
 // the system's.
-__device__ std::uint64_t load_gpu(const std::uint64_t* word) {
-  std::uint64_t v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
-  return v;
+template <cuda::thread_scope S>
+__device__ std::uint64_t load(const std::uint64_t* word) {
+  return cuda::atomic_ref<std::uint64_t, S>(*const_cast<std::uint64_t*>(word))
+      .load(cuda::memory_order_relaxed);
 }
-__device__ void store_gpu(std::uint64_t* word, std::uint64_t v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
-}
-__device__ std::uint64_t load_system(const std::uint64_t* word) {
-  std::uint64_t v;
-  asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(word) : "memory");
-  return v;
-}
-__device__ void store_system(std::uint64_t* word, std::uint64_t v) {
-  asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(word), "l"(v) : "memory");
+template <cuda::thread_scope S>
+__device__ void store(std::uint64_t* word, std::uint64_t bits) {
+  cuda::atomic_ref<std::uint64_t, S>(*word).store(bits, cuda::memory_order_relaxed);
 }
 
 // One GPU's sync-free solve: each warp takes the next of `rows` (level by
@@ -96,7 +90,8 @@ __global__ void solve_helped(const int* rows, int count, int* next, const std::i
         const int j = col[k];
         const bool mine = owner[j] == me;
         std::uint64_t bits;
-        while ((bits = mine ? load_gpu(x + j) : load_system(remote + j)) == unsolved) {
+        while ((bits = mine ? load<cuda::thread_scope_device>(x + j)
+                            : load<cuda::thread_scope_system>(remote + j)) == unsolved) {
         }
         product = value[k] * __longlong_as_double(static_cast<long long>(bits));
       }
@@ -106,12 +101,12 @@ __global__ void solve_helped(const int* rows, int count, int* next, const std::i
     if (lane != 0) continue;
     const auto bits =
         static_cast<std::uint64_t>(__double_as_longlong((b[i] - sum) / value[diagonal]));
-    store_gpu(x + i, bits);
+    store<cuda::thread_scope_device>(x + i, bits);
     if (!wanted[i]) continue;
     outbox_entry& e = outbox[atomicAdd(outbox_tail, 1)];
     e.row = i;
     __threadfence_system();  // the row before its x, which tells the helper the entry is whole
-    store_system(&e.x, bits);
+    store<cuda::thread_scope_system>(&e.x, bits);
   }
 }
 
