@@ -67,8 +67,8 @@ __device__ void store(std::uint64_t* word, std::uint64_t bits) {
 // One GPU's sync-free solve: each warp takes the next of `rows` (level by
 // level, so a row's inputs are taken before it: no warp waits on a row that
 // no running warp holds) and waits on each input's x, this GPU's own
-// (`x`) or another's (`remote`, in host memory). Lane 0 adds the products
-// in column order, as the serial reference does.
+// (`x`) or another's (`remote`, in host memory). Every lane adds the
+// products in column order, as the serial reference does; lane 0 stores x.
 __global__ void solve_helped(const int* rows, int count, int* next, const std::int64_t* row_start,
                              const int* col, const double* value, const double* b,
                              const unsigned char* owner, int me, std::uint64_t* x,
@@ -130,6 +130,17 @@ void forward(outbox_entry* outbox, int total, std::uint64_t* inbox, const std::a
     std::atomic_ref<std::uint64_t>(inbox[outbox[head].row]).store(bits, std::memory_order_release);
   }
 }
+
+// One helper thread a GPU for one solve; stopped and joined however the
+// solve ends (a failed or timed-out kernel throws).
+struct helper_threads {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  ~helper_threads() {
+    stop = true;
+    for (std::thread& t : threads) t.join();
+  }
+};
 
 }  // namespace
 
@@ -206,11 +217,10 @@ double run_host_helper(const csr& m, const std::vector<double>& b, int devices, 
       for (int e = 0; e < sending[std::size_t(d)]; ++e) g.outbox[e] = {-1, unsolved};
       check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     }
-    std::atomic<bool> stop{false};
-    std::vector<std::thread> helpers;
+    helper_threads helpers;
     for (int d = 0; d < devices; ++d)
-      helpers.emplace_back(forward, gpus[std::size_t(d)].outbox, sending[std::size_t(d)], inbox,
-                           std::cref(stop));
+      helpers.threads.emplace_back(forward, gpus[std::size_t(d)].outbox, sending[std::size_t(d)],
+                                   inbox, std::cref(helpers.stop));
     const auto begin = std::chrono::steady_clock::now();
     for (int d = 0; d < devices; ++d) {
       const gpu& g = gpus[std::size_t(d)];
@@ -225,19 +235,14 @@ double run_host_helper(const csr& m, const std::vector<double>& b, int devices, 
       check(cudaSetDevice(first_device + d), "cudaSetDevice");
       cudaError_t state;
       while ((state = cudaStreamQuery(nullptr)) == cudaErrorNotReady) {
-        if (std::chrono::steady_clock::now() - begin > std::chrono::seconds(60)) {
-          stop = true;
-          for (std::thread& t : helpers) t.join();
+        if (std::chrono::steady_clock::now() - begin > std::chrono::seconds(60))
           throw std::runtime_error("spts host-helper baseline: GPU " + std::to_string(d) +
                                    " has not finished its rows after 60 s");
-        }
         std::this_thread::yield();
       }
       check(state, "solve_helped");
     }
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - begin;
-    stop = true;
-    for (std::thread& t : helpers) t.join();
     return took.count();
   };
   solve();  // warm-up

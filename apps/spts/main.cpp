@@ -241,8 +241,9 @@ int main(int argc, char** argv) try {
   if (lead) {
     std::printf(
         "sparse triangular solve: %s backend, %d PEs x %d threads on %d GPU(s); times: median of "
-        "%d runs; level-set on one GPU, host helper on as many as grma\n",
-        cuda ? "cuda" : "cpu", pes, info.threads_per_rank, cuda ? info.device_count : 0, o.repeats);
+        "%d runs%s\n",
+        cuda ? "cuda" : "cpu", pes, info.threads_per_rank, cuda ? info.device_count : 0, o.repeats,
+        cuda ? "; level-set on one GPU, host helper on as many as grma" : "");
     std::printf("%-22s %9s %10s %7s %10s %10s %11s %10s %11s %10s\n", "matrix", "rows", "nonzeros",
                 "levels", "grma [us]", "level-set", "level/grma", "helper", "helper/grma",
                 "worst err");

@@ -1,6 +1,7 @@
 // Lower-triangular sparse matrices for the triangular solve (host code): the
 // CSR form, the generated ones (no download for tests), a Matrix Market
-// reader, and the serial forward substitution that checks the solvers.
+// reader, the serial forward substitution that checks the solvers, and
+// the bits that mark a row not yet solved.
 #pragma once
 
 #include <algorithm>

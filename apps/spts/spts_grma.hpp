@@ -1,7 +1,7 @@
 // Sync-free sparse triangular solve with grma's OpenSHMEM layer (papers/001
 // §6.4): L x = b with the rows, taken level by level, dealt to the PEs in
-// turn. A PE solves its rows in that order; a row waits (wait_until) for
-// each row it depends on that another PE solves, and once solved sends its
+// turn. A PE solves its rows in that order; a row waits (signal_wait_until)
+// for each row it depends on that another PE solves, and once solved sends its
 // own x to every PE that needs it. No barrier between levels and no kernel
 // boundary: a row starts as soon as its inputs are there.
 //
