@@ -160,10 +160,14 @@ if [ -x build/gpu/apps/grma-jacobi2d ]; then
   fi
 fi
 # The sync-free triangular solve (papers/001 §6.4), beside the level-set
-# baseline on one GPU, checked against serial forward substitution.
+# baseline (one GPU) and the host-helper one (as many GPUs as grma), every
+# solution checked against serial forward substitution.
 if [ -x build/gpu/apps/grma-spts ]; then
-  step spts-1gpu env GRMA_DEVICES=1 ./build/gpu/apps/grma-spts \
-    --generate laplace2d:512,laplace2d:1024,laplace3d:48,chain:20000:4 --json "$out/spts_1gpu.json"
+  spts="./build/gpu/apps/grma-spts --generate laplace2d:512,laplace2d:1024,laplace3d:48,chain:20000:4,chain:4000:1"
+  step spts-1gpu env GRMA_DEVICES=1 $spts --json "$out/spts_1gpu.json"
+  if [ "$gpus" -ge 2 ]; then
+    step spts-2gpu env GRMA_DEVICES=2 $spts --json "$out/spts_2gpu.json"
+  fi
 fi
 # The streaming matrix-vector product over the GASPI layer (papers/002 §7),
 # beside the kernel-boundary baseline, every product checked: one GPU, two
@@ -186,6 +190,6 @@ done
 [ -f "$out/hd-2gpu.log" ] && { echo; tail -n 50 "$out/hd-2gpu.log"; }
 [ -f "$out/hd-2nodes.log" ] && { echo; tail -n 30 "$out/hd-2nodes.log"; }
 [ -f "$out/model.log" ] && { echo; cat "$out/model.log"; }
-for j in jacobi2d-1gpu jacobi2d-2gpu jacobi2d-2nodes spts-1gpu mmv-1gpu mmv-2gpu mmv-2nodes; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
+for j in jacobi2d-1gpu jacobi2d-2gpu jacobi2d-2nodes spts-1gpu spts-2gpu mmv-1gpu mmv-2gpu mmv-2nodes; do [ -f "$out/$j.log" ] && { echo; cat "$out/$j.log"; }; done
 echo; cat "$out/summary.txt"
 exit $status

@@ -195,9 +195,8 @@ double run_host_helper(const csr& m, const std::vector<double>& b, int devices, 
     g.x = to_device(none);
     g.outbox = pinned<outbox_entry>(std::size_t(sending[std::size_t(d)]));
     // Two blocks an SM, all resident: a spinning warp never keeps a row from
-    // starting. More warps spin more than they solve: on one H200 with all
-    // that fit (8 blocks of 256 threads), the 2D Laplacian took 70 times as
-    // long; sleeping between polls (200 ns) gained nothing at 2 (decision 038).
+    // starting, and with more the spinning warps crowd out the solving ones
+    // (decision 038).
     int per_sm = 0, sms = 0;
     check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, solve_helped, threads, 0),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
