@@ -113,7 +113,10 @@ struct layout {
 layout plan(const spts::csr& m, const std::vector<double>& b, int pes) {
   const std::int64_t n = m.n, nonzeros = m.nonzeros();
   std::vector<std::int64_t> where(std::size_t(nonzeros), 0);
-  std::vector<std::vector<std::uint64_t>> sends(static_cast<std::size_t>(n));
+  // Per row, the PEs (and their inbox slots) that need its x, each with the
+  // place in `order` of its first row that reads it.
+  std::vector<std::vector<std::pair<std::int64_t, std::uint64_t>>> sends(
+      static_cast<std::size_t>(n));
   std::vector<std::int64_t> slot_of(std::size_t(n), -1);
   // The rows level by level; the k-th is PE k mod pes's, its row k / pes.
   std::vector<std::int64_t> order, place(static_cast<std::size_t>(n));
@@ -135,7 +138,8 @@ layout plan(const spts::csr& m, const std::vector<double>& b, int pes) {
         }
         if (slot_of[std::size_t(j)] < 0) {
           slot_of[std::size_t(j)] = std::int64_t(taken.size());
-          sends[std::size_t(j)].push_back(std::uint64_t(p) << 32 | std::uint64_t(taken.size()));
+          sends[std::size_t(j)].push_back(
+              {at, std::uint64_t(p) << 32 | std::uint64_t(taken.size())});
           taken.push_back(j);
         }
         where[std::size_t(k)] = -slot_of[std::size_t(j)] - 1;
@@ -147,7 +151,11 @@ layout plan(const spts::csr& m, const std::vector<double>& b, int pes) {
   std::vector<std::int64_t> send_start(std::size_t(n) + 1, 0);
   std::vector<std::uint64_t> to;
   for (std::int64_t i = 0; i < n; ++i) {
-    to.insert(to.end(), sends[std::size_t(i)].begin(), sends[std::size_t(i)].end());
+    // The PE whose row comes first is sent to first: on a chain that row is
+    // the next link, and each send before it would lengthen the chain.
+    auto& s = sends[std::size_t(i)];
+    std::sort(s.begin(), s.end());
+    for (const auto& [first_reader, slot] : s) to.push_back(slot);
     send_start[std::size_t(i) + 1] = std::int64_t(to.size());
   }
   layout l;

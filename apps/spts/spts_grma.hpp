@@ -13,11 +13,12 @@
 //
 // The host lays out in userdata, per PE, where each nonzero's x comes from
 // (the PE's own rows, or a slot of its inbox that the owner fills) and, per
-// row, the PEs and slots it goes to. One thread of each PE solves its rows
-// (the waits are made by one thread of a PE at a time), one after the
-// other; taken level by level, a row never waits behind a row of its PE
-// that is further along than itself (decision 031: in index order the
-// solve became serial).
+// row, the PEs and slots it goes to, the PE whose reading row comes first
+// in the order first (on a chain, the next link waits for no other send).
+// One thread of each PE solves its rows (the waits are made by one thread
+// of a PE at a time), one after the other; taken level by level, a row
+// never waits behind a row of its PE that is further along than itself
+// (decision 031: in index order the solve became serial).
 #pragma once
 
 #include <cstddef>
