@@ -87,6 +87,7 @@ enum class call : std::int32_t {
   test_all_vector,
   test_any_vector,
   test_some_vector,
+  host_source,
   // The GASPI layer's (grma/gaspi.hpp).
   gaspi_proc_init,
   gaspi_proc_term,
@@ -124,7 +125,7 @@ enum class call : std::int32_t {
 
 enum class errc : std::int32_t {
   none = 0,
-  rank_out_of_range,     // v0 rank, v1 communicator size, v2 communicator
+  rank_out_of_range,     // v0 rank, v1 communicator size, v2 communicator, v3 host sources after it
   range_outside_window,  // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
   negative_tag,          // v0 tag
   invalid_count,         // v0 count
@@ -185,6 +186,7 @@ enum class errc : std::int32_t {
   group_mismatch,        // v0 group, v1 the member whose members differ
   collective_pending,    // v0 group, v1 the call under way
   passive_message_size,  // v0 message bytes, v1 receive bytes, v2 sender
+  no_host_source,        // v0 process, v1 the job's host sources
   count_                 // keep last
 };
 

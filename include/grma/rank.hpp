@@ -79,6 +79,15 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   GRMA_INLINE int rank(comm c) const { return layout(c).rank; }
   GRMA_INLINE int size(comm c) const { return layout(c).size; }
+  // The source of notifications that the host threads of process `process`
+  // put into world windows (runtime::launch with host_access; job::
+  // host_source on that host): a number after every world rank, to match
+  // with as a rank's.
+  GRMA_INLINE int host_source(int process) const {
+    if (process < 0 || process >= view().host_sources)
+      fail(errc::no_host_source, call::host_source, process, view().host_sources);
+    return view().world_size + process;
+  }
   GRMA_INLINE int thread() const { return P::thread_index(); }
   GRMA_INLINE int threads() const { return P::thread_count(); }
   GRMA_INLINE void sync_threads() const { P::sync(); }
@@ -941,8 +950,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE detail::match_query check_query(window w, int source, int tag, int count,
                                               call where) {
     const access a = lookup(w, -1, where);
-    if (source != any_source && (source < 0 || std::uint32_t(source) >= a.comm_size))
-      fail(errc::rank_out_of_range, where, source, a.comm_size, a.comm);
+    // Hosts notify world windows only, as sources after the world's ranks.
+    const std::uint32_t hosts =
+        a.comm == std::uint32_t(world.id) ? std::uint32_t(view().host_sources) : 0;
+    if (source != any_source && (source < 0 || std::uint32_t(source) >= a.comm_size + hosts))
+      fail(errc::rank_out_of_range, where, source, a.comm_size, a.comm, hosts);
     if (tag != any_tag && tag < 0) fail(errc::negative_tag, where, tag);
     if (count < 1) fail(errc::invalid_count, where, count);
     if (std::uint32_t(count) > view().match_capacity)

@@ -69,12 +69,13 @@ class host_request {
 // of the target's process serves it (on the node through its own access to
 // the devices, from another node through the network). One process's host
 // operations to one target take effect in the order issued, and each
-// completes on its own. A host's notified put is matched with any_source;
-// its envelope's source is host_source() (a number after every world
-// rank). Operations are taken while this process's ranks run; bad
-// arguments throw grma::error at once, and an offset or signal beyond the
-// target's registered range (which only the target's engine knows) fails
-// that request alone with errc::request_refused, writing nothing of it.
+// completes on its own. A host's notified put has host_source() as its
+// source (a number after every world rank), which ranks name as
+// rank::host_source(process) or match with any_source. Operations are
+// taken while this process's ranks run; bad arguments throw grma::error
+// at once, and an offset or signal beyond the target's registered range
+// (which only the target's engine knows) fails that request alone with
+// errc::request_refused, writing nothing of it.
 // Host threads may call these concurrently, but not while one calls wait().
 class job {
  public:

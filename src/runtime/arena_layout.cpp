@@ -115,6 +115,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.completion = reinterpret_cast<remote_completion*>(control + l.completion);
   v.error_claim = &v.words->error_claim;
   v.world_size = p.world_size;
+  v.host_sources = p.host_sources;
   v.first_rank = p.first_rank;
   v.ranks = p.ranks;
   v.devices = p.devices;

@@ -27,6 +27,9 @@ struct arena_params {
   std::uint32_t match_capacity;
   std::uint32_t max_windows;
   std::uint32_t log_capacity;
+  // Processes whose host threads notify the ranks (launch_options::
+  // host_access), else 0: the sources after the world ranks.
+  int host_sources = 0;
 };
 
 struct arena_layout {

@@ -89,6 +89,8 @@ const char* call_name(call c) {
       return "test_any_vector";
     case call::test_some_vector:
       return "test_some_vector";
+    case call::host_source:
+      return "host_source";
     case call::team_query: return "team_rank/team_size/team_translate";
     case call::gaspi_proc_init:
       return "gaspi_proc_init";
@@ -176,6 +178,7 @@ std::string describe_values(const error_record& r) {
     case errc::rank_out_of_range:
       s << "rank " << v[0] << " is out of range: communicator " << comm_name(std::uint32_t(v[2]))
         << " has " << v[1] << " ranks";
+      if (v[3] > 0) s << ", and host sources " << v[1] << " to " << v[1] + v[3] - 1;
       break;
     case errc::range_outside_window:
       s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
@@ -411,6 +414,13 @@ std::string describe_values(const error_record& r) {
     case errc::passive_message_size:
       s << "the passive message of " << u(v[0]) << " bytes from rank " << v[2]
         << " does not fit the " << u(v[1]) << " bytes passive_receive was given";
+      break;
+    case errc::no_host_source:
+      s << "process " << v[0] << " has no host source: ";
+      if (v[1] == 0)
+        s << "the job was launched without launch_options::host_access";
+      else
+        s << "the job's host threads are those of processes 0 to " << v[1] - 1;
       break;
     case errc::count_: s << "unknown error"; break;
   }

@@ -155,9 +155,14 @@ struct computing_target {
     }
     // One notification with `tag` per host: its source a host's, its
     // immediate that host's (immediate_of); counted in rec.count[counter].
-    const auto per_host = [&](int tag, int what, int counter, auto&& found) {
+    // Waited for from any source, or (`by_host`) from each host by its
+    // source, the last process's first.
+    const auto per_host = [&](int tag, int what, int counter, bool by_host, auto&& found) {
       for (int h = 0; h < hosts; ++h) {
-        const grma::envelope e = r.wait_notification(w, grma::any_source, tag);
+        const int from = by_host ? r.host_source(hosts - 1 - h) : grma::any_source;
+        CONF_EXPECT(r, rec, !by_host || from == first_source + hosts - 1 - h, tag, from, h);
+        const grma::envelope e = r.wait_notification(w, from, tag);
+        CONF_EXPECT(r, rec, !by_host || e.source == from, tag, e.source, from);
         const int host = e.source - first_source;
         const bool known = host >= 0 && host < hosts;
         CONF_EXPECT(r, rec, known, tag, e.source, first_source);
@@ -168,11 +173,11 @@ struct computing_target {
       }
     };
     // A put_notify's data is there; a get_notify's bytes the host checks.
-    per_host(notify_tag, 3, 0, [&](int host) {
+    per_host(notify_tag, 3, 0, true, [&](int host) {
       CONF_CHECK_PATTERN(r, rec, base + host_slots::notified(host), notify_bytes,
                          mix(std::uint64_t(host) + 1, std::uint64_t(me), 3), 0, 200 + host);
     });
-    per_host(get_tag, 5, 3, [](int) {});
+    per_host(get_tag, 5, 3, false, [](int) {});
     grma::envelope stray{};
     const bool more = r.test_notification(w, grma::any_source, grma::any_tag, stray);
     CONF_EXPECT(r, rec, !more, 5, stray.source, stray.tag);

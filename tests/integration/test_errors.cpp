@@ -123,6 +123,16 @@ TEST(Errors, SourceOutOfRangeOnTest) {
   EXPECT_STREQ(e.what(), "grma: rank 0: test_notifications: rank 2 is out of range: communicator world has 2 ranks");
 }
 
+TEST(Errors, HostSourceWithoutHostAccess) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window, unsigned char*) {
+    if (r.rank(grma::world) == 1) (void)r.host_source(0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::no_host_source);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: host_source: process 0 has no host source: the job was "
+               "launched without launch_options::host_access");
+}
+
 TEST(Errors, CountBelowOne) {
   const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
     if (r.rank(grma::world) == 1) r.wait_notifications(w, grma::any_source, grma::any_tag, 0);

@@ -249,6 +249,69 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
   j.wait();
 }
 
+// A rank names a host as a source (rank::host_source; job::host_source on
+// that host): a wait for it takes the host's notification past an older
+// one from a rank with the same tag, which stays for a wait on that rank.
+// A source past the hosts', or a process without host threads, fails the
+// rank with the counts.
+TEST(Runtime, RanksMatchAHostAsASource) {
+  grma::runtime rt(test_settings(2));
+  grma::job j = rt.launch(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(2 * sizeof(std::uint64_t)));
+        range[0] = range[1] = 0;
+        grma::window w = r.window_create(grma::world, range, 2 * sizeof(std::uint64_t));
+        const int host = r.host_source(0);
+        GRMA_ASSERT(r, host == r.size(grma::world));
+        const std::uint64_t mine = 11;
+        if (r.rank(grma::world) == 1) r.put_notify(w, 0, 8, sizeof mine, &mine, 5, 7);
+        r.barrier(grma::world);  // rank 1's notification is in rank 0's queue
+        if (r.rank(grma::world) == 0) {
+          r.put_signal(w, 0, 0, 0, nullptr, 0, 1, grma::signal_op::set);  // "host, send"
+          const grma::envelope from_host = r.wait_notification(w, host, 5);
+          GRMA_ASSERT(r, from_host.source == host && from_host.immediate == 42);
+          const grma::envelope from_rank = r.wait_notification(w, 1, 5);
+          GRMA_ASSERT(r, from_rank.source == 1 && from_rank.immediate == 7);
+          grma::envelope stray{};
+          GRMA_ASSERT(r, !r.test_notification(w, grma::any_source, grma::any_tag, stray));
+        }
+        r.barrier(grma::world);
+        r.window_free(w);
+      },
+      {.host_access = true});
+  std::vector<grma::window> windows;
+  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  EXPECT_EQ(j.host_source(), 2);
+  for (std::uint64_t go = 0; go == 0;) j.atomic_fetch(windows[0], 0, 0, &go).wait();
+  const std::uint64_t none = 0;
+  j.put_notify(windows[0], 0, 0, &none, 0, 5, 42).wait();
+  j.wait();
+
+  const auto fails = [&](auto body, const char* what) {
+    try {
+      rt.launch(body, {.host_access = true}).wait();
+      ADD_FAILURE() << "not refused: " << what;
+    } catch (const grma::error& e) {
+      EXPECT_STREQ(e.what(), what);
+    }
+  };
+  fails(
+      [](grma::cpu_rank& r) {
+        if (r.rank(grma::world) == 1) (void)r.host_source(1);
+      },
+      "grma: rank 1: host_source: process 1 has no host source: the job's host threads are those "
+      "of processes 0 to 0");
+  fails(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(8));
+        grma::window w = r.window_create(grma::world, range, 8);
+        if (r.rank(grma::world) == 0) r.wait_notifications(w, 3, 0, 1);
+        r.window_free(w);
+      },
+      "grma: rank 0: wait_notifications: rank 3 is out of range: communicator world has 2 ranks, "
+      "and host sources 2 to 2");
+}
+
 // Each host operation completes on its own: notifications held behind a
 // target's full queue complete once it takes them, while a later get (and
 // the signal that lets the target take them) completes at once.

@@ -549,6 +549,10 @@ struct device_view {
   std::uint32_t* error_claim;     // the job's
 
   std::int32_t world_size;
+  // The processes whose host threads may notify world windows (launch_
+  // options::host_access; else 0): sources world_size to world_size +
+  // host_sources - 1 in their notifications.
+  std::int32_t host_sources;
   std::int32_t first_rank;  // world rank of this device's rank 0
   std::int32_t ranks;       // ranks on each device
   std::int32_t devices;     // in the job

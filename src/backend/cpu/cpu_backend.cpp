@@ -152,10 +152,21 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
                 "grma: a job has at most " + std::to_string(max_devices) + " devices; " +
                     std::to_string(processes) + " processes x " + std::to_string(per_process) +
                     " (GRMA_DEVICES) make " + std::to_string(devices));
+  const int host_sources = o.host_access ? parts : 0;  // each part's engine serves a host
   auto params_of = [&](int j) {
-    return arena_params{info.ranks_per_device, info.rank_count, j * info.ranks_per_device,
-                        devices, j, s.heap_size, s.symmetric_size, userdata_bytes, s.queue_capacity,
-                        s.match_capacity, s.max_windows, log_capacity};
+    return arena_params{info.ranks_per_device,
+                        info.rank_count,
+                        j * info.ranks_per_device,
+                        devices,
+                        j,
+                        s.heap_size,
+                        s.symmetric_size,
+                        userdata_bytes,
+                        s.queue_capacity,
+                        s.match_capacity,
+                        s.max_windows,
+                        log_capacity,
+                        host_sources};
   };
   const arena_layout layout = layout_arena(params_of(0));
 

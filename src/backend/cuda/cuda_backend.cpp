@@ -418,10 +418,12 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     plan = plan_cuda(s, o, kernel, nodes > 1);
   });
   const std::uint64_t userdata_bytes = agree_on_shape(group, s, plan.ranks, 1, o.userdata_size);
+  const int host_sources = o.host_access ? processes : 0;
   auto params_of = [&](int j) {
-    return arena_params{plan.ranks, plan.ranks * processes, j * plan.ranks, processes, j,
-                        s.heap_size, s.symmetric_size, userdata_bytes, s.queue_capacity, s.match_capacity,
-                        s.max_windows, log_capacity};
+    return arena_params{
+        plan.ranks,    plan.ranks * processes, j * plan.ranks, processes,        j,
+        s.heap_size,   s.symmetric_size,       userdata_bytes, s.queue_capacity, s.match_capacity,
+        s.max_windows, log_capacity,           host_sources};
   };
   const arena_layout layout = layout_arena(params_of(0));
   const unsigned long long tag = group.run_tag();
@@ -585,7 +587,8 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     cuda_check(cudaSetDevice(g.device), "cudaSetDevice");
     g.arena = std::make_unique<cuda_arena>(arena_params{
         plan.ranks, plan.ranks * devices, d * plan.ranks, devices, d, s.heap_size, s.symmetric_size,
-        o.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity});
+        o.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity,
+        o.host_access ? 1 : 0});  // the host of the one process
     g.stream = std::make_unique<stream_guard>();
     views.push_back(&g.arena->view());
     host_views.push_back(&g.arena->host_view());
