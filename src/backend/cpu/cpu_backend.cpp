@@ -152,7 +152,9 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
                 "grma: a job has at most " + std::to_string(max_devices) + " devices; " +
                     std::to_string(processes) + " processes x " + std::to_string(per_process) +
                     " (GRMA_DEVICES) make " + std::to_string(devices));
-  const int host_sources = o.host_access ? parts : 0;  // each part's engine serves a host
+  // A process's host threads are one source (a process that plays every
+  // node serves them from its first node's engine).
+  const int host_sources = o.host_access ? processes : 0;
   auto params_of = [&](int j) {
     return arena_params{info.ranks_per_device,
                         info.rank_count,
