@@ -961,9 +961,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // A source past the communicator's ranks is a host's, where the window is
   // a world window and the job has host access (hosts notify world windows
-  // only), else out of range. Out of line: the waits' own code stays as it
-  // was before hosts were sources (HD's halo exchange was 4 % slower with
-  // this check in line, its spills moved).
+  // only), else out of range. Out of line, off the path of every wait:
+  // code added to a wait in line moves the rank program's spills.
   GRMA_COLD void check_host_source(std::uint32_t comm, std::uint32_t comm_size, int source,
                                    call where) const {
     const std::uint32_t hosts =
