@@ -23,7 +23,8 @@
 // 8-byte notified puts in flight. Host access (--only host): a host
 // thread's 8-byte put, get and fetch_add round trips (issue, then wait),
 // its rate of 8-byte puts in flight and its 1 MiB put bandwidth, into rank
-// 0 (its own process) and into the next node's first rank, beside a host
+// 0 (its own process), the node's next device's first rank and the next
+// node's first rank, beside a host
 // thread handing a flag to another and back (CPU), an 8-byte cudaMemcpy to
 // the GPU (CUDA) and MPI between the two processes (measured after the
 // job: MPI's calls are the engine's while it runs). Once per job: a halo exchange of all
@@ -206,22 +207,27 @@ double per_call_us(int iterations, F&& f) {
 
 struct host_figures {
   int target;
+  bool other_node;
   double put_us, get_us, fetch_add_us, puts_per_s, put_gbs;
 };
 
-// A host thread's operations into rank 0 (this process) and, where the job
-// spans nodes, the next node's first rank (nodes hold equal runs of ranks).
+// A host thread's operations into rank 0 (this process), the node's next
+// device's first rank (this process's, or the next process's), and, where
+// the job spans nodes, the next node's first rank (nodes hold equal runs of
+// ranks).
 std::vector<host_figures> measure_host_operations(grma::job& running, grma::window w,
                                                   const options& o, const grma::rank_info& shape) {
   constexpr std::size_t wide = std::size_t(1) << 20;
   const int latency = o.quick ? 200 : 2000, rate = o.quick ? 2000 : 20000, wide_puts = o.quick ? 8 : 64;
   std::vector<int> targets{0};
-  if (shape.node_count >= 2) targets.push_back(shape.rank_count / shape.node_count);
+  const int per_node = shape.rank_count / shape.node_count;
+  if (shape.device_count >= 2) targets.push_back(shape.ranks_per_device);
+  if (shape.node_count >= 2) targets.push_back(per_node);
   std::vector<unsigned char> source(wide, 1);
   std::uint64_t word = 1, old = 0;
   std::vector<host_figures> measured;
   for (const int t : targets) {
-    host_figures f{t, 0, 0, 0, 0, 0};
+    host_figures f{t, t >= per_node, 0, 0, 0, 0, 0};
     f.put_us = per_call_us(latency, [&] { running.put(w, t, 0, &word, 8).wait(); });
     f.get_us = per_call_us(latency, [&] { running.get(w, t, 8, &old, 8).wait(); });
     f.fetch_add_us = per_call_us(latency, [&] { running.atomic_fetch_add(w, t, 16, 1, &old).wait(); });
@@ -251,12 +257,6 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   constexpr std::size_t wide = std::size_t(1) << 20;
   const bool lead = job.process_index == 0;
   const bool cuda = rt.backend() == grma::backend_kind::cuda;
-  const int devices_here = job.rank_responsible / job.ranks_per_device;
-  if (cuda && devices_here > 1) {
-    if (json) std::fprintf(json, "null");
-    return "\nhost access: not measured: it serves one GPU per process (this one drives " +
-           std::to_string(devices_here) + "; run one process per GPU under mpirun)\n";
-  }
   // As many ranks as fit beside the engine (on a GPU one fewer than `full`).
   const grma::launch_options host_job{.threads_per_rank = threads, .host_access = true};
   const grma::rank_info shape = rt.info(bench::host_target{wide}, host_job);  // before MPI is the engine's
@@ -315,7 +315,10 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   }
 #endif
   if (!lead) return "";
-  std::string report = "\nhost access: a host thread into rank 0 (this process) and the next node's first rank\n";
+  std::string report =
+      "\nhost access: a host thread into rank 0 (this process), the node's next device's first "
+      "rank and "
+      "the next node's first rank\n";
   char line[320];
   std::snprintf(line, sizeof line, "%8s %11s %11s %13s %14s %13s %16s\n", "target", "put [us]", "get [us]",
                 "fetch_add [us]", "puts per s", "1 MiB [GB/s]", "baseline");
@@ -323,7 +326,7 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   if (json) std::fprintf(json, "{\"targets\": [\n");
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const host_figures& f = measured[i];
-    const bool far = i > 0;
+    const bool far = f.other_node;
     std::snprintf(line, sizeof line, "%8d %11.2f %11.2f %13.2f %14.3g %13.2f %16s\n", f.target, f.put_us,
                   f.get_us, f.fetch_add_us, f.puts_per_s, f.put_gbs, far ? "MPI (below)" : local_floor);
     report += line;

@@ -201,8 +201,6 @@ struct issued {
 
 TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   grma::runtime rt(suite_settings());
-  if (rt.backend() == grma::backend_kind::cuda && rt.settings().devices != 1)
-    GTEST_SKIP() << "host access serves one GPU per process (GRMA_DEVICES=1)";
   job j(rt, GetParam());
   j.host_access = true;
   const int ranks = j.resolve(computing_target{});

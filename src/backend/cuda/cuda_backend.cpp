@@ -501,7 +501,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
                                        net->reaches_cuda_memory()
                                            ? std::span<const unsigned char>(own.heap, own.heap_size)
                                            : std::span<const unsigned char>(),
-                                       s.engine_proxy);
+                                       s.engine_proxy, false);
       network = std::make_unique<remote_engine>(job_nodes{processes, me, 1, node_of, o.host_access},
                                                 reachable, std::move(memory), std::move(net), port);
     });
@@ -561,9 +561,6 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   cuda_select_device();
   if (group.count() > 1) return run_cuda_processes(s, o, kernel, port);
   const int devices = cuda_job_devices(s);
-  if (o.host_access && devices > 1)
-    config_error("host access (launch_options::host_access) serves one GPU per process: run one "
-                 "process per GPU under mpirun, not GRMA_DEVICES=" + std::to_string(devices));
   int first = 0;
   cuda_check(cudaGetDevice(&first), "cudaGetDevice");
   const current_device_guard restore(first);
@@ -608,14 +605,16 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
         g.arena->host_view(), std::vector<const device_view*>(host_views.begin(), host_views.end()),
         s.timeout_seconds, stdout);
   }
-  // Host access: the engine serves the host's operations on this GPU (a
-  // job of one process: a loopback endpoint with no other end).
+  // Host access: the engine serves the host's operations on these GPUs (a
+  // job of one process: a loopback endpoint with no other end), from the
+  // first, whose proxy writes the others' memory through peer access.
   std::unique_ptr<remote_engine> network;
   if (o.host_access) {
-    cores_to_spare(2, "the network engine, the thread that waits for the kernel", 0, 1);
+    cores_to_spare(1 + devices, "the network engine, the threads that wait for the kernels", 0, 1);
     network = std::make_unique<remote_engine>(
-        job_nodes{1, 0, 1, {0}, true}, std::vector<const device_view*>{host_views[0]},
-        make_cuda_engine_memory(parts[0].device, {}, s.engine_proxy),
+        job_nodes{1, 0, devices, {0}, true},
+        std::vector<const device_view*>(host_views.begin(), host_views.end()),
+        make_cuda_engine_memory(parts[0].device, {}, s.engine_proxy, devices > 1),
         make_transport(transport_kind::loopback, make_loopback_hub(1), 0), port);
     network->start();
   }

@@ -57,9 +57,11 @@ __global__ void atomic_word(void* word, std::uint32_t width, remote_atomic op, s
 // An operation is one step, then optionally a second after a release fence:
 // a put's data and its notification (or signal) are one operation, so the
 // ranks see them one poll after the engine hands them over. Its writes are
-// to its own GPU (the engine serves its own device's ranks); what it reads,
-// and a claim's word, may also be the node's first GPU's (the window table,
-// the job's error claim).
+// to its own GPU, or, where its process drives several (host access under
+// GRMA_DEVICES), to theirs too, through peer access: then its fences are at
+// system scope, as the ranks' own between GPUs are (design.md, "Scope").
+// What it reads, and a claim's word, may also be the node's first GPU's
+// (the window table, the job's error claim).
 
 enum class device_op_kind : std::uint8_t {
   store = 1,  // first_bytes of first_data at `first` (none: only the second step)
@@ -177,8 +179,17 @@ __device__ void proxy_copy(unsigned char* to, const unsigned char* from, std::ui
   }
 }
 
+// Release: the writes before it are visible to the ranks that read what
+// follows, those of the proxy's GPU, or of every GPU it writes (`peers`).
+__device__ void proxy_fence(bool peers) {
+  if (peers)
+    fence_release<scope::system>();
+  else
+    fence_release<scope::device>();
+}
+
 // Applies the operation whose field `lane` is `mine`. Every lane takes part.
-__device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned lane) {
+__device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned lane, bool peers) {
   const std::uint32_t header = proxy_field(mine, 0);
   const auto then = device_op_then((header >> 8) & 0xffu);
   const std::uint32_t first_bytes = (header >> 16) & 0xffu, second_bytes = header >> 24;
@@ -216,7 +227,7 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
         // Release, as the second step's: the earlier operations' writes (a
         // put's data before its signal) are visible before the word's new
         // value. The barrier after each operation orders the other lanes'.
-        fence_release<scope::device>();
+        proxy_fence(peers);
         const std::uint64_t old =
             apply_atomic(first, first_bytes, remote_atomic(second_bytes), value, second);
         if (host != nullptr)
@@ -228,11 +239,11 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
   if (then == device_op_then::none) return;
   // Release: every lane's first step (a put's data), and every earlier
   // operation's writes, are visible before the second step's strong stores
-  // (the ranks that read them are on this GPU). The barrier orders the
-  // other lanes' writes before the storing lanes' fences, which are
-  // cumulative (as __syncthreads and one thread's fence are for a block).
+  // (to the ranks that read them: this GPU's, or the peers'). The barrier
+  // orders the other lanes' writes before the storing lanes' fences, which
+  // are cumulative (as __syncthreads and one thread's fence are for a block).
   __syncwarp();
-  fence_release<scope::device>();
+  proxy_fence(peers);
   const std::uint32_t next = __shfl_down_sync(full_warp, mine, 1);
   // System scope, as the ranks' own signal atomics and stores: ranks of the
   // node's other GPUs may add to or set the same word.
@@ -267,8 +278,9 @@ inline constexpr int proxy_batch = 4;
 
 // At most 64 registers a thread: the proxy must fit in the room one rank's
 // block leaves on a multiprocessor (plan_cuda reserves no more), or it
-// never starts and the engine waits for it (decision 026).
-__global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask) {
+// never starts and the engine waits for it (decision 026). `peers`: it
+// writes other GPUs' memory too (system-scope fences).
+__global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask, bool peers) {
   const unsigned lane = threadIdx.x;
   int reading = 1;  // slots a trip reads: proxy_batch after a trip that found work
   // The trip's slots, a field per lane: in shared memory, since registers
@@ -320,7 +332,7 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask)
         proxy_release(inbox, head + k + 1, lane);
         return;
       }
-      proxy_apply(kind, field, lane);
+      proxy_apply(kind, field, lane, peers);
       // The next operation's lanes see this one's writes (a store, then a
       // copy out of the same bytes): in order, as the engine pushed them.
       __syncwarp();
@@ -375,8 +387,9 @@ class pinned_pool {
 class cuda_engine_memory final : public engine_memory {
  public:
   // On the thread that launches the rank kernel, before the launch.
-  cuda_engine_memory(int device, std::span<const unsigned char> heap_reached, bool use_proxy)
-      : device_(device), heap_reached_(heap_reached) {
+  cuda_engine_memory(int device, std::span<const unsigned char> heap_reached, bool use_proxy,
+                     bool peers)
+      : device_(device), peers_(peers), heap_reached_(heap_reached) {
     // Loads the atomics' kernels now: loaded lazily at their first launch,
     // they would wait for the running rank kernel, which may wait for them.
     try {
@@ -782,7 +795,7 @@ class cuda_engine_memory final : public engine_memory {
   void push(const device_op& op) {
     if (!proxy_started_) {
       proxy_started_ = true;
-      proxy<<<1, 32, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1);
+      proxy<<<1, 32, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1, peers_);
       cuda_check(cudaGetLastError(), "launching the network engine's proxy");
     }
     if (pending_) wait("writing GPU memory");  // queued copies land first
@@ -858,6 +871,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   int device_;
+  bool peers_;                                   // it writes other GPUs' memory too
   std::span<const unsigned char> heap_reached_;  // empty: the network reaches no GPU memory
   cudaStream_t stream_ = nullptr;
   std::uint64_t* answer_ = nullptr;  // device memory: claim_word's and atomic_word's answer
@@ -895,8 +909,8 @@ class cuda_engine_memory final : public engine_memory {
 
 std::unique_ptr<engine_memory> make_cuda_engine_memory(int device,
                                                        std::span<const unsigned char> heap_reached,
-                                                       bool use_proxy) {
-  return std::make_unique<cuda_engine_memory>(device, heap_reached, use_proxy);
+                                                       bool use_proxy, bool peers) {
+  return std::make_unique<cuda_engine_memory>(device, heap_reached, use_proxy, peers);
 }
 
 }  // namespace grma::detail

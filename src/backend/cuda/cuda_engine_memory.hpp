@@ -14,12 +14,14 @@ namespace grma::detail {
 
 // For the process's GPU `device`. `heap_reached`: the GPU's heap where the
 // network reaches GPU memory (a CUDA-aware MPI; UCX with CUDA), which then
-// moves large chunks of it itself; empty otherwise.
+// moves large chunks of it itself; empty otherwise. `peers`: the process
+// drives other GPUs too, which the engine reaches from `device` through
+// peer access (host access under GRMA_DEVICES).
 // The proxy (`use_proxy`: settings::engine_proxy), or the atomics' kernels,
 // need room beside the rank kernel: jobs across nodes leave one rank's worth
 // (plan_cuda).
 std::unique_ptr<engine_memory> make_cuda_engine_memory(int device,
                                                        std::span<const unsigned char> heap_reached,
-                                                       bool use_proxy);
+                                                       bool use_proxy, bool peers);
 
 }  // namespace grma::detail
