@@ -1,6 +1,7 @@
 // Host access (papers/003): host threads of every process put into, get
 // from, signal, notify and update every rank's window while the ranks
-// compute, taking no part; the data is checked byte for byte on both sides,
+// compute, taking no part (a put over a word just signalled lands last);
+// the data is checked byte for byte on both sides,
 // every notification counted once, every atomic's old value accounted for.
 // On every path: the host's own process, another process of the node and
 // another node.
@@ -27,6 +28,7 @@ constexpr std::size_t notify_bytes = 24;
 constexpr std::size_t get_bytes = 1000;
 constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
+constexpr int overwrites = 4;  // words per host and rank signalled, then put over
 constexpr int notify_tag = 7;
 constexpr int get_tag = 8;     // a host's get_notify
 constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
@@ -34,11 +36,13 @@ constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
 // 4-byte add drops and an 8-byte one would not.
 constexpr std::uint32_t narrow_start = 0xfffffffeu;
 
-// A rank's window: for each host its small, large and notified put; the
-// bytes hosts get; the words atomics and the signal change (`narrow`: a
-// 4-byte word swapped, a 4-byte counter, a float swapped).
+// A rank's window: for each host its small, large and notified put and the
+// words it overwrites; the bytes hosts get; the words atomics and the signal
+// change (`narrow`: a 4-byte word swapped, a 4-byte counter, a float
+// swapped).
 struct host_slots {
-  static constexpr std::size_t per_host = round64(small_bytes + large_bytes + notify_bytes);
+  static constexpr std::size_t puts = (small_bytes + large_bytes + notify_bytes + 7) / 8 * 8;
+  static constexpr std::size_t per_host = round64(puts + overwrites * sizeof(std::uint64_t));
   static constexpr std::size_t first_put = 0;
   static constexpr std::size_t gets = first_put + most_hosts * per_host;
   static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
@@ -55,6 +59,9 @@ struct host_slots {
   }
   GRMA_HOST_DEVICE static constexpr std::size_t notified(int host) {
     return large(host) + large_bytes;
+  }
+  GRMA_HOST_DEVICE static constexpr std::size_t overwritten(int host, int k) {
+    return small(host) + puts + std::size_t(k) * sizeof(std::uint64_t);
   }
 };
 
@@ -152,6 +159,10 @@ struct computing_target {
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 1), 0, h);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::large(h), large_bytes,
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 2), 0, 100 + h);
+      for (int k = 0; k < overwrites; ++k)
+        CONF_CHECK_PATTERN(r, rec, base + host_slots::overwritten(h, k), sizeof(std::uint64_t),
+                           mix(std::uint64_t(h) + 1, std::uint64_t(me), 6 + k), 0,
+                           300 + 10 * h + k);
     }
     // One notification with `tag` per host: its source a host's, its
     // immediate that host's (immediate_of); counted in rec.count[counter].
@@ -275,6 +286,18 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
         requests.push_back(running.put_notify(w, target, host_slots::notified(me),
                                               pattern(notify_bytes, 3), notify_bytes, notify_tag,
                                               immediate_of(me, target, 3)));
+        // A signal set, then a put over the signal word, on several words
+        // back to back: each put lands last (a host's operations to a
+        // target take effect in order), however the target's engine batches
+        // them.
+        for (int k = 0; k < overwrites; ++k) {
+          requests.push_back(running.put_signal(w, target, 0, nullptr, 0,
+                                                host_slots::overwritten(me, k), k + 1,
+                                                grma::signal_op::set));
+          requests.push_back(running.put(w, target, host_slots::overwritten(me, k),
+                                         pattern(sizeof(std::uint64_t), 6 + k),
+                                         sizeof(std::uint64_t)));
+        }
         for (int a = 0; a < adds; ++a)
           requests.push_back(
               running.atomic_fetch_add(w, target, host_slots::counter, 1, &mine.olds[a]));

@@ -1,6 +1,7 @@
 // Signals, portable: put_signal writes data, then sets or adds to a 64-bit
-// word at the target; wait_signal sees the data once it sees the word; and
-// read() polls a word another rank sets.
+// word at the target; wait_signal sees the data once it sees the word; puts
+// and signals on one word land in the order a rank issued them; and read()
+// polls a word another rank sets.
 #include <cstddef>
 #include <cstdint>
 
@@ -286,6 +287,69 @@ TEST_P(Signals, SignalsLeaveNoNotifications) {
   job j(rt, GetParam());
   j.resolve(signals_apart{});
   if (j.run(signals_apart{j.prepare(0, 16)})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 1u; }, "ranks done");
+  }
+}
+
+// ---- a signal word written again --------------------------------------------------------
+
+// A rank's puts and signals on one word of a target, ordered by fence, land
+// in that order: a put after a put_signal overwrites the signal word, and a
+// put_signal after a put overwrites the put. Each rank does so, back to
+// back and non-blocking, on `count` words of the next rank (across nodes,
+// where fence needs nothing more, the target's engine applies them, many
+// in one batch); every word's last value is checked after a quiet and a
+// barrier.
+struct signal_then_put {
+  static constexpr int count = 48;
+  GRMA_HOST_DEVICE static std::uint64_t put_value(int from, int i) {
+    return mix(std::uint64_t(from), std::uint64_t(i), 5);
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world);
+    auto* words = static_cast<std::uint64_t*>(r.calloc_symmetric(count, sizeof(std::uint64_t)));
+    auto* values = static_cast<std::uint64_t*>(r.alloc_symmetric(count * sizeof(std::uint64_t)));
+    for (int i = int(r.thread()); i < count; i += int(r.threads())) values[i] = put_value(me, i);
+    r.sync_threads();
+    r.barrier(grma::world);
+    const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
+    for (int i = 0; i < count; ++i) {
+      // i % 3: a set, then the put; an add, then the put; the put, then a set.
+      if (i % 3 != 2) {
+        r.put_signal_nbi(words, values, 0, &words[i], 1,
+                         i % 3 == 0 ? grma::signal_op::set : grma::signal_op::add, next);
+        r.fence();
+      }
+      r.put_nbi(&words[i], &values[i], sizeof(std::uint64_t), next);
+      if (i % 3 == 2) {
+        r.fence();
+        r.put_signal_nbi(words, values, 0, &words[i], 3, grma::signal_op::set, next);
+      }
+    }
+    r.quiet();
+    r.barrier(grma::world);
+    for (int i = 0; i < count; ++i) {
+      const std::uint64_t got = r.read(&words[i]), want = i % 3 == 2 ? 3 : put_value(previous, i);
+      CONF_EXPECT(r, rec, got == want, i, got, want);
+    }
+    tally(r, rec, 0);
+    r.barrier(grma::world);
+    r.free_symmetric(values);
+    r.free_symmetric(words);
+  }
+};
+
+TEST_P(Signals, PutsAndSignalsOnOneWordLandInOrder) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(signal_then_put{});
+  j.prepare();
+  if (j.run(signal_then_put{})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "ranks done");

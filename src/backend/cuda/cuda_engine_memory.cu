@@ -1,7 +1,6 @@
-#include "cuda_engine_memory.hpp"
-
 #include <cuda_runtime.h>
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -9,12 +8,14 @@
 #include <map>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "cuda_arena.hpp"
-#include "grma/error.hpp"
+#include "cuda_engine_memory.hpp"
 #include "grma/detail/atomic.hpp"
 #include "grma/detail/ring.hpp"
+#include "grma/error.hpp"
 
 namespace grma::detail {
 namespace {
@@ -73,6 +74,11 @@ enum class device_op_kind : std::uint8_t {
   stop,
 };
 enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
+// Beside `then`: the operation's first step writes bytes that the second
+// step of one of the proxy_batch - 1 operations before it writes too, so it
+// does not join their run (proxy): it lands after their second steps, as
+// the engine's writes land in call order. The engine sets it (push).
+inline constexpr std::uint8_t device_op_after_seconds = 0x80;
 
 inline constexpr std::uint32_t device_op_inline = 56;  // a store's most: a command's inline bytes
 inline constexpr std::uint32_t device_op_second = 32;  // a second store's most: a notification
@@ -93,7 +99,7 @@ struct device_op {
 };
 static_assert(sizeof(device_op) == 128 && offsetof(device_op, first_data) == 40 &&
                   offsetof(device_op, second_data) == 96,
-              "the proxy reads an operation as 32 four-byte fields (proxy_field)");
+              "the proxy reads an operation as 32 four-byte fields, a lane each");
 using device_op_ring = ring<device_op>;
 inline constexpr std::uint32_t proxy_capacity = 1024;
 
@@ -117,8 +123,10 @@ inline constexpr unsigned full_warp = 0xffffffffu;
 // Field `index` of the operation, from the lane that holds it.
 __device__ std::uint32_t proxy_field(std::uint32_t mine, int index) { return __shfl_sync(full_warp, mine, index); }
 
-__device__ std::uint64_t proxy_field64(std::uint32_t mine, int index) {
-  return std::uint64_t(proxy_field(mine, index)) | std::uint64_t(proxy_field(mine, index + 1)) << 32;
+// Fields `index` and `index + 1` of an operation in shared memory, as one
+// 64-bit value (an address, a value).
+__device__ std::uint64_t op_field64(const std::uint32_t* op, int index) {
+  return std::uint64_t(op[index]) | std::uint64_t(op[index + 1]) << 32;
 }
 
 // Up to sixteen bytes from global memory (device or mapped host), not
@@ -188,16 +196,23 @@ __device__ void proxy_fence(bool peers) {
     fence_release<scope::device>();
 }
 
-// Applies the operation whose field `lane` is `mine`. Every lane takes part.
-__device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned lane, bool peers) {
-  const std::uint32_t header = proxy_field(mine, 0);
-  const auto then = device_op_then((header >> 8) & 0xffu);
+__device__ device_op_kind proxy_kind(std::uint32_t header) {
+  return device_op_kind(header & 0xffu);
+}
+__device__ device_op_then proxy_then(std::uint32_t header) {
+  return device_op_then((header >> 8) & 0xffu & ~std::uint32_t{device_op_after_seconds});
+}
+
+// The first step of operation `op` (its 32 fields in shared memory, where
+// every lane reads them: a broadcast, not a shuffle per field). Every lane
+// takes part.
+__device__ void proxy_first(const std::uint32_t* op, unsigned lane, bool peers) {
+  const std::uint32_t header = op[0];
+  const device_op_kind kind = proxy_kind(header);
   const std::uint32_t first_bytes = (header >> 16) & 0xffu, second_bytes = header >> 24;
-  const std::uint32_t length = proxy_field(mine, 1);
-  auto* first = reinterpret_cast<unsigned char*>(proxy_field64(mine, 2));
-  auto* host = reinterpret_cast<unsigned char*>(proxy_field64(mine, 4));
-  const std::uint64_t second = proxy_field64(mine, 6);
-  const std::uint64_t value = proxy_field64(mine, 8);
+  const std::uint32_t length = op[1];
+  auto* first = reinterpret_cast<unsigned char*>(op_field64(op, 2));
+  auto* host = reinterpret_cast<unsigned char*>(op_field64(op, 4));
   constexpr unsigned first_lane = offsetof(device_op, first_data) / 4;
   constexpr unsigned second_lane = offsetof(device_op, second_data) / 4;
   switch (kind) {
@@ -207,9 +222,10 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
         const std::uint32_t at = (lane - first_lane) * 4;
         if (at < first_bytes) {
           if (at + 4 <= first_bytes && reinterpret_cast<std::uintptr_t>(first + at) % 4 == 0) {
-            *reinterpret_cast<std::uint32_t*>(first + at) = mine;
+            *reinterpret_cast<std::uint32_t*>(first + at) = op[lane];
           } else {
-            for (std::uint32_t i = 0; at + i < first_bytes && i < 4; ++i) first[at + i] = (unsigned char)(mine >> (8 * i));
+            for (std::uint32_t i = 0; at + i < first_bytes && i < 4; ++i)
+              first[at + i] = (unsigned char)(op[lane] >> (8 * i));
           }
         }
       }
@@ -224,38 +240,89 @@ __device__ void proxy_apply(device_op_kind kind, std::uint32_t mine, unsigned la
       break;
     case device_op_kind::atomic:
       if (lane == 0) {
-        // Release, as the second step's: the earlier operations' writes (a
-        // put's data before its signal) are visible before the word's new
-        // value. The barrier after each operation orders the other lanes'.
+        // Release, as before a second step: the earlier operations' writes
+        // (a put's data before its signal) are visible before the word's
+        // new value. The barrier after each operation orders the other lanes'.
         proxy_fence(peers);
-        const std::uint64_t old =
-            apply_atomic(first, first_bytes, remote_atomic(second_bytes), value, second);
+        const std::uint64_t old = apply_atomic(first, first_bytes, remote_atomic(second_bytes),
+                                               op_field64(op, 8), op_field64(op, 6));
         if (host != nullptr)
           store_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(host), old);
       }
       break;
     case device_op_kind::stop: break;
   }
-  if (then == device_op_then::none) return;
-  // Release: every lane's first step (a put's data), and every earlier
-  // operation's writes, are visible before the second step's strong stores
-  // (to the ranks that read them: this GPU's, or the peers'). The barrier
-  // orders the other lanes' writes before the storing lanes' fences, which
-  // are cumulative (as __syncthreads and one thread's fence are for a block).
-  __syncwarp();
-  proxy_fence(peers);
-  const std::uint32_t next = __shfl_down_sync(full_warp, mine, 1);
+}
+
+// The second step (a notification's words, a signal's set or add) of
+// operation `op` (in shared memory), after a release fence that followed
+// its first step. Every lane takes part.
+__device__ void proxy_second(const std::uint32_t* op, unsigned lane) {
+  const std::uint32_t header = op[0];
+  const device_op_then then = proxy_then(header);
+  const std::uint32_t second_bytes = header >> 24;
+  auto* second = reinterpret_cast<std::uint64_t*>(op_field64(op, 6));
+  constexpr unsigned second_lane = offsetof(device_op, second_data) / 4;
   // System scope, as the ranks' own signal atomics and stores: ranks of the
   // node's other GPUs may add to or set the same word.
   if (then == device_op_then::add) {
-    if (lane == 0) fetch_add_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(second), value);
+    if (lane == 0) fetch_add_relaxed<scope::system>(*second, op_field64(op, 8));
     return;
   }
-  // Whole words (lanes 24, 26, 28, 30 with the lane above): a notification's
-  // words are each checked by their sequence number, so none may land halfway.
-  if (lane >= second_lane && (lane - second_lane) % 2 == 0 && (lane - second_lane) * 4 < second_bytes) {
-    auto* word = reinterpret_cast<std::uint64_t*>(second) + (lane - second_lane) / 2;
-    store_relaxed<scope::system>(*word, std::uint64_t(mine) | std::uint64_t(next) << 32);
+  // Whole words (lanes 24, 26, 28, 30, each with the field above its own):
+  // a notification's words are each checked by their sequence number, so
+  // none may land halfway.
+  if (then == device_op_then::store && lane >= second_lane && (lane - second_lane) % 2 == 0 &&
+      (lane - second_lane) * 4 < second_bytes)
+    store_relaxed<scope::system>(second[(lane - second_lane) / 2], op_field64(op, int(lane)));
+}
+
+// A store's or copy in's first step may share the release fence before
+// the second steps with those of the operations around it.
+__device__ bool proxy_runs(std::uint32_t header) {
+  const device_op_kind kind = proxy_kind(header);
+  return kind == device_op_kind::store || kind == device_op_kind::copy_in;
+}
+
+// Applies operations `from` to `to` (exclusive) of the trip, a field of
+// each per lane in `fields`; every lane takes part. A run of stores and
+// copies in (a put's data and its notification or signal, one after
+// another) writes every first step, then, after one release fence, every
+// second step in order: each second step still follows its own first step
+// and all earlier ones, with one fence a run instead of one an operation
+// (decision 041). A first step that writes where an earlier second step of
+// the run writes (device_op_after_seconds) starts a new run. Other
+// operations go alone, in order.
+__device__ void proxy_apply(const std::uint32_t (*fields)[32], int from, int to, unsigned lane,
+                            bool peers) {
+  for (int k = from; k < to;) {
+    int end = k + 1;
+    if (proxy_runs(fields[k][0]))
+      while (end < to && proxy_runs(fields[end][0]) &&
+             (fields[end][0] >> 8 & device_op_after_seconds) == 0)
+        ++end;
+    bool seconds = false;
+    for (int m = k; m < end; ++m) {
+      proxy_first(fields[m], lane, peers);
+      seconds |= proxy_then(fields[m][0]) != device_op_then::none;
+      // The next step's lanes see this one's writes (a store, then a copy
+      // out of the same bytes): in order, as the engine pushed them.
+      __syncwarp();
+    }
+    if (seconds) {
+      // Release: every lane's first steps (a put's data), and every earlier
+      // operation's writes, are visible before the second steps' strong
+      // stores (to the ranks that read them: this GPU's, or the peers').
+      // The barrier before it orders the other lanes' writes before the
+      // storing lanes' fences, which are cumulative (as __syncthreads and
+      // one thread's fence are for a block).
+      proxy_fence(peers);
+      for (int m = k; m < end; ++m) {
+        proxy_second(fields[m], lane);
+        __syncwarp();
+      }
+    }
+    k = end;
   }
 }
 
@@ -270,11 +337,11 @@ __device__ void proxy_release(device_op_ring* inbox, std::uint64_t head, unsigne
 }
 
 // Slots read in one trip while operations keep coming: the loads overlap,
-// so a busy proxy serves up to this many a trip over PCIe (decision 026);
-// an idle one reads only the next slot, since
-// its polls are PCIe traffic the copy engines share. Four keep the proxy
-// within 64 registers (below).
-inline constexpr int proxy_batch = 4;
+// so a busy proxy serves up to this many a trip over PCIe (decisions 026,
+// 041); an idle one reads only the next slot, since its polls are PCIe
+// traffic the copy engines share. Eight keep the proxy within 64 registers
+// (below); sixteen spilled, and were slower.
+inline constexpr int proxy_batch = 8;
 
 // At most 64 registers a thread: the proxy must fit in the room one rank's
 // block leaves on a multiprocessor (plan_cuda reserves no more), or it
@@ -325,17 +392,13 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask,
       cuda::atomic_thread_fence(cuda::std::memory_order_acquire, cuda::thread_scope_system);
     // Lane 0's acquire orders the other lanes' reads of the scratch after it too.
     __syncwarp();
-    for (int k = 0; k < ready; ++k) {
-      const std::uint32_t field = fields[k][lane];  // this lane's own: no barrier
-      const auto kind = device_op_kind(proxy_field(field, 0) & 0xffu);
-      if (kind == device_op_kind::stop) {
-        proxy_release(inbox, head + k + 1, lane);
-        return;
-      }
-      proxy_apply(kind, field, lane, peers);
-      // The next operation's lanes see this one's writes (a store, then a
-      // copy out of the same bytes): in order, as the engine pushed them.
-      __syncwarp();
+    // The barrier above also makes every lane's fields visible to the others.
+    int stop = 0;
+    while (stop < ready && proxy_kind(fields[stop][0]) != device_op_kind::stop) ++stop;
+    proxy_apply(fields, 0, stop, lane, peers);
+    if (stop < ready) {
+      proxy_release(inbox, head + std::uint64_t(stop) + 1, lane);
+      return;
     }
     // After the trip's operations: the engine waits for reads and claims,
     // and acknowledges writes once they are in place; the release costs the
@@ -792,7 +855,8 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   // The engine is the ring's only producer: tickets are its own count.
-  void push(const device_op& op) {
+  void push(device_op op) {
+    mark_after_seconds(op);
     if (!proxy_started_) {
       proxy_started_ = true;
       proxy<<<1, 32, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1, peers_);
@@ -803,6 +867,26 @@ class cuda_engine_memory final : public engine_memory {
     for (std::uint32_t spins = 0; !ring_has_credit<scope::system>(*inbox_, proxy_capacity, ticket, known_consumed_);)
       check_proxy(++spins);
     ring_publish<scope::system>(*inbox_, proxy_capacity, ticket, op);
+  }
+
+  // Flags a store or copy in that writes bytes a recent operation's second
+  // step writes (device_op_after_seconds), and remembers `op`'s second step.
+  void mark_after_seconds(device_op& op) {
+    const device_op_then then = op.then;
+    const std::uint64_t bytes = op.kind == device_op_kind::store     ? op.first_bytes
+                                : op.kind == device_op_kind::copy_in ? op.length
+                                                                     : 0;
+    for (const auto& [begin, end] : recent_seconds_)
+      if (bytes != 0 && op.first < end && begin < op.first + bytes) {
+        op.then = device_op_then(std::uint8_t(then) | device_op_after_seconds);
+        break;
+      }
+    if (recent_seconds_.empty()) return;
+    const std::uint64_t second_bytes = then == device_op_then::add     ? 8
+                                       : then == device_op_then::store ? op.second_bytes
+                                                                       : 0;
+    recent_seconds_[next_recent_] = {op.second, op.second + second_bytes};
+    next_recent_ = (next_recent_ + 1) % recent_seconds_.size();
   }
 
   // Pushes `op` after what is staged and waits until the proxy has applied
@@ -901,6 +985,10 @@ class cuda_engine_memory final : public engine_memory {
   device_op staged_{};
   bool has_staged_ = false;
   std::uint64_t pushed_ = 0, known_consumed_ = 0;
+  // The second steps' bytes [begin, end) of the last operations pushed, as
+  // many as may share a trip with the next (mark_after_seconds).
+  std::array<std::pair<std::uint64_t, std::uint64_t>, proxy_batch - 1> recent_seconds_{};
+  std::size_t next_recent_ = 0;
   std::uint32_t landed_polls_ = 0;
   bool proxy_started_ = false, proxy_stopped_ = false;
 };
