@@ -1,6 +1,5 @@
 // The CUDA engine memory on a GPU (label gpu): the engine's writes land in
-// call order, also where its proxy applies several in one trip and shares
-// one release fence among their second steps.
+// call order, also where its proxy applies several in one trip.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -22,10 +21,11 @@ std::uint64_t value_of(int k) {
 }
 
 // A signal set on a word, then a write over it, on several words back to
-// back: each write lands last. With the proxy they share trips (its first
+// back: each write lands last. With the proxy they share a trip (its first
 // trip reads one slot; the operations pushed meanwhile come in the next),
-// and a write over a word a signal of the same trip sets must follow that
-// signal, not join the writes before the trip's one fence.
+// where each write is the first step of the operation after the signal's.
+// (A proxy that wrote a trip's first steps before one fence for all its
+// second steps failed here: seven of the eight words kept the signal.)
 TEST_P(CudaEngineMemory, AWriteOverAWordJustSignalledLandsLast) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) GTEST_SKIP() << "no GPU";

@@ -1,6 +1,7 @@
+#include "cuda_engine_memory.hpp"
+
 #include <cuda_runtime.h>
 
-#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstring>
@@ -8,14 +9,12 @@
 #include <map>
 #include <mutex>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include "cuda_arena.hpp"
-#include "cuda_engine_memory.hpp"
+#include "grma/error.hpp"
 #include "grma/detail/atomic.hpp"
 #include "grma/detail/ring.hpp"
-#include "grma/error.hpp"
 
 namespace grma::detail {
 namespace {
@@ -74,11 +73,6 @@ enum class device_op_kind : std::uint8_t {
   stop,
 };
 enum class device_op_then : std::uint8_t { none, store, add };  // second_data / `value` at `second`
-// Beside `then`: the operation's first step writes bytes that the second
-// step of one of the proxy_batch - 1 operations before it writes too, so it
-// does not join their run (proxy): it lands after their second steps, as
-// the engine's writes land in call order. The engine sets it (push).
-inline constexpr std::uint8_t device_op_after_seconds = 0x80;
 
 inline constexpr std::uint32_t device_op_inline = 56;  // a store's most: a command's inline bytes
 inline constexpr std::uint32_t device_op_second = 32;  // a second store's most: a notification
@@ -88,7 +82,7 @@ struct device_op {
   device_op_kind kind;
   device_op_then then;
   std::uint8_t first_bytes;
-  std::uint8_t second_bytes;  // whole 8-byte words at an aligned `second`
+  std::uint8_t second_bytes;  // whole 8-byte words at an aligned `second`, or one 4-byte word
   std::uint32_t length;
   std::uint64_t first;
   std::uint64_t host;    // 16-byte aligned
@@ -199,9 +193,6 @@ __device__ void proxy_fence(bool peers) {
 __device__ device_op_kind proxy_kind(std::uint32_t header) {
   return device_op_kind(header & 0xffu);
 }
-__device__ device_op_then proxy_then(std::uint32_t header) {
-  return device_op_then((header >> 8) & 0xffu & ~std::uint32_t{device_op_after_seconds});
-}
 
 // The first step of operation `op` (its 32 fields in shared memory, where
 // every lane reads them: a broadcast, not a shuffle per field). Every lane
@@ -254,76 +245,44 @@ __device__ void proxy_first(const std::uint32_t* op, unsigned lane, bool peers) 
   }
 }
 
-// The second step (a notification's words, a signal's set or add) of
-// operation `op` (in shared memory), after a release fence that followed
-// its first step. Every lane takes part.
-__device__ void proxy_second(const std::uint32_t* op, unsigned lane) {
+// Applies operation `op` (its 32 fields in shared memory). Every lane takes
+// part.
+__device__ void proxy_apply(const std::uint32_t* op, unsigned lane, bool peers) {
+  proxy_first(op, lane, peers);
   const std::uint32_t header = op[0];
-  const device_op_then then = proxy_then(header);
+  const auto then = device_op_then((header >> 8) & 0xffu);
+  if (then == device_op_then::none) return;
+  // Release: every lane's first step (a put's data), and every earlier
+  // operation's writes, are visible before the second step's strong stores
+  // (to the ranks that read them: this GPU's, or the peers'). The barrier
+  // orders the other lanes' writes before the storing lanes' fences, which
+  // are cumulative (as __syncthreads and one thread's fence are for a block).
+  __syncwarp();
+  proxy_fence(peers);
+  auto* second = reinterpret_cast<unsigned char*>(op_field64(op, 6));
   const std::uint32_t second_bytes = header >> 24;
-  auto* second = reinterpret_cast<std::uint64_t*>(op_field64(op, 6));
   constexpr unsigned second_lane = offsetof(device_op, second_data) / 4;
   // System scope, as the ranks' own signal atomics and stores: ranks of the
   // node's other GPUs may add to or set the same word.
   if (then == device_op_then::add) {
-    if (lane == 0) fetch_add_relaxed<scope::system>(*second, op_field64(op, 8));
+    if (lane == 0)
+      fetch_add_relaxed<scope::system>(*reinterpret_cast<std::uint64_t*>(second),
+                                       op_field64(op, 8));
+    return;
+  }
+  // A 4-byte word ranks may poll (a p of 4 bytes): one store.
+  if (second_bytes == 4) {
+    if (lane == second_lane)
+      store_relaxed<scope::system>(*reinterpret_cast<std::uint32_t*>(second), op[lane]);
     return;
   }
   // Whole words (lanes 24, 26, 28, 30, each with the field above its own):
   // a notification's words are each checked by their sequence number, so
   // none may land halfway.
-  if (then == device_op_then::store && lane >= second_lane && (lane - second_lane) % 2 == 0 &&
+  if (lane >= second_lane && (lane - second_lane) % 2 == 0 &&
       (lane - second_lane) * 4 < second_bytes)
-    store_relaxed<scope::system>(second[(lane - second_lane) / 2], op_field64(op, int(lane)));
-}
-
-// A store's or copy in's first step may share the release fence before
-// the second steps with those of the operations around it.
-__device__ bool proxy_runs(std::uint32_t header) {
-  const device_op_kind kind = proxy_kind(header);
-  return kind == device_op_kind::store || kind == device_op_kind::copy_in;
-}
-
-// Applies operations `from` to `to` (exclusive) of the trip, a field of
-// each per lane in `fields`; every lane takes part. A run of stores and
-// copies in (a put's data and its notification or signal, one after
-// another) writes every first step, then, after one release fence, every
-// second step in order: each second step still follows its own first step
-// and all earlier ones, with one fence a run instead of one an operation
-// (decision 041). A first step that writes where an earlier second step of
-// the run writes (device_op_after_seconds) starts a new run. Other
-// operations go alone, in order.
-__device__ void proxy_apply(const std::uint32_t (*fields)[32], int from, int to, unsigned lane,
-                            bool peers) {
-  for (int k = from; k < to;) {
-    int end = k + 1;
-    if (proxy_runs(fields[k][0]))
-      while (end < to && proxy_runs(fields[end][0]) &&
-             (fields[end][0] >> 8 & device_op_after_seconds) == 0)
-        ++end;
-    bool seconds = false;
-    for (int m = k; m < end; ++m) {
-      proxy_first(fields[m], lane, peers);
-      seconds |= proxy_then(fields[m][0]) != device_op_then::none;
-      // The next step's lanes see this one's writes (a store, then a copy
-      // out of the same bytes): in order, as the engine pushed them.
-      __syncwarp();
-    }
-    if (seconds) {
-      // Release: every lane's first steps (a put's data), and every earlier
-      // operation's writes, are visible before the second steps' strong
-      // stores (to the ranks that read them: this GPU's, or the peers').
-      // The barrier before it orders the other lanes' writes before the
-      // storing lanes' fences, which are cumulative (as __syncthreads and
-      // one thread's fence are for a block).
-      proxy_fence(peers);
-      for (int m = k; m < end; ++m) {
-        proxy_second(fields[m], lane);
-        __syncwarp();
-      }
-    }
-    k = end;
-  }
+    store_relaxed<scope::system>(reinterpret_cast<std::uint64_t*>(second)[(lane - second_lane) / 2],
+                                 op_field64(op, int(lane)));
 }
 
 // Release: the proxy's writes (a copy out's data, a claim's answer) are
@@ -393,12 +352,15 @@ __global__ void __maxnreg__(64) proxy(device_op_ring* inbox, std::uint32_t mask,
     // Lane 0's acquire orders the other lanes' reads of the scratch after it too.
     __syncwarp();
     // The barrier above also makes every lane's fields visible to the others.
-    int stop = 0;
-    while (stop < ready && proxy_kind(fields[stop][0]) != device_op_kind::stop) ++stop;
-    proxy_apply(fields, 0, stop, lane, peers);
-    if (stop < ready) {
-      proxy_release(inbox, head + std::uint64_t(stop) + 1, lane);
-      return;
+    for (int k = 0; k < ready; ++k) {
+      if (proxy_kind(fields[k][0]) == device_op_kind::stop) {
+        proxy_release(inbox, head + k + 1, lane);
+        return;
+      }
+      proxy_apply(fields[k], lane, peers);
+      // The next operation's lanes see this one's writes (a store, then a
+      // copy out of the same bytes): in order, as the engine pushed them.
+      __syncwarp();
     }
     // After the trip's operations: the engine waits for reads and claims,
     // and acknowledges writes once they are in place; the release costs the
@@ -698,11 +660,14 @@ class cuda_engine_memory final : public engine_memory {
     return won != 0;
   }
 
-  // A signal's store is one 8-byte store (the proxy's second step, or a
-  // copy of one aligned word); a 4-byte write is one lane's store.
+  // One store of the whole word, after the writes before it: with the
+  // proxy, a second step (after its release fence), of 8 bytes as a
+  // signal's or of 4; without it, a copy of the word after the copies
+  // before it on the one stream.
   void store_word(void* at, std::uint32_t width, std::uint64_t value) override {
     if (width == 8) return signal(*static_cast<std::uint64_t*>(at), signal_op::set, value);
     const auto word = std::uint32_t(value);
+    if (inbox_ != nullptr) return then(device_op_then::store, at, &word, sizeof word, 0);
     write(at, &word, sizeof word);
   }
 
@@ -855,8 +820,7 @@ class cuda_engine_memory final : public engine_memory {
   }
 
   // The engine is the ring's only producer: tickets are its own count.
-  void push(device_op op) {
-    mark_after_seconds(op);
+  void push(const device_op& op) {
     if (!proxy_started_) {
       proxy_started_ = true;
       proxy<<<1, 32, 0, proxy_stream_>>>(inbox_device_, proxy_capacity - 1, peers_);
@@ -867,26 +831,6 @@ class cuda_engine_memory final : public engine_memory {
     for (std::uint32_t spins = 0; !ring_has_credit<scope::system>(*inbox_, proxy_capacity, ticket, known_consumed_);)
       check_proxy(++spins);
     ring_publish<scope::system>(*inbox_, proxy_capacity, ticket, op);
-  }
-
-  // Flags a store or copy in that writes bytes a recent operation's second
-  // step writes (device_op_after_seconds), and remembers `op`'s second step.
-  void mark_after_seconds(device_op& op) {
-    const device_op_then then = op.then;
-    const std::uint64_t bytes = op.kind == device_op_kind::store     ? op.first_bytes
-                                : op.kind == device_op_kind::copy_in ? op.length
-                                                                     : 0;
-    for (const auto& [begin, end] : recent_seconds_)
-      if (bytes != 0 && op.first < end && begin < op.first + bytes) {
-        op.then = device_op_then(std::uint8_t(then) | device_op_after_seconds);
-        break;
-      }
-    if (recent_seconds_.empty()) return;
-    const std::uint64_t second_bytes = then == device_op_then::add     ? 8
-                                       : then == device_op_then::store ? op.second_bytes
-                                                                       : 0;
-    recent_seconds_[next_recent_] = {op.second, op.second + second_bytes};
-    next_recent_ = (next_recent_ + 1) % recent_seconds_.size();
   }
 
   // Pushes `op` after what is staged and waits until the proxy has applied
@@ -985,10 +929,6 @@ class cuda_engine_memory final : public engine_memory {
   device_op staged_{};
   bool has_staged_ = false;
   std::uint64_t pushed_ = 0, known_consumed_ = 0;
-  // The second steps' bytes [begin, end) of the last operations pushed, as
-  // many as may share a trip with the next (mark_after_seconds).
-  std::array<std::pair<std::uint64_t, std::uint64_t>, proxy_batch - 1> recent_seconds_{};
-  std::size_t next_recent_ = 0;
   std::uint32_t landed_polls_ = 0;
   bool proxy_started_ = false, proxy_stopped_ = false;
 };
