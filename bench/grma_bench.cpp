@@ -207,7 +207,6 @@ double per_call_us(int iterations, F&& f) {
 
 struct host_figures {
   int target;
-  bool other_node;
   double put_us, get_us, fetch_add_us, puts_per_s, put_gbs;
 };
 
@@ -227,7 +226,7 @@ std::vector<host_figures> measure_host_operations(grma::job& running, grma::wind
   std::uint64_t word = 1, old = 0;
   std::vector<host_figures> measured;
   for (const int t : targets) {
-    host_figures f{t, t >= per_node, 0, 0, 0, 0, 0};
+    host_figures f{t, 0, 0, 0, 0, 0};
     f.put_us = per_call_us(latency, [&] { running.put(w, t, 0, &word, 8).wait(); });
     f.get_us = per_call_us(latency, [&] { running.get(w, t, 8, &old, 8).wait(); });
     f.fetch_add_us = per_call_us(latency, [&] { running.atomic_fetch_add(w, t, 16, 1, &old).wait(); });
@@ -317,8 +316,8 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   if (!lead) return "";
   std::string report =
       "\nhost access: a host thread into rank 0 (this process), the node's next device's first "
-      "rank and "
-      "the next node's first rank\n";
+      "rank "
+      "and the next node's first rank\n";
   char line[320];
   std::snprintf(line, sizeof line, "%8s %11s %11s %13s %14s %13s %16s\n", "target", "put [us]", "get [us]",
                 "fetch_add [us]", "puts per s", "1 MiB [GB/s]", "baseline");
@@ -326,7 +325,7 @@ std::string measure_host_access(grma::runtime& rt, const options& o, const grma:
   if (json) std::fprintf(json, "{\"targets\": [\n");
   for (std::size_t i = 0; i < measured.size(); ++i) {
     const host_figures& f = measured[i];
-    const bool far = f.other_node;
+    const bool far = f.target >= shape.rank_count / shape.node_count;  // on the next node
     std::snprintf(line, sizeof line, "%8d %11.2f %11.2f %13.2f %14.3g %13.2f %16s\n", f.target, f.put_us,
                   f.get_us, f.fetch_add_us, f.puts_per_s, f.put_gbs, far ? "MPI (below)" : local_floor);
     report += line;

@@ -219,7 +219,10 @@ TEST_P(RmaNbi, StridedPutsAndGetsFollowTheirStrides) {
 // next rank's flag to the round with p; it waits for the flag its previous
 // rank sets, checks the block, and acknowledges with p to the previous
 // rank's ack word, for which the sender waits before its next round. The
-// block is complete when the flag is seen. g reads the ack word back.
+// block is complete when the flag is seen. g reads the ack word back. The
+// flag and the ack are adjacent words of type T (8 bytes, then 4: across
+// nodes each width has its own store at the target).
+template <class T>
 struct fence_then_flag {
   int rounds;
   std::size_t bytes;
@@ -228,16 +231,16 @@ struct fence_then_flag {
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
     const int me = r.rank(grma::world);
-    auto* words = static_cast<std::uint64_t*>(r.calloc_symmetric(2, sizeof(std::uint64_t)));
-    std::uint64_t* flag = words;
-    std::uint64_t* ack = words + 1;
+    auto* words = static_cast<T*>(r.calloc_symmetric(2, sizeof(T)));
+    T* flag = words;
+    T* ack = words + 1;
     auto* inbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
     auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
     const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (int round = 1; round <= rounds; ++round) {
-      const std::uint64_t value = std::uint64_t(round);
+      const T value = T(round);
       if (next != me) {
-        fill(r, outbox, bytes, mix(std::uint64_t(me), value));
+        fill(r, outbox, bytes, mix(std::uint64_t(me), std::uint64_t(value)));
         r.put(inbox, outbox, bytes, next);
         r.fence();
         if (r.thread() == 0) r.p(flag, value, next);
@@ -245,12 +248,13 @@ struct fence_then_flag {
       if (previous != me) {
         // Every thread waits: each then reads the block it checks.
         r.wait_until(flag, grma::cmp::eq, value);
-        CONF_CHECK_PATTERN(r, rec, inbox, bytes, mix(std::uint64_t(previous), value), 0, round);
+        CONF_CHECK_PATTERN(r, rec, inbox, bytes, mix(std::uint64_t(previous), std::uint64_t(value)),
+                           0, round);
         if (r.thread() == 0) r.p(ack, value, previous);
       }
       if (next != me) {
         r.wait_until(ack, grma::cmp::eq, value);
-        const std::uint64_t read = r.g(ack, me);
+        const T read = r.g(ack, me);
         CONF_EXPECT(r, rec, read == value, 1, round, read);
       }
       tally(r, rec, 0);
@@ -265,13 +269,15 @@ struct fence_then_flag {
 TEST_P(RmaNbi, FenceOrdersAPutBeforeAFlag) {
   grma::runtime rt(suite_settings());
   job j(rt, GetParam());
-  j.resolve(fence_then_flag{});
+  j.resolve(fence_then_flag<std::uint64_t>{});
   j.prepare();
-  const fence_then_flag program{50, min_of<std::size_t>(j.symmetric_slice() / 4, 8192 + 40)};
-  if (j.run(program)) {
+  const int rounds = 50;
+  const std::size_t bytes = min_of<std::size_t>(j.symmetric_slice() / 4, 8192 + 40);
+  if (j.run(fence_then_flag<std::uint64_t>{rounds, bytes}) &&
+      j.run(fence_then_flag<std::uint32_t>{rounds, bytes})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
-        0, [&](int) { return unsigned(program.rounds); }, "rounds");
+        0, [&](int) { return unsigned(2 * rounds); }, "rounds");
   }
 }
 

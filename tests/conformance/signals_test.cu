@@ -298,10 +298,8 @@ TEST_P(Signals, SignalsLeaveNoNotifications) {
 // A rank's puts and signals on one word of a target, ordered by fence, land
 // in that order: a put after a put_signal overwrites the signal word, and a
 // put_signal after a put overwrites the put. Each rank does so, back to
-// back and non-blocking, on `count` words of the next rank (across nodes,
-// where fence needs nothing more, the target's engine applies them, many
-// in one batch); every word's last value is checked after a quiet and a
-// barrier.
+// back and non-blocking, on `count` words of the next rank; every word's
+// last value is checked after a quiet and a barrier.
 struct signal_then_put {
   static constexpr int count = 48;
   GRMA_HOST_DEVICE static std::uint64_t put_value(int from, int i) {
