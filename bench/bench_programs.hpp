@@ -511,7 +511,13 @@ struct halo_exchange {
 // notifications with tags 0..per_sender-1 (empty puts) at rank 0, which
 // then matches them all, `rounds` times. `order`: 0 in arrival order per
 // source (the head of the queue), 1 newest first (the far end of the queue),
-// 2 with wildcards (any source, any tag). Rank 0 times the matching only.
+// 2 with wildcards (any source, any tag), each a call a match; 3 and 4 as
+// 0 and 2 with wait_some_notifications, up to `some_most` a call (each
+// source's in turn with any tag, whose oldest come first; or wildcards),
+// into one array of envelopes for the round, which rank 0 checks after
+// timing: each source's tags in order, every notification once.
+inline constexpr int some_most = 32;
+
 struct matching {
   int senders;
   int per_sender;
@@ -521,7 +527,9 @@ struct matching {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     const int me = r.rank(grma::world);
-    auto* word = static_cast<unsigned char*>(r.alloc(64));
+    const int total = senders * per_sender;
+    auto* word = static_cast<unsigned char*>(r.alloc(64 + sizeof(grma::envelope) * std::size_t(total)));
+    auto* got = reinterpret_cast<grma::envelope*>(word + 64);  // the rank's threads share it
     grma::window w = r.window_create(grma::world, word, 64);
     double spent = 0;
     for (int round = 0; round < rounds; ++round) {
@@ -531,8 +539,19 @@ struct matching {
       if (me == 0) {
         const double start = r.wtime();
         if (order == 2) {
-          for (int k = 0; k < senders * per_sender; ++k)
-            r.wait_notifications(w, grma::any_source, grma::any_tag, 1);
+          for (int k = 0; k < total; ++k) r.wait_notifications(w, grma::any_source, grma::any_tag, 1);
+        } else if (order == 3) {
+          for (int s = 1; s <= senders; ++s)
+            for (int t = 0; t < per_sender;) {
+              grma::envelope* out = got + (s - 1) * per_sender + t;
+              const int most = per_sender - t < some_most ? per_sender - t : some_most;
+              t += r.wait_some_notifications(w, s, grma::any_tag, out, most);
+            }
+        } else if (order == 4) {
+          for (int taken = 0; taken < total;) {
+            const int most = total - taken < some_most ? total - taken : some_most;
+            taken += r.wait_some_notifications(w, grma::any_source, grma::any_tag, got + taken, most);
+          }
         } else {
           for (int s = 1; s <= senders; ++s)
             for (int t = 0; t < per_sender; ++t)
@@ -540,6 +559,23 @@ struct matching {
         }
         spent += r.wtime() - start;
         GRMA_ASSERT(r, !r.test_notifications(w, grma::any_source, grma::any_tag));
+        if (order >= 3) {
+          // By source: source s's tags in order at s's place. With wildcards:
+          // each (source, tag) once (a bit each in `seen`, per source).
+          bool right = true;
+          for (int i = r.thread(); i < total; i += r.threads())
+            right &= order == 4 || (got[i].source == 1 + i / per_sender && got[i].tag == i % per_sender);
+          if (order == 4 && r.thread() == 0) {
+            std::uint64_t seen[8] = {};
+            for (int i = 0; i < total; ++i) {
+              const int s = got[i].source - 1, t = got[i].tag;
+              right &= s >= 0 && s < senders && s < 8 && t >= 0 && t < per_sender && t < 64 &&
+                       (seen[s] >> t & 1u) == 0;
+              if (s >= 0 && s < 8 && t >= 0 && t < 64) seen[s] |= std::uint64_t{1} << t;
+            }
+          }
+          GRMA_ASSERT(r, right);
+        }
       }
       r.barrier(grma::world);
     }

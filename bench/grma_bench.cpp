@@ -417,7 +417,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 3 + 1 + 4 + 3)) +
       int(paths.empty() ? 0 : bandwidth_sizes.size()) +
       int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
-      (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 3 : 0) +
+      (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 5 : 0) +
       (wanted("collectives") ? 3 : 0);
   progress show(steps, lead);
 
@@ -832,16 +832,21 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
   // Matching throughput, once: up to 8 senders, a rank's worth of pending notifications.
   const int senders = std::min(8, job.rank_count - 1);
   const int per_sender = int(std::min<std::uint32_t>(32, rt.settings().match_capacity / std::uint32_t(std::max(1, senders))));
-  const char* order_name[3] = {"oldest first", "newest first", "wildcards"};
-  if (wanted("matching")) report += "\nnotification matching at rank 0 [matches per second]\n";
+  const char* order_name[5] = {"oldest first", "newest first", "wildcards", "oldest first, some",
+                               "wildcards, some"};
+  if (wanted("matching"))
+    report +=
+        "\nnotification matching at rank 0 [matches per second; some: wait_some_notifications, up "
+        "to " +
+        std::to_string(bench::some_most) + " a call]\n";
   if (json) std::fprintf(json, "\n  ],\n  \"matching\": [\n");
-  for (int order = 0; order < 3 && senders > 0 && wanted("matching"); ++order) {
+  for (int order = 0; order < 5 && senders > 0 && wanted("matching"); ++order) {
     show.step(std::string("matching, ") + order_name[order]);
     const int rounds = o.quick ? 3 : 50;
     const results m = run(bench::matching{senders, per_sender, rounds, order}, full);
     const double per_second = double(senders) * per_sender * rounds / m.seconds;
-    std::snprintf(line, sizeof line, "%14s: %.3g (%d senders x %d tags)\n", order_name[order], per_second,
-                  senders, per_sender);
+    std::snprintf(line, sizeof line, "%20s: %.3g (%d senders x %d tags)\n", order_name[order],
+                  per_second, senders, per_sender);
     report += line;
     if (json)
       std::fprintf(json, "%s    {\"order\": \"%s\", \"matches_per_s\": %.1f, \"senders\": %d, \"tags\": %d}",

@@ -88,6 +88,8 @@ enum class call : std::int32_t {
   test_any_vector,
   test_some_vector,
   host_source,
+  wait_some_notifications,
+  test_some_notifications,
   // The GASPI layer's (grma/gaspi.hpp).
   gaspi_proc_init,
   gaspi_proc_term,
@@ -173,6 +175,7 @@ enum class errc : std::int32_t {
   symmetric_not_owner,       // v0 address
   team_holds_blocks,         // v0 team slot, v1 live symmetric blocks
   invalid_stride,            // v0 dest stride, v1 source stride (signed)
+  buffer_not_shared,         // v0 address (one GPU thread's own memory)
   // The GASPI layer's (grma/gaspi.hpp).
   not_initialized,       // v0 1 where proc_init was called twice
   segment_unknown,       // v0 segment id, v1 segments a rank may have

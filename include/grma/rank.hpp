@@ -320,7 +320,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // `w` from `source` (or any_source) with `tag` (or any_tag) are queued.
   GRMA_INLINE bool test_notifications(window w, int source, int tag, int count = 1) {
     const detail::match_query q = check_query(w, source, tag, count, call::test_notifications);
-    const bool matched = match_waiting(call::test_notifications, q, false, 0, nullptr);
+    const bool matched = match_waiting(call::test_notifications, q, false, 0, nullptr) != 0;
     if (matched) completed();
     return matched;
   }
@@ -335,7 +335,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // passes first.
   GRMA_INLINE wait_result wait_notifications(window w, int source, int tag, int count, within limit) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, nullptr);
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, nullptr) != 0;
     completed();
     return met ? wait_result::met : wait_result::timed_out;
   }
@@ -345,26 +345,60 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // its origin, tag and immediate.
   GRMA_INLINE envelope wait_notification(window w, int source, int tag) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
-    detail::notification n{};
-    match_waiting(call::wait_notifications, q, true, -1, &n);
+    envelope e{};
+    match_waiting(call::wait_notifications, q, true, -1, &e);
     completed();
-    return P::broadcast(envelope{n.source, n.tag, n.immediate});
+    return P::broadcast(e);
   }
   GRMA_INLINE wait_result wait_notification(window w, int source, int tag, envelope& out, within limit) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
-    detail::notification n{};
-    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, &n);
+    envelope e{};
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, &e) != 0;
     completed();
-    out = P::broadcast(envelope{n.source, n.tag, n.immediate});
+    out = P::broadcast(e);
     return met ? wait_result::met : wait_result::timed_out;
   }
   GRMA_INLINE bool test_notification(window w, int source, int tag, envelope& out) {
     const detail::match_query q = check_query(w, source, tag, 1, call::test_notifications);
-    detail::notification n{};
-    if (!match_waiting(call::test_notifications, q, false, 0, &n)) return false;
+    envelope e{};
+    if (match_waiting(call::test_notifications, q, false, 0, &e) == 0) return false;
     completed();
-    out = P::broadcast(envelope{n.source, n.tag, n.immediate});
+    out = P::broadcast(e);
     return true;
+  }
+
+  // Many notifications in one call (MPI's Waitsome): every match of `w`
+  // from `source` (or any_source) with `tag` (or any_tag) that the rank can
+  // take now, oldest first, at most `most`, into out[0, k); returns k, after
+  // waiting for the first. `out` is memory the rank's threads share (from
+  // alloc, a window, userdata, or a GPU block's shared memory): the first
+  // warp's lanes write it, and every thread reads it after the call. The
+  // matches the rank can take are those its pending list holds, then its
+  // arrivals as far as the list has room (GRMA_MATCH_CAPACITY).
+  GRMA_INLINE int wait_some_notifications(window w, int source, int tag, envelope* out, int most) {
+    const detail::match_query q =
+        check_some_query(w, source, tag, out, most, call::wait_some_notifications);
+    const std::uint32_t k = match_waiting<true>(call::wait_some_notifications, q, true, -1, out);
+    completed();
+    return int(k);
+  }
+  // The same within `limit`: wait_result::timed_out (and `taken` 0) when it
+  // passes before the first match.
+  GRMA_INLINE wait_result wait_some_notifications(window w, int source, int tag, envelope* out,
+                                                  int most, int& taken, within limit) {
+    const detail::match_query q =
+        check_some_query(w, source, tag, out, most, call::wait_some_notifications);
+    taken = int(match_waiting<true>(call::wait_some_notifications, q, true, limit.seconds, out));
+    completed();
+    return taken != 0 ? wait_result::met : wait_result::timed_out;
+  }
+  // The same without waiting: 0 where nothing matches.
+  GRMA_INLINE int test_some_notifications(window w, int source, int tag, envelope* out, int most) {
+    const detail::match_query q =
+        check_some_query(w, source, tag, out, most, call::test_some_notifications);
+    const std::uint32_t k = match_waiting<true>(call::test_some_notifications, q, false, 0, out);
+    if (k != 0) completed();
+    return int(k);
   }
 
   // ---- signals ---------------------------------------------------------------
@@ -693,33 +727,40 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   // Matches `q` (see detail::match_at_head for the steps), waiting where
-  // `waits` up to `seconds` (< 0: no limit); true (to every thread) when it
-  // matched. The leading thread takes the first step alone and polls there
-  // while the rank's other threads wait at its barrier; where the list must
-  // be searched, the lanes of the first warp (where the rank's threads fill
-  // whole warps, else the leading thread) take the second together. Where
-  // that finds no match for one wanted, the leading thread waits for it
-  // alone at the rings' heads. Only a lone thread polls fast (decision
-  // 034). One warp's wait (one_warp(); a CPU rank is its own warp) is its
-  // leading lane's alone, one entry at a time (match_serially): there the
-  // lanes' steps cost more than they save, the warp's lists being short and
-  // its neighbours warps that compute (decision 034). `last` is thread 0's.
-  GRMA_INLINE bool match_waiting(call where, const detail::match_query& q, bool waits,
-                                 double seconds, detail::notification* last) {
+  // `waits` up to `seconds` (< 0: no limit); the number of matches removed
+  // (to every thread; 0: none). The leading thread takes the first step
+  // alone and polls there while the rank's other threads wait at its
+  // barrier; where the list must be searched, the lanes of the first warp
+  // (where the rank's threads fill whole warps, else the leading thread)
+  // take the second together. Where that finds no match for one wanted,
+  // the leading thread waits for it alone at the rings' heads. Only a lone
+  // thread polls fast (decision 034). One warp's wait (one_warp(); a CPU
+  // rank is its own warp) is its leading lane's alone, one entry at a time
+  // (match_serially): there the lanes' steps cost more than they save, the
+  // warp's lists being short and its neighbours warps that compute
+  // (decision 034). `taken` receives the matches, a lone one in thread 0's
+  // place. A query for some (`Some`, q.some) wanting more than one goes
+  // straight to a lanes' step of its own (detail::take_some), compiled only
+  // into programs that make one (decision 042).
+  template <bool Some = false>
+  GRMA_INLINE std::uint32_t match_waiting(call where, const detail::match_query& q, bool waits,
+                                          double seconds, envelope* taken) {
     const std::int64_t args[4] = {q.window & 0xffff, q.source, q.tag, q.count};
     const double deadline = waits && seconds >= 0 ? P::now_seconds() + seconds : -1;
-    // A wait without a limit ends only matched: where the others need only
-    // one bit, the barrier that releases them carries it (one barrier where
-    // from_leader takes two).
-    const bool unlimited = waits && deadline < 0;
+    // A wait without a limit for an exact count ends only matched: where
+    // the others need only one bit, the barrier that releases them carries
+    // it (one barrier where from_leader takes two). A query for some needs
+    // the number taken: from_leader.
+    const bool unlimited = waits && deadline < 0 && !Some;
+    const std::uint32_t exact = std::uint32_t(q.count);
     return at_scope(wide(), [&](auto scope) {
       detail::rank_local& l = local();
       if constexpr (std::is_same_v<P, typename P::warp_platform>) {
         // One warp's wait: the leading lane alone, one entry at a time.
-        bool matched = false;
+        std::uint32_t removed = 0;
         const auto serially = [&] {
-          matched = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, last);
-          return matched;
+          removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, taken);
+          return removed != 0;
         };
         if (waits)
           poll_until(leader_alone(), where, args, deadline, serially);
@@ -727,9 +768,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           serially();
         if (unlimited) {
           P::sync();  // the leader's acquire orders the lanes' reads after it
-          return true;
+          return exact;
         }
-        return from_leader(matched);
+        return from_leader(removed);
       } else {
         // The lanes `g` try `done` once, or poll it.
         const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
@@ -739,7 +780,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         const auto at_head = [&](bool held_unmatched) {
           auto step = detail::head_match::empty;
           attempt(leader_alone(), waits, [&] {
-            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, last,
+            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, taken,
                                                       held_unmatched);
             return step != detail::head_match::empty;
           });
@@ -747,21 +788,33 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           return P::any_thread(step == detail::head_match::search) ? detail::head_match::search
                                                                    : detail::head_match::matched;
         };
-        // The lanes' step, whether it matched to every thread.
+        // The lanes' step: the number it removed, to every thread.
         const int limit = P::lane_group_limit();
         const detail::lane_group g{limit, P::thread_index() < limit ? P::thread_index() : -1};
         const auto in_list = [&](bool polls) {
-          const bool met = attempt(g, polls, [&] {
-            return detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, last, g);
+          std::uint32_t removed = 0;
+          attempt(g, polls, [&] {
+            if constexpr (Some)
+              removed = detail::take_some<scope.value>(l.pending, inbox(), l.inbox, q, taken, g);
+            else
+              removed =
+                  detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, taken, g);
+            return removed != 0;
           });
-          return unlimited ? P::any_thread(leader() && met) : from_leader(met);
+          return unlimited ? (P::any_thread(leader() && removed != 0) ? exact : 0u)
+                           : from_leader(removed);
         };
+        // The leading thread's step takes one match only.
+        if constexpr (Some)
+          if (q.count > 1) return in_list(waits);
         auto step = at_head(false);
-        if (step != detail::head_match::search) return step == detail::head_match::matched;
+        if (step != detail::head_match::search)
+          return step == detail::head_match::matched ? 1u : 0u;
         if (waits && q.count == 1) {
-          if (in_list(false)) return true;
+          if (const std::uint32_t removed = in_list(false)) return removed;
           step = at_head(true);
-          if (step != detail::head_match::search) return step == detail::head_match::matched;
+          if (step != detail::head_match::search)
+            return step == detail::head_match::matched ? 1u : 0u;
         }
         return in_list(waits);
       }
@@ -957,6 +1010,23 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (std::uint32_t(count) > view().match_capacity)
       fail(errc::count_exceeds_match_capacity, where, count, view().match_capacity);
     return {detail::window_key(w.slot, w.generation), source, tag, count};
+  }
+
+  // A query for some: at most `most` (no more than the pending list can
+  // hold, which bounds what one call can see), into `out`, which the rank's
+  // threads share.
+  GRMA_INLINE detail::match_query check_some_query(window w, int source, int tag, envelope* out,
+                                                   int most, call where) {
+    if (most < 1) fail(errc::invalid_count, where, most);
+    if (out == nullptr)
+      fail(errc::null_buffer, where, std::int64_t(most) * std::int64_t(sizeof(envelope)));
+    if (P::thread_private(out))
+      fail(errc::buffer_not_shared, where, std::int64_t(reinterpret_cast<std::uintptr_t>(out)));
+    const std::uint32_t capacity = view().match_capacity;
+    detail::match_query q =
+        check_query(w, source, tag, std::uint32_t(most) < capacity ? most : int(capacity), where);
+    q.some = true;
+    return q;
   }
 
   // A source past the communicator's ranks is a host's, where the window is

@@ -91,6 +91,10 @@ const char* call_name(call c) {
       return "test_some_vector";
     case call::host_source:
       return "host_source";
+    case call::wait_some_notifications:
+      return "wait_some_notifications";
+    case call::test_some_notifications:
+      return "test_some_notifications";
     case call::team_query: return "team_rank/team_size/team_translate";
     case call::gaspi_proc_init:
       return "gaspi_proc_init";
@@ -321,6 +325,11 @@ std::string describe_values(const error_record& r) {
     case errc::invalid_stride:
       s << "dest stride " << v[0] << ", source stride " << v[1]
         << ": strides count elements and are never negative (alltoalls': at least 1)";
+      break;
+    case errc::buffer_not_shared:
+      s << "buffer 0x" << std::hex << u(v[0]) << std::dec
+        << " is one thread's own memory; the rank's threads write and read it, so it must be"
+           " memory they share (from alloc, a window, userdata, or __shared__)";
       break;
     case errc::context_table_full:
       s << "all " << v[0] << " contexts of the rank are in use (ctx_destroy frees one)";

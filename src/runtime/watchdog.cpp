@@ -23,11 +23,12 @@ void describe_call(std::ostringstream& s, rank_status& st) {
   s << call_name(where);
   switch (where) {
     case call::wait_notifications:
+    case call::wait_some_notifications:
       s << "(window " << a[0] << ", source ";
       if (a[1] < 0) s << "any"; else s << a[1];
       s << ", tag ";
       if (a[2] < 0) s << "any"; else s << a[2];
-      s << ", count " << a[3] << ")";
+      s << (where == call::wait_notifications ? ", count " : ", up to ") << a[3] << ")";
       break;
     case call::wait_signal:
       s << "(window " << a[0] << ", offset " << a[1] << ", until word " << cmp_name(a[2]) << " "

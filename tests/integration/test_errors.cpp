@@ -152,6 +152,46 @@ TEST(Errors, CountAboveMatchCapacity) {
                "a rank can hold (GRMA_MATCH_CAPACITY)");
 }
 
+TEST(Errors, SomeOfNone) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1)
+      r.wait_some_notifications(w, grma::any_source, grma::any_tag,
+                                reinterpret_cast<grma::envelope*>(m), 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::invalid_count);
+  EXPECT_STREQ(e.what(), "grma: rank 1: wait_some_notifications: count 0 is less than 1");
+}
+
+TEST(Errors, SomeIntoANullBuffer) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.test_some_notifications(w, 1, 3, nullptr, 4);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::null_buffer);
+  EXPECT_STREQ(e.what(), "grma: rank 0: test_some_notifications: buffer is null but size is 64");
+}
+
+// More than a pending list holds is no error for some: a call takes at most
+// what the list can hold.
+TEST(Errors, SomeAboveMatchCapacityIsNoError) {
+  grma::settings s = small_job(2);
+  s.match_capacity = 16;
+  grma::runtime rt(s);
+  rt.run(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1)
+      for (int k = 0; k < 20; ++k) r.put_notify(w, 0, 0, 0, m, k);
+    r.barrier(grma::world);
+    if (r.rank(grma::world) == 0) {
+      auto* got = static_cast<grma::envelope*>(r.alloc(sizeof(grma::envelope) * 100));
+      int taken = r.wait_some_notifications(w, 1, grma::any_tag, got, 100);
+      GRMA_ASSERT(r, taken == 16 && got[0].tag == 0 && got[15].tag == 15);
+      taken = r.wait_some_notifications(w, 1, grma::any_tag, got, 100);
+      GRMA_ASSERT(r, taken == 4 && got[0].tag == 16 && got[3].tag == 19);
+      r.free(got);
+    }
+    r.barrier(grma::world);
+  }));
+}
+
 TEST(Errors, WindowUsedAfterFree) {
   const grma::error e = expect_failure([](auto& r) {
     void* memory = r.alloc(64);

@@ -50,6 +50,11 @@ TEST(ErrorText, CountsAndTags) {
                                {300, 256})),
             "grma: rank 5: test_notifications: count 300 exceeds the 256 unmatched notifications "
             "a rank can hold (GRMA_MATCH_CAPACITY)");
+  EXPECT_EQ(
+      describe(record_of(errc::buffer_not_shared, 6, call::wait_some_notifications, {0xfffcd0})),
+      "grma: rank 6: wait_some_notifications: buffer 0xfffcd0 is one thread's own memory; "
+      "the rank's threads write and read it, so it must be memory they share (from alloc, "
+      "a window, userdata, or __shared__)");
 }
 
 TEST(ErrorText, Windows) {

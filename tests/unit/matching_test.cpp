@@ -58,14 +58,14 @@ class lane_team {
 
   // f(lanes) on every lane; lane 0's result, which every lane must share.
   template <class F>
-  bool run(F&& f) {
-    std::vector<char> result(static_cast<std::size_t>(count_));
+  std::uint32_t run(F&& f) {
+    std::vector<std::uint32_t> result(static_cast<std::size_t>(count_));
     std::vector<std::thread> threads;
     for (int i = 0; i < count_; ++i)
       threads.emplace_back([&, i] { result[std::size_t(i)] = f(lanes{this, count_, i}); });
     for (std::thread& t : threads) t.join();
-    for (char r : result) EXPECT_EQ(r, result[0]) << "the lanes disagree";
-    return result[0] != 0;
+    for (std::uint32_t r : result) EXPECT_EQ(r, result[0]) << "the lanes disagree";
+    return result[0];
   }
 
  private:
@@ -85,23 +85,26 @@ class lane_team {
 
 // Matching as a rank takes it: the two steps, the first by one thread, the
 // second by `lanes` lanes; or (`lanes` 0) one warp's wait, match_serially.
-// `last`, where not null, receives lane 0's newest removed match.
-bool match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
-              grma::detail::ring_reader* readers, const match_query& q, notification* last) {
-  if (lanes == 0) return grma::detail::match_serially<scope::device>(pending, in, readers, q, last);
+// The number of matches removed; `taken`, where not null, receives them
+// (the lanes share it, as a rank's threads share the array of
+// wait_some_notifications).
+std::uint32_t match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
+                       grma::detail::ring_reader* readers, const match_query& q,
+                       grma::envelope* taken) {
+  if (lanes == 0)
+    return grma::detail::match_serially<scope::device>(pending, in, readers, q, taken);
   const grma::detail::head_match step =
-      grma::detail::match_at_head<scope::device>(pending, in, readers, q, last, false);
-  if (step != grma::detail::head_match::search) return step == grma::detail::head_match::matched;
-  if (lanes == 1)
-    return match_in_list<scope::device>(pending, in, readers, q, last, grma::detail::lane_group{});
+      grma::detail::match_at_head<scope::device>(pending, in, readers, q, taken, false);
+  if (step != grma::detail::head_match::search)
+    return step == grma::detail::head_match::matched ? 1u : 0u;
+  // The lanes' step: a query for some has one of its own.
+  const auto in_list = [&](auto g) {
+    return q.some ? grma::detail::take_some<scope::device>(pending, in, readers, q, taken, g)
+                  : match_in_list<scope::device>(pending, in, readers, q, taken, g);
+  };
+  if (lanes == 1) return in_list(grma::detail::lane_group{});
   lane_team team(lanes);
-  return team.run([&](lane_team::lanes g) {
-    notification mine{};
-    const bool matched =
-        match_in_list<scope::device>(pending, in, readers, q, last != nullptr ? &mine : nullptr, g);
-    if (g.leads() && last != nullptr) *last = mine;
-    return matched;
-  });
+  return team.run([&](lane_team::lanes g) { return in_list(g); });
 }
 
 // One rank's unmatched notifications as the runtime keeps them: a pending list
@@ -122,18 +125,19 @@ class rank_inbox {
   }
 
   // Hands taken slots back after each match, so ring_peek (which starts at
-  // the released head) shows exactly what is still in the ring.
-  bool match(const match_query& q, notification* last = nullptr) {
-    const bool matched = match_by(lanes_, pending_, rings(), &reader_, q, last);
+  // the released head) shows exactly what is still in the ring. The number
+  // of matches removed.
+  std::uint32_t match(const match_query& q, grma::envelope* taken = nullptr) {
+    const std::uint32_t removed = match_by(lanes_, pending_, rings(), &reader_, q, taken);
     grma::detail::ring_release<scope::device>(*ring_, reader_);
-    return matched;
+    return removed;
   }
 
   // One look of the first step at the ring's head where the list holds no
   // match (as the leading thread polls after a search found none).
-  grma::detail::head_match look_at_head(const match_query& q, notification* last = nullptr) {
+  grma::detail::head_match look_at_head(const match_query& q, grma::envelope* taken = nullptr) {
     const grma::detail::head_match step =
-        grma::detail::match_at_head<scope::device>(pending_, rings(), &reader_, q, last, true);
+        grma::detail::match_at_head<scope::device>(pending_, rings(), &reader_, q, taken, true);
     grma::detail::ring_release<scope::device>(*ring_, reader_);
     return step;
   }
@@ -195,12 +199,13 @@ INSTANTIATE_TEST_SUITE_P(Lanes, Matching, ::testing::Values(0, 1, 3, 32),
 
 // The specification, written as plainly as possible and independently of the
 // library: find the first `count` matches in arrival order; remove exactly
-// those, or nothing.
+// those, or nothing. A query for some removes the first `count`, or all
+// there are where fewer (at least one). Returns the removed, oldest first.
 class reference_matcher {
  public:
   void push(const notification& n) { held_.push_back(n); }
 
-  bool match(const match_query& q) {
+  std::vector<notification> match(const match_query& q) {
     std::vector<std::size_t> hits;
     for (std::size_t i = 0; i < held_.size() && hits.size() < std::size_t(q.count); ++i) {
       const notification& n = held_[i];
@@ -208,10 +213,12 @@ class reference_matcher {
           (q.tag == any || n.tag == q.tag))
         hits.push_back(i);
     }
-    if (hits.size() < std::size_t(q.count)) return false;
+    if (hits.empty() || (!q.some && hits.size() < std::size_t(q.count))) return {};
+    std::vector<notification> removed;
+    for (std::size_t i : hits) removed.push_back(held_[i]);
     for (auto it = hits.rbegin(); it != hits.rend(); ++it)
       held_.erase(held_.begin() + std::ptrdiff_t(*it));
-    return true;
+    return removed;
   }
 
   std::size_t size() const { return held_.size(); }
@@ -265,27 +272,62 @@ TEST_P(Matching, WildcardsMatchAnySourceOrTagButNeverAnotherWindow) {
   EXPECT_EQ(inbox.contents(), (std::vector<fields>{{window_b, 2, 9}}));
 }
 
-// A match reports the newest notification it removed, with its immediate:
+// (source, tag, immediate) of envelopes: comparable, printed readably.
+using carried = std::tuple<std::int32_t, std::int32_t, std::uint64_t>;
+
+std::vector<carried> carried_by(const grma::envelope* e, std::uint32_t count) {
+  std::vector<carried> out;
+  for (std::uint32_t i = 0; i < count; ++i) out.emplace_back(e[i].source, e[i].tag, e[i].immediate);
+  return out;
+}
+std::vector<carried> carried_by(const std::vector<notification>& ns) {
+  std::vector<carried> out;
+  for (const notification& n : ns) out.emplace_back(n.source, n.tag, n.immediate);
+  return out;
+}
+
+// A match hands out what it removed, oldest first, with the immediates:
 // from the list, and taken straight from the ring.
-TEST_P(Matching, ReportsTheNewestRemovedMatch) {
+TEST_P(Matching, HandsOutTheRemovedMatchesOldestFirst) {
   rank_inbox inbox(16, 16, GetParam());
   for (const notification& n :
        {notification{window_a, 0, 5, 0, 11}, notification{window_a, 1, 5, 0, 12},
         notification{window_a, 0, 6, 0, 13}, notification{window_a, 0, 5, 0, 14},
         notification{window_a, 1, 6, 0, 15}})
     inbox.push(n);
-  notification last{};
-  ASSERT_TRUE(inbox.match({window_a, 0, 5, 2}, &last));
-  EXPECT_EQ(last.immediate, 14u);
-  ASSERT_TRUE(inbox.match({window_a, any, 6, 1}, &last));
-  EXPECT_EQ(last.immediate, 13u);
-  ASSERT_TRUE(inbox.match({window_a, 1, any, 2}, &last));
-  EXPECT_EQ(last.immediate, 15u);
+  grma::envelope taken[4]{};
+  ASSERT_EQ(inbox.match({window_a, 0, 5, 2}, taken), 2u);
+  EXPECT_EQ(carried_by(taken, 2), (std::vector<carried>{{0, 5, 11}, {0, 5, 14}}));
+  ASSERT_EQ(inbox.match({window_a, any, 6, 1}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{0, 6, 13}}));
+  ASSERT_EQ(inbox.match({window_a, 1, any, 2}, taken), 2u);
+  EXPECT_EQ(carried_by(taken, 2), (std::vector<carried>{{1, 5, 12}, {1, 6, 15}}));
   ASSERT_TRUE(inbox.pending_contents().empty());
   inbox.push({window_a, 2, 7, 0, 16});
-  ASSERT_TRUE(inbox.match({window_a, 2, 7, 1}, &last));
-  EXPECT_EQ(fields_of(last), (fields{window_a, 2, 7}));
-  EXPECT_EQ(last.immediate, 16u);
+  ASSERT_EQ(inbox.match({window_a, 2, 7, 1}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{2, 7, 16}}));
+}
+
+// A query for some takes every match it can see, up to its count, and
+// fails (removing nothing) only where none matches.
+TEST_P(Matching, SomeTakesWhatMatchesUpToItsCount) {
+  rank_inbox inbox(16, 16, GetParam());
+  for (std::int32_t tag = 0; tag < 6; ++tag) {
+    inbox.push({window_a, 1, tag, 0, std::uint64_t(100 + tag)});
+    inbox.push({window_b, 2, tag});
+  }
+  grma::envelope taken[8]{};
+  ASSERT_EQ(inbox.match({window_a, 1, any, 4, true}, taken), 4u);
+  EXPECT_EQ(carried_by(taken, 4),
+            (std::vector<carried>{{1, 0, 100}, {1, 1, 101}, {1, 2, 102}, {1, 3, 103}}));
+  ASSERT_EQ(inbox.match({window_a, any, any, 8, true}, taken), 2u);  // fewer than 8: all of them
+  EXPECT_EQ(carried_by(taken, 2), (std::vector<carried>{{1, 4, 104}, {1, 5, 105}}));
+  const std::vector<fields> before = inbox.contents();
+  EXPECT_EQ(inbox.match({window_a, any, any, 8, true}, taken), 0u);
+  EXPECT_EQ(inbox.contents(), before);
+  ASSERT_EQ(inbox.match({window_b, 2, 3, 1, true}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{2, 3, 0}}));
+  EXPECT_EQ(inbox.contents().size(), 5u);
 }
 
 // A rank's inbox on a job of two devices: a run from one ring takes no
@@ -309,9 +351,9 @@ TEST_P(Matching, RunsLeaveTheOtherRingsTheirShareOfTheRoom) {
     ring_push<scope::device>(*ring[0], credit[0], notification{window_b, 0, tag}, unexpected_wait);
   ring_push<scope::device>(*ring[1], credit[1], notification{window_a, 1, 9}, unexpected_wait);
 
-  notification last{};
-  ASSERT_TRUE(match_by(GetParam(), pending, in, readers, {window_a, any, any, 1}, &last));
-  EXPECT_EQ(fields_of(last), (fields{window_a, 1, 9}));
+  grma::envelope taken{};
+  ASSERT_EQ(match_by(GetParam(), pending, in, readers, {window_a, any, any, 1}, &taken), 1u);
+  EXPECT_EQ(carried_by(&taken, 1), (std::vector<carried>{{1, 9, 0}}));
   std::vector<fields> held;
   grma::detail::pending_for_each(pending, [&](const notification& n) {
     held.push_back(fields_of(n));
@@ -418,11 +460,11 @@ TEST_P(Matching, WaitsAtTheHeadOnceTheListHoldsNoMatch) {
   EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}), head_match::empty);  // nothing came
 
   for (const notification& n : {b, c, d, e}) inbox.push(n);
-  notification last{};
-  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::empty);
-  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::empty);
-  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &last), head_match::matched);
-  EXPECT_EQ(last.immediate, 44u);
+  grma::envelope taken{};
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &taken), head_match::empty);
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &taken), head_match::empty);
+  EXPECT_EQ(inbox.look_at_head({window_a, 3, 2, 1}, &taken), head_match::matched);
+  EXPECT_EQ(taken.immediate, 44u);
   EXPECT_EQ(inbox.pending_contents(),
             (std::vector<fields>{fields_of(a), fields_of(b), fields_of(c)}));
   EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(e)}));
@@ -446,9 +488,9 @@ class picker {
   std::mt19937 rng_;
 };
 
-// Random pushes and queries over few windows, sources and tags, so matches and
-// wildcards are frequent. The number of unmatched notifications stays below
-// the pending capacity (the full list is tested above).
+// Random pushes and queries (exact counts and some) over few windows,
+// sources and tags, so matches and wildcards are frequent. The number of unmatched notifications
+// stays below the pending capacity (the full list is tested above).
 TEST_P(Matching, RandomizedAgreesWithReferenceModel) {
   const unsigned sequences = sequences_for(10000);
   constexpr int steps = 40;
@@ -466,9 +508,13 @@ TEST_P(Matching, RandomizedAgreesWithReferenceModel) {
         model.push(n);
         continue;
       }
-      const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 2), pick(1, 4)};
-      const bool expected = model.match(q);
-      ASSERT_EQ(inbox.match(q), expected) << "seed " << seed << ", step " << step;
+      const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 2), pick(1, 4),
+                          pick(0, 3) == 0};
+      const std::vector<notification> expected = model.match(q);
+      grma::envelope taken[4]{};
+      const std::uint32_t removed = inbox.match(q, taken);
+      ASSERT_EQ(carried_by(taken, removed), carried_by(expected))
+          << "seed " << seed << ", step " << step;
       ASSERT_EQ(inbox.contents(), model.contents()) << "seed " << seed << ", step " << step;
     }
   }
@@ -489,14 +535,16 @@ class bounded_reference {
   void push(const notification& n) { ring_.push_back(n); }
   std::size_t held() const { return pending_.size() + ring_.size(); }
 
-  bool match(const match_query& q) {
+  // The removed, oldest first.
+  std::vector<notification> match(const match_query& q) {
     int found = 0;
     for (const notification& n : pending_)
       if (found < q.count && matches(n, q)) ++found;
     if (pending_.empty() && q.count == 1 && !ring_.empty()) {
       if (matches(ring_.front(), q)) {
+        const notification n = ring_.front();
         ring_.pop_front();
-        return true;
+        return {n};
       }
       take();
     }
@@ -505,16 +553,16 @@ class bounded_reference {
       for (std::size_t k = 0; k < run; ++k)
         if (matches(take(), q)) ++found;
     }
-    if (found < q.count) return false;
-    int removed = 0;
-    for (auto it = pending_.begin(); it != pending_.end() && removed < q.count;)
+    if (found == 0 || (!q.some && found < q.count)) return {};
+    std::vector<notification> removed;
+    for (auto it = pending_.begin(); it != pending_.end() && int(removed.size()) < q.count;)
       if (matches(*it, q)) {
+        removed.push_back(*it);
         it = pending_.erase(it);
-        ++removed;
       } else {
         ++it;
       }
-    return true;
+    return removed;
   }
 
   void purge(std::uint32_t key) {
@@ -567,7 +615,7 @@ class bounded_reference {
 }
 
 // Full pending lists, holes closed in the middle of a match, counts up to
-// six and purges, against the bounded model.
+// six (exact, or some) and purges, against the bounded model.
 TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
   const unsigned sequences = sequences_for(5000);
   constexpr int steps = 120;
@@ -586,8 +634,12 @@ TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
         inbox.push(n);
         model.push(n);
       } else if (what < 95) {
-        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 6)};
-        ASSERT_EQ(inbox.match(q), model.match(q)) << "seed " << seed << ", step " << step;
+        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 6),
+                            pick(0, 3) == 0};
+        grma::envelope taken[6]{};
+        const std::uint32_t removed = inbox.match(q, taken);
+        ASSERT_EQ(carried_by(taken, removed), carried_by(model.match(q)))
+            << "seed " << seed << ", step " << step;
       } else {
         const std::uint32_t key = windows[pick(0, 2)];
         inbox.purge(key);

@@ -38,6 +38,8 @@ struct cpu_platform {
   template <class T>
   GRMA_INLINE static T broadcast(T value) { return value; }
   GRMA_INLINE static bool any_thread(bool value) { return value; }
+  // A rank is one thread: every memory it reaches is the rank's.
+  GRMA_INLINE static bool thread_private(const void*) { return false; }
   // One thread per rank: no lanes to combine (the CUDA platform's calls).
   GRMA_INLINE static int lane_group_limit() { return 1; }
   template <class T, class F>

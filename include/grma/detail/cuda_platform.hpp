@@ -123,6 +123,17 @@ struct cuda_platform {
 #endif
   }
 
+  // Is `p` one thread's own memory (a local array), which the block's other
+  // threads cannot reach?
+  GRMA_INLINE static bool thread_private(const void* p) {
+#if GRMA_DEVICE_CODE
+    return __isLocal(p) != 0;
+#else
+    (void)p;
+    return false;
+#endif
+  }
+
   // The widest lane group combine_lanes may take: a warp where the block's
   // threads fill whole warps (every lane of a warp must take part).
   GRMA_INLINE static int lane_group_limit() {
