@@ -330,36 +330,67 @@ TEST_P(Matching, SomeTakesWhatMatchesUpToItsCount) {
   EXPECT_EQ(inbox.contents().size(), 5u);
 }
 
-// A rank's inbox on a job of two devices: a run from one ring takes no
-// more than its share of the list's room, so that the other ring's entry
-// still gets in, as it does when entries move one at a time.
-TEST_P(Matching, RunsLeaveTheOtherRingsTheirShareOfTheRoom) {
-  constexpr std::uint32_t ring_capacity = 16;
-  const std::uint64_t stride =
-      (grma::detail::ring<notification>::bytes_for(ring_capacity) + 255) / 256 * 256;
-  grma::test::aligned_buffer memory(2 * stride);
-  grma::detail::ring<notification>* ring[2];
-  for (int i = 0; i < 2; ++i)
-    ring[i] = grma::detail::ring_init<notification>(memory.data() + stride * std::uint64_t(i),
-                                                    ring_capacity);
-  const grma::detail::inbox_rings in{memory.data(), stride, 2};
-  grma::detail::ring_reader readers[2] = {{0, 0, ring_capacity - 1}, {0, 0, ring_capacity - 1}};
-  std::vector<notification> items(4);
-  pending_list pending{0, 4, items.data(), 0, 0};
-  std::uint64_t credit[2] = {0, 0};
-  for (std::int32_t tag = 0; tag < 8; ++tag)
-    ring_push<scope::device>(*ring[0], credit[0], notification{window_b, 0, tag}, unexpected_wait);
-  ring_push<scope::device>(*ring[1], credit[1], notification{window_a, 1, 9}, unexpected_wait);
+// A rank's inbox on a job of two devices: a pending list of 4 in front of
+// two rings of 16, the first holding eight notifications of window_b (tags
+// 0-7), the second one of window_a (source 1, tag 9, immediate 77).
+class two_ring_inbox {
+ public:
+  two_ring_inbox() : memory_(2 * stride) {
+    for (int i = 0; i < 2; ++i)
+      ring_[i] = grma::detail::ring_init<notification>(memory_.data() + stride * std::uint64_t(i),
+                                                       ring_capacity);
+    std::uint64_t credit[2] = {0, 0};
+    for (std::int32_t tag = 0; tag < 8; ++tag)
+      ring_push<scope::device>(*ring_[0], credit[0], notification{window_b, 0, tag},
+                               unexpected_wait);
+    ring_push<scope::device>(*ring_[1], credit[1], notification{window_a, 1, 9, 0, 77},
+                             unexpected_wait);
+  }
 
+  std::uint32_t match(int lanes, const match_query& q, grma::envelope* taken) {
+    return match_by(lanes, pending_, {memory_.data(), stride, 2}, readers_, q, taken);
+  }
+  std::vector<fields> held() const {
+    std::vector<fields> out;
+    grma::detail::pending_for_each(pending_, [&](const notification& n) {
+      out.push_back(fields_of(n));
+      return true;
+    });
+    return out;
+  }
+
+ private:
+  static constexpr std::uint32_t ring_capacity = 16;
+  static constexpr std::uint64_t stride =
+      (grma::detail::ring<notification>::bytes_for(ring_capacity) + 255) / 256 * 256;
+  grma::test::aligned_buffer memory_;
+  grma::detail::ring<notification>* ring_[2];
+  grma::detail::ring_reader readers_[2] = {{0, 0, ring_capacity - 1}, {0, 0, ring_capacity - 1}};
+  std::vector<notification> items_ = std::vector<notification>(4);
+  pending_list pending_{0, 4, items_.data(), 0, 0};
+};
+
+// A run from one ring takes no more than its share of the list's room, so
+// that the other ring's entry still gets in, as it does when entries move
+// one at a time.
+TEST_P(Matching, RunsLeaveTheOtherRingsTheirShareOfTheRoom) {
+  two_ring_inbox inbox;
   grma::envelope taken{};
-  ASSERT_EQ(match_by(GetParam(), pending, in, readers, {window_a, any, any, 1}, &taken), 1u);
-  EXPECT_EQ(carried_by(&taken, 1), (std::vector<carried>{{1, 9, 0}}));
-  std::vector<fields> held;
-  grma::detail::pending_for_each(pending, [&](const notification& n) {
-    held.push_back(fields_of(n));
-    return true;
-  });
-  EXPECT_EQ(held, (std::vector<fields>{{window_b, 0, 0}, {window_b, 0, 1}}));
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 1}, &taken), 1u);
+  EXPECT_EQ(carried_by(&taken, 1), (std::vector<carried>{{1, 9, 77}}));
+  EXPECT_EQ(inbox.held(), (std::vector<fields>{{window_b, 0, 0}, {window_b, 0, 1}}));
+}
+
+// The same for a query for some, which goes on past its first match: its
+// runs take their share as if the match handed out were still held, so
+// the list fills with the first ring's entries up to its capacity.
+TEST_P(Matching, SomeLeavesTheOtherRingsTheirShareToo) {
+  two_ring_inbox inbox;
+  grma::envelope taken[4]{};
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{1, 9, 77}}));
+  EXPECT_EQ(inbox.held(),
+            (std::vector<fields>{{window_b, 0, 0}, {window_b, 0, 1}, {window_b, 0, 2}}));
 }
 
 // Taking from the middle leaves a hole; a full list closes its holes before
