@@ -371,10 +371,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // from `source` (or any_source) with `tag` (or any_tag) that the rank can
   // take now, oldest first, at most `most`, into out[0, k); returns k, after
   // waiting for the first. `out` is memory the rank's threads share (from
-  // alloc, a window, userdata, or a GPU block's shared memory): the first
-  // warp's lanes write it, and every thread reads it after the call. The
-  // matches the rank can take are those its pending list holds, then its
-  // arrivals as far as the list has room (GRMA_MATCH_CAPACITY).
+  // alloc, a window, userdata, or a GPU block's shared memory), aligned as
+  // an envelope: the first warp's lanes write it, and every thread reads it
+  // after the call; the call meets the rank's threads before it writes, so
+  // a loop may call again as soon as its threads have read the last batch.
+  // The matches the rank can take are those its pending list holds, then
+  // its arrivals as far as the list has room (GRMA_MATCH_CAPACITY).
   GRMA_INLINE int wait_some_notifications(window w, int source, int tag, envelope* out, int most) {
     const detail::match_query q =
         check_some_query(w, source, tag, out, most, call::wait_some_notifications);
@@ -1014,18 +1016,22 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // A query for some: at most `most` (no more than the pending list can
   // hold, which bounds what one call can see), into `out`, which the rank's
-  // threads share.
+  // threads share. The threads meet first, so that none still reads what
+  // the last call wrote there when the lanes write it again.
   GRMA_INLINE detail::match_query check_some_query(window w, int source, int tag, envelope* out,
                                                    int most, call where) {
     if (most < 1) fail(errc::invalid_count, where, most);
+    const auto address = std::int64_t(reinterpret_cast<std::uintptr_t>(out));
     if (out == nullptr)
       fail(errc::null_buffer, where, std::int64_t(most) * std::int64_t(sizeof(envelope)));
-    if (P::thread_private(out))
-      fail(errc::buffer_not_shared, where, std::int64_t(reinterpret_cast<std::uintptr_t>(out)));
+    if (address % std::int64_t(alignof(envelope)) != 0)
+      fail(errc::word_misaligned, where, address, std::int64_t(alignof(envelope)));
+    if (P::thread_private(out)) fail(errc::buffer_not_shared, where, address);
     const std::uint32_t capacity = view().match_capacity;
     detail::match_query q =
         check_query(w, source, tag, std::uint32_t(most) < capacity ? most : int(capacity), where);
     q.some = true;
+    P::sync();
     return q;
   }
 

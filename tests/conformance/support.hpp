@@ -137,6 +137,16 @@ GRMA_HOST_DEVICE void expect_one(Rank& r, rank_record& rec, bool ok, int line, l
   ::conformance::expect_one((r), (rec), static_cast<bool>(condition), __LINE__, (long long)(a), \
                             (long long)(b), (long long)(c))
 
+// A check each thread makes of what it read itself: a failure counts from
+// any thread (where threads may see different values, as a warp that read
+// stale memory would).
+#define CONF_EXPECT_EACH(rec, condition, a, b, c)                                    \
+  do {                                                                               \
+    if (!static_cast<bool>(condition))                                               \
+      ::conformance::record_failure((rec), __LINE__, (long long)(a), (long long)(b), \
+                                    (long long)(c));                                 \
+  } while (0)
+
 // Counts in rec.count[i], once per rank.
 template <class Rank>
 GRMA_HOST_DEVICE void tally(Rank& r, rank_record& rec, int i, unsigned long long n = 1) {

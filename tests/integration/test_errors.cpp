@@ -170,6 +170,15 @@ TEST(Errors, SomeIntoANullBuffer) {
   EXPECT_STREQ(e.what(), "grma: rank 0: test_some_notifications: buffer is null but size is 64");
 }
 
+TEST(Errors, SomeIntoAMisalignedBuffer) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 1)
+      r.test_some_notifications(w, 0, 3, reinterpret_cast<grma::envelope*>(m + 4), 2);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_THAT(e.what(), StartsWith("grma: rank 1: test_some_notifications: the 8-byte word at 0x"));
+}
+
 // More than a pending list holds is no error for some: a call takes at most
 // what the list can hold.
 TEST(Errors, SomeAboveMatchCapacityIsNoError) {

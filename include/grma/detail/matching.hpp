@@ -443,7 +443,10 @@ GRMA_OUT_OF_LINE std::uint32_t take_some(pending_list& pending, const inbox_ring
     removed += lanes_in(out);
   }
   g.sync();  // every hole is made before the lanes look for the list's new ends
-  if (removed != 0) pending_removed(p, low, high, removed, g);
+  if (removed != 0) {
+    pending_removed(p, low, high, removed, g);
+    g.sync();  // every lane has looked for the list's new ends before a run appends there
+  }
   // The list as the runs see it: the matches handed out still in it.
   const auto held = [&] { return p.size + removed; };
   for (bool took = true; took && removed < wanted;) {
