@@ -152,7 +152,7 @@ GRMA_INLINE constexpr envelope envelope_of(const notification& n) {
 
 // Without short-circuits: a lane loads the entry's three fields at once
 // and compares without branches (a search's loops run it on 32 entries a
-// step: 1.3x the matches a second of one call each, on an H200).
+// step; decision 042).
 GRMA_INLINE constexpr bool matches(const notification& n, const match_query& q) {
   return bool(int(n.window == q.window) & (int(q.source < 0) | int(n.source == q.source)) &
               (int(q.tag < 0) | int(n.tag == q.tag)));
@@ -172,8 +172,7 @@ struct pending_list {
 // On a GPU a rank's pending list is in its block's shared memory
 // (cuda_launch.hpp). Saying so lets the compiler load and store its
 // entries with shared-memory instructions, which need not wait behind the
-// lanes' stores of envelopes to global memory as generic ones may (7 %
-// fewer cycles in a search that hands out 32 of 256 entries, on an H200).
+// lanes' stores of envelopes to global memory as generic ones may.
 GRMA_INLINE notification* shared_entries(notification* items) {
 #if GRMA_DEVICE_CODE
   __builtin_assume(__isShared(items));
@@ -516,10 +515,7 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
 
   // Take out the `wanted` oldest matches, leaving holes (the rest keep
   // their places); [low, high] spans the removed. Each lane hands out the
-  // matches it looked at (a lone match: lane 0). (A form without the warp
-  // barriers before the holes, with the query by value and shared-memory
-  // loads, made the 8-byte message rate, whose waits take batches here,
-  // 8 % lower: decision 042.)
+  // matches it looked at (a lone match: lane 0).
   std::uint32_t low = oldest, high = oldest;
   if (wanted == 1) {
     if (taken != nullptr && g.leads()) *taken = envelope_of(p.items[oldest]);
