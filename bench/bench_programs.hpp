@@ -585,4 +585,50 @@ struct matching {
   }
 };
 
+// Empty notifications back and forth between world ranks 0 and 1,
+// `iterations` round trips after 20 for warm-up: rank 0 takes each with
+// wait_notification (any source, any tag) or, with `some`, with
+// wait_some_notifications for up to `some_most`. One arrives at a time, so
+// this times a call that must wait for its first match; other ranks wait
+// at the final barrier.
+struct waiting_round_trip {
+  int iterations;
+  bool some;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    auto* word = static_cast<unsigned char*>(r.alloc(64 + sizeof(grma::envelope) * some_most));
+    auto* got = reinterpret_cast<grma::envelope*>(word + 64);  // the rank's threads share it
+    grma::window w = r.window_create(grma::world, word, 64);
+    r.barrier(grma::world);
+    if (me <= 1) {
+      double start = 0;
+      for (int it = -20; it < iterations; ++it) {
+        if (it == 0) start = r.wtime();
+        const int tag = (it + 20) % 64;
+        if (me == 1) {
+          r.put_notify(w, 0, 0, 0, word, tag);
+          r.wait_notifications(w, 0, tag, 1);
+          continue;
+        }
+        int k = 1;
+        grma::envelope e{};
+        if (some) {
+          k = r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, some_most);
+          e = got[0];
+        } else {
+          e = r.wait_notification(w, grma::any_source, grma::any_tag);
+        }
+        GRMA_ASSERT(r, k == 1 && e.source == 1 && e.tag == tag);
+        r.put_notify(w, 1, 0, 0, word, tag);
+      }
+      if (me == 0 && r.thread() == 0) r.template userdata<results>()->seconds = r.wtime() - start;
+    }
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free(word);
+  }
+};
+
 }  // namespace bench

@@ -852,10 +852,32 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       std::fprintf(json, "%s    {\"order\": \"%s\", \"matches_per_s\": %.1f, \"senders\": %d, \"tags\": %d}",
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
+  // A call that must wait for its first match: one notification at a time
+  // between ranks 0 and 1, taken by a call a match or by a call for some.
+  if (json) std::fprintf(json, "\n  ],\n  \"matching_round_trip\": ");
+  if (wanted("matching") && job.rank_count >= 2) {
+    const int iterations = o.quick ? 2000 : 20000;
+    double us[2];
+    for (int some = 0; some < 2; ++some) {
+      show.step("matching, one at a time");
+      us[some] = run(bench::waiting_round_trip{iterations, some == 1}, std::min(2, full)).seconds /
+                 iterations * 1e6;
+    }
+    std::snprintf(line, sizeof line,
+                  "%20s: round trip %.3f us with wait_notification, %.3f with "
+                  "wait_some_notifications\n",
+                  "one at a time", us[0], us[1]);
+    report += line;
+    if (json)
+      std::fprintf(json, "{\"wait_notification_us\": %.4f, \"wait_some_notifications_us\": %.4f}",
+                   us[0], us[1]);
+  } else if (json) {
+    std::fprintf(json, "null");
+  }
   // Collectives of all ranks: the world barrier (the baseline), the core's
   // team barrier (across nodes team_world's barrier is the world barrier)
   // and an 8-byte allreduce.
-  if (json) std::fprintf(json, "\n  ],\n  \"collectives\": ");
+  if (json) std::fprintf(json, ",\n  \"collectives\": ");
   if (wanted("collectives")) {
     const int rounds = o.quick ? 20 : 500;
     double us[3] = {NAN, NAN, NAN};

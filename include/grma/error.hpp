@@ -130,7 +130,7 @@ enum class errc : std::int32_t {
   rank_out_of_range,     // v0 rank, v1 communicator size, v2 communicator, v3 host sources after it
   range_outside_window,  // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
   negative_tag,          // v0 tag
-  invalid_count,         // v0 count
+  invalid_count,         // v0 count (`most` for the calls for some)
   count_exceeds_match_capacity,  // v0 count, v1 capacity
   window_not_created,            // v0 slot, v1 generation
   window_freed,                  // v0 slot, v1 generation of handle

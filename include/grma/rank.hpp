@@ -121,7 +121,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // convention over the warp's threads: all of them call each function
   // together (on a GPU a whole warp: 32 threads of the rank, as NVSHMEM's
   // warp calls need), and thread() and threads() count its lanes. While a
-  // warp uses it, no other thread of the rank makes a grma call. What other warps
+  // warp uses it, no other thread of the rank makes a grma call, and its
+  // turn begins and ends at a sync_threads() with the rank's other threads
+  // (a call's leading thread may still be finishing it, on the rank's state,
+  // when the others return). What other warps
   // wrote is behind a sync_threads() with the warp before the warp puts it,
   // and what the warp's wait delivered is behind one before they read it.
   // On the CPU backend a rank is one thread: its own warp.
@@ -369,8 +372,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Many notifications in one call (MPI's Waitsome): every match of `w`
   // from `source` (or any_source) with `tag` (or any_tag) that the rank can
-  // take now, oldest first, at most `most`, into out[0, k); returns k, after
-  // waiting for the first. `out` is memory the rank's threads share (from
+  // take now, oldest first, at most `most`, into out[0, k); returns k.
+  // Where there is none, it waits and returns the first to arrive alone
+  // (k = 1): a wait as quick as wait_notification's, and the next call
+  // takes what came after it. `out` is memory the rank's threads share (from
   // alloc, a window, userdata, or a GPU block's shared memory), aligned as
   // an envelope: the first warp's lanes write it, and every thread reads it
   // after the call; the call meets the rank's threads before it writes, so
@@ -743,7 +748,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // (decision 034). `taken` receives the matches, a lone one in thread 0's
   // place. A query for some (`Some`, q.some) wanting more than one goes
   // straight to a lanes' step of its own (detail::take_some), compiled only
-  // into programs that make one (decision 042).
+  // into programs that make one (decision 042); where that finds none, it
+  // waits as one wanted does, the leading thread alone at the rings' heads,
+  // and takes the first match to arrive.
   template <bool Some = false>
   GRMA_INLINE std::uint32_t match_waiting(call where, const detail::match_query& q, bool waits,
                                           double seconds, envelope* taken) {
@@ -778,11 +785,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         const auto attempt = [&](detail::lane_group g, bool polls, auto&& done) {
           return polls ? poll_until(g, where, args, deadline, done) : g.index < 0 || done();
         };
-        // The leading thread's step, to every thread.
-        const auto at_head = [&](bool held_unmatched) {
+        // The leading thread's step for `one` (one match wanted), to every thread.
+        const auto at_head = [&](const detail::match_query& one, bool held_unmatched) {
           auto step = detail::head_match::empty;
           attempt(leader_alone(), waits, [&] {
-            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, q, taken,
+            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, one, taken,
                                                       held_unmatched);
             return step != detail::head_match::empty;
           });
@@ -806,15 +813,25 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           return unlimited ? (P::any_thread(leader() && removed != 0) ? exact : 0u)
                            : from_leader(removed);
         };
-        // The leading thread's step takes one match only.
+        // The leading thread's step takes one match only. A query for
+        // some whose lanes found none waits as one wanted does: the
+        // leading thread alone at the rings' heads, for the first match.
         if constexpr (Some)
-          if (q.count > 1) return in_list(waits);
-        auto step = at_head(false);
+          if (q.count > 1) {
+            if (const std::uint32_t removed = in_list(false); removed != 0 || !waits)
+              return removed;
+            detail::match_query first = q;
+            first.count = 1;
+            const auto step = at_head(first, true);
+            if (step == detail::head_match::search) return in_list(true);
+            return step == detail::head_match::matched ? 1u : 0u;
+          }
+        auto step = at_head(q, false);
         if (step != detail::head_match::search)
           return step == detail::head_match::matched ? 1u : 0u;
         if (waits && q.count == 1) {
           if (const std::uint32_t removed = in_list(false)) return removed;
-          step = at_head(true);
+          step = at_head(q, true);
           if (step != detail::head_match::search)
             return step == detail::head_match::matched ? 1u : 0u;
         }

@@ -189,7 +189,14 @@ std::string describe_values(const error_record& r) {
         << " bytes that rank " << v[3] << " registered with window " << v[4];
       break;
     case errc::negative_tag: s << "tag " << v[0] << " is negative (tags are >= 0)"; break;
-    case errc::invalid_count: s << "count " << v[0] << " is less than 1"; break;
+    case errc::invalid_count: {
+      // The calls for some name their count `most`.
+      const auto where = static_cast<call>(r.where);
+      const bool most =
+          where == call::wait_some_notifications || where == call::test_some_notifications;
+      s << (most ? "most " : "count ") << v[0] << " is less than 1";
+      break;
+    }
     case errc::count_exceeds_match_capacity:
       s << "count " << v[0] << " exceeds the " << v[1]
         << " unmatched notifications a rank can hold (GRMA_MATCH_CAPACITY)";

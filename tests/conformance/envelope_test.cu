@@ -111,32 +111,16 @@ constexpr int batch_most = 8;
 // test polled, one source's alone, and with a time limit. Each envelope is
 // checked: from a member, the next tag of that source (oldest first), its
 // immediate; every notification is taken exactly once, and the limited
-// calls find nothing at the end.
+// calls find nothing at the end. With `by_warp`, the rank's last warp
+// takes them (one_warp()) while the other threads work.
 struct batches {
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    rank_record& rec = record_of(r);
-    const int me = r.rank(grma::world), n = r.size(grma::world);
-    const group g(me, n, envelope_group);
-    // The envelopes the calls hand out after the words: memory the rank's
-    // threads share.
-    auto* inbox = static_cast<std::uint64_t*>(r.alloc_symmetric(
-        sizeof(std::uint64_t) * (envelope_group + 2) + sizeof(grma::envelope) * batch_most));
-    std::uint64_t* outgoing = inbox + envelope_group;
-    auto* got = reinterpret_cast<grma::envelope*>(inbox + envelope_group + 2);
-    grma::window w = r.window_create(grma::world, inbox, sizeof(std::uint64_t) * envelope_group);
-    CONF_EXPECT(r, rec,
-                r.test_some_notifications(w, grma::any_source, grma::any_tag, got, batch_most) == 0,
-                1, 0, 0);
-    r.barrier(grma::world);
-    for (int sent = 0; sent < batch_sends; ++sent)
-      for (int k = 1; k < g.size; ++k) {
-        const int target = g.member((g.index + k) % g.size);
-        if (r.thread() == 0) *outgoing = std::uint64_t(me) * 1000 + std::uint64_t(sent);
-        r.sync_threads();
-        r.put_notify(w, target, std::size_t(g.index) * sizeof(std::uint64_t), sizeof(std::uint64_t),
-                     outgoing, sent, immediate_of(me, target, sent));
-      }
+  bool by_warp;
+
+  // The taking, by the rank's threads or one warp's (`c`).
+  template <class Caller>
+  GRMA_HOST_DEVICE void take_all(Caller& c, rank_record& rec, grma::window w, grma::envelope* got,
+                                 const group& g, int n) const {
+    const int me = g.member(g.index);
     int next[envelope_group] = {};  // each member's next tag
     const int expected = (g.size - 1) * batch_sends;
     int taken = 0;
@@ -145,10 +129,10 @@ struct batches {
       int k = 0;
       switch (turn % 4) {
         case 0:
-          k = r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, most);
+          k = c.wait_some_notifications(w, grma::any_source, grma::any_tag, got, most);
           break;
         case 1:
-          while ((k = r.test_some_notifications(w, grma::any_source, grma::any_tag, got, most)) ==
+          while ((k = c.test_some_notifications(w, grma::any_source, grma::any_tag, got, most)) ==
                  0)
             relax();
           break;
@@ -156,18 +140,18 @@ struct batches {
           // The first member with notifications left, alone.
           int from = 0;
           while (from == g.index || next[from] == batch_sends) ++from;
-          k = r.wait_some_notifications(w, g.member(from), grma::any_tag, got, most);
+          k = c.wait_some_notifications(w, g.member(from), grma::any_tag, got, most);
           for (int i = 0; i < k; ++i)
             CONF_EXPECT_EACH(rec, got[i].source == g.member(from), 2, got[i].source, from);
           break;
         }
         default:
-          CONF_EXPECT(r, rec,
-                      r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, most, k,
+          CONF_EXPECT(c, rec,
+                      c.wait_some_notifications(w, grma::any_source, grma::any_tag, got, most, k,
                                                 grma::within{30.0}) == grma::wait_result::met,
                       3, k, 0);
       }
-      CONF_EXPECT(r, rec, k >= 1 && k <= most, 4, k, most);
+      CONF_EXPECT(c, rec, k >= 1 && k <= most, 4, k, most);
       // Every thread checks every envelope it reads (and keeps its own
       // `next`): the lanes wrote them, the call's barriers show them to all.
       for (int i = 0; i < k && i < most; ++i) {
@@ -182,38 +166,151 @@ struct batches {
         next[sender.index] = e.tag + 1;
       }
       taken += k;
-      tally(r, rec, 0, unsigned(k));
+      tally(c, rec, 0, unsigned(k));
       // No barrier here: the next call meets the threads before it writes `got`.
+    }
+    int none = 5;
+    CONF_EXPECT(c, rec,
+                c.wait_some_notifications(w, grma::any_source, grma::any_tag, got, batch_most, none,
+                                          grma::within{0.002}) == grma::wait_result::timed_out &&
+                    none == 0,
+                9, none, 0);
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const group g(me, n, envelope_group);
+    // After the window's words: the envelopes the calls hand out (memory
+    // the rank's threads share), then the workers' words.
+    const std::size_t words_at =
+        sizeof(std::uint64_t) * (envelope_group + 2) + sizeof(grma::envelope) * batch_most;
+    auto* inbox = static_cast<std::uint64_t*>(
+        r.alloc_symmetric(words_at + sizeof(std::uint64_t) * std::size_t(r.threads())));
+    std::uint64_t* outgoing = inbox + envelope_group;
+    auto* got = reinterpret_cast<grma::envelope*>(inbox + envelope_group + 2);
+    auto* words =
+        reinterpret_cast<std::uint64_t*>(reinterpret_cast<std::uint8_t*>(inbox) + words_at);
+    grma::window w = r.window_create(grma::world, inbox, sizeof(std::uint64_t) * envelope_group);
+    CONF_EXPECT(r, rec,
+                r.test_some_notifications(w, grma::any_source, grma::any_tag, got, batch_most) == 0,
+                1, 0, 0);
+    r.barrier(grma::world);
+    for (int sent = 0; sent < batch_sends; ++sent)
+      for (int k = 1; k < g.size; ++k) {
+        const int target = g.member((g.index + k) % g.size);
+        if (r.thread() == 0) *outgoing = std::uint64_t(me) * 1000 + std::uint64_t(sent);
+        r.sync_threads();
+        r.put_notify(w, target, std::size_t(g.index) * sizeof(std::uint64_t), sizeof(std::uint64_t),
+                     outgoing, sent, immediate_of(me, target, sent));
+      }
+    if (by_warp) {
+      auto warp = r.one_warp();
+      const warp_split split(r, warp);
+      r.sync_threads();  // the warp's turn: the rank's last call is done in every thread
+      if (split.calls) take_all(warp, rec, w, got, g, n);
+      split.work(r, words, 0);
+      r.sync_threads();
+      split.check_work(r, rec, words, 0);
+    } else {
+      take_all(r, rec, w, got, g, n);
     }
     for (int i = 0; i < g.size; ++i) {
       if (i == g.index) continue;
       const std::uint64_t data = r.read(&inbox[i]);
       CONF_EXPECT(r, rec, data == std::uint64_t(g.member(i)) * 1000 + batch_sends - 1, 8, i, data);
     }
-    int none = 5;
-    CONF_EXPECT(r, rec,
-                r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, batch_most, none,
-                                          grma::within{0.002}) == grma::wait_result::timed_out &&
-                    none == 0,
-                9, none, 0);
     r.barrier(grma::world);
     r.window_free(w);
     r.free_symmetric(inbox);
   }
 };
 
-TEST_P(Envelope, SomeTakesManyOldestFirstEachOnce) {
+void run_batches(const config& c, bool by_warp) {
   grma::runtime rt(suite_settings());
-  job j(rt, GetParam());
-  const int n = j.resolve(batches{});
+  job j(rt, c);
+  const int n = j.resolve(batches{by_warp});
   j.prepare();
-  if (j.run(batches{})) {
+  if (j.run(batches{by_warp})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0,
         [&](int rank) { return unsigned((group(rank, n, envelope_group).size - 1) * batch_sends); },
         "notifications taken");
   }
+}
+
+TEST_P(Envelope, SomeTakesManyOldestFirstEachOnce) {
+  run_batches(GetParam(), false);
+}
+
+TEST_P(Envelope, OneWarpTakesSomeWhileTheOthersWork) {
+  run_batches(GetParam(), true);
+}
+
+// Pairs (2i, 2i + 1): the even rank lets its partner wait first (a
+// millisecond), then sends one notification, waits for the partner's
+// answer, and sends three more. The odd rank's first call for up to four
+// must wait, and takes that one alone; the rest come oldest first, each
+// once, in as many calls as they take.
+struct first_arrival {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int partner = me ^ 1;
+    auto* word = static_cast<std::uint64_t*>(
+        r.alloc_symmetric(sizeof(std::uint64_t) * 2 + sizeof(grma::envelope) * 4));
+    auto* got = reinterpret_cast<grma::envelope*>(word + 2);
+    grma::window w = r.window_create(grma::world, word, sizeof(std::uint64_t));
+    if (partner < n && me % 2 == 0) {
+      const double start = r.wtime();
+      while (r.wtime() - start < 0.001) relax();
+      r.put_notify(w, partner, 0, 0, word, 0, 100);
+      r.wait_notifications(w, partner, 9, 1);
+      for (int tag = 1; tag < 4; ++tag) r.put_notify(w, partner, 0, 0, word, tag, 100 + tag);
+      tally(r, rec, 0);
+    } else if (partner < n) {
+      int k = r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, 4);
+      CONF_EXPECT(r, rec,
+                  k == 1 && got[0].source == partner && got[0].tag == 0 && got[0].immediate == 100,
+                  1, k, got[0].tag);
+      r.put_notify(w, partner, 0, 0, word, 9);
+      for (int next = 1; next < 4; next += k) {
+        k = r.wait_some_notifications(w, partner, grma::any_tag, got, 4);
+        CONF_EXPECT(r, rec, k >= 1 && next + k <= 4, 2, k, next);
+        for (int i = 0; i < k && next + i < 4; ++i)
+          CONF_EXPECT_EACH(
+              rec, got[i].tag == next + i && got[i].immediate == std::uint64_t(100 + next + i), 3,
+              got[i].tag, next + i);
+      }
+      tally(r, rec, 0);
+    }
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free_symmetric(word);
+  }
+};
+
+TEST_P(Envelope, SomeThatWaitsTakesTheFirstToArrive) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  const int n = j.resolve(first_arrival{});
+  j.prepare();
+  if (j.run(first_arrival{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int rank) { return (rank ^ 1) < n ? 1u : 0u; }, "pairs done");
+  }
+}
+
+// Ranks whose threads do not fill whole warps: the lanes' step is then the
+// leading thread's alone (a CPU rank is one thread whatever is asked).
+TEST(EnvelopePartialWarps, SomeTakesManyOldestFirstEachOnce) {
+  run_batches({3, 48}, false);
+  run_batches({8, 1}, false);
+  run_batches({2, 80}, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Conformance, Envelope, testing::ValuesIn(suite_configs()), config_name);

@@ -159,7 +159,7 @@ TEST(Errors, SomeOfNone) {
                                 reinterpret_cast<grma::envelope*>(m), 0);
   }));
   EXPECT_EQ(e.code(), grma::errc::invalid_count);
-  EXPECT_STREQ(e.what(), "grma: rank 1: wait_some_notifications: count 0 is less than 1");
+  EXPECT_STREQ(e.what(), "grma: rank 1: wait_some_notifications: most 0 is less than 1");
 }
 
 TEST(Errors, SomeIntoANullBuffer) {

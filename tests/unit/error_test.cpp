@@ -46,6 +46,8 @@ TEST(ErrorText, CountsAndTags) {
             "grma: rank 2: put_signal: tag -3 is negative (tags are >= 0)");
   EXPECT_EQ(describe(record_of(errc::invalid_count, 4, call::wait_notifications, {0})),
             "grma: rank 4: wait_notifications: count 0 is less than 1");
+  EXPECT_EQ(describe(record_of(errc::invalid_count, 3, call::test_some_notifications, {-2})),
+            "grma: rank 3: test_some_notifications: most -2 is less than 1");
   EXPECT_EQ(describe(record_of(errc::count_exceeds_match_capacity, 5, call::test_notifications,
                                {300, 256})),
             "grma: rank 5: test_notifications: count 300 exceeds the 256 unmatched notifications "

@@ -330,26 +330,36 @@ TEST_P(Matching, SomeTakesWhatMatchesUpToItsCount) {
   EXPECT_EQ(inbox.contents().size(), 5u);
 }
 
-// A rank's inbox on a job of two devices: a pending list of 4 in front of
-// two rings of 16, the first holding eight notifications of window_b (tags
-// 0-7), the second one of window_a (source 1, tag 9, immediate 77).
-class two_ring_inbox {
+// A rank's inbox on a job of several devices: a pending list in front of
+// one ring per device, matched by `lanes` lanes (0: match_serially).
+class rings_inbox {
  public:
-  two_ring_inbox() : memory_(2 * stride) {
-    for (int i = 0; i < 2; ++i)
-      ring_[i] = grma::detail::ring_init<notification>(memory_.data() + stride * std::uint64_t(i),
-                                                       ring_capacity);
-    std::uint64_t credit[2] = {0, 0};
-    for (std::int32_t tag = 0; tag < 8; ++tag)
-      ring_push<scope::device>(*ring_[0], credit[0], notification{window_b, 0, tag},
-                               unexpected_wait);
-    ring_push<scope::device>(*ring_[1], credit[1], notification{window_a, 1, 9, 0, 77},
-                             unexpected_wait);
+  rings_inbox(int rings, std::uint32_t pending_capacity, std::uint32_t ring_capacity)
+      : memory_(std::size_t(rings) * stride_for(ring_capacity)),
+        stride_(stride_for(ring_capacity)),
+        rings_(rings),
+        credits_(std::size_t(rings)),
+        items_(pending_capacity),
+        pending_{0, pending_capacity, items_.data(), 0, 0} {
+    for (int i = 0; i < rings; ++i) {
+      ring_.push_back(grma::detail::ring_init<notification>(
+          memory_.data() + stride_ * std::uint64_t(i), ring_capacity));
+      readers_.push_back({0, 0, ring_capacity - 1});
+    }
   }
 
-  std::uint32_t match(int lanes, const match_query& q, grma::envelope* taken) {
-    return match_by(lanes, pending_, {memory_.data(), stride, 2}, readers_, q, taken);
+  void push(int ring, const notification& n) {
+    ring_push<scope::device>(*ring_[std::size_t(ring)], credits_[std::size_t(ring)], n,
+                             unexpected_wait);
   }
+  std::uint32_t match(int lanes, const match_query& q, grma::envelope* taken) {
+    return match_by(lanes, pending_, rings(), readers_.data(), q, taken);
+  }
+  void purge(std::uint32_t key) {
+    grma::detail::purge_notifications<scope::device>(pending_, rings(), readers_.data(), key);
+  }
+
+  const pending_list& pending() const { return pending_; }
   std::vector<fields> held() const {
     std::vector<fields> out;
     grma::detail::pending_for_each(pending_, [&](const notification& n) {
@@ -358,16 +368,39 @@ class two_ring_inbox {
     });
     return out;
   }
+  std::vector<fields> ring_contents(int ring) const {
+    std::vector<fields> out;
+    notification n{};
+    for (std::uint64_t i = 0; ring_peek<scope::device>(*ring_[std::size_t(ring)], i, n); ++i)
+      out.push_back(fields_of(n));
+    return out;
+  }
 
  private:
-  static constexpr std::uint32_t ring_capacity = 16;
-  static constexpr std::uint64_t stride =
-      (grma::detail::ring<notification>::bytes_for(ring_capacity) + 255) / 256 * 256;
+  static std::uint64_t stride_for(std::uint32_t ring_capacity) {
+    return (grma::detail::ring<notification>::bytes_for(ring_capacity) + 255) / 256 * 256;
+  }
+  grma::detail::inbox_rings rings() const { return {memory_.data(), stride_, rings_}; }
+
   grma::test::aligned_buffer memory_;
-  grma::detail::ring<notification>* ring_[2];
-  grma::detail::ring_reader readers_[2] = {{0, 0, ring_capacity - 1}, {0, 0, ring_capacity - 1}};
-  std::vector<notification> items_ = std::vector<notification>(4);
-  pending_list pending_{0, 4, items_.data(), 0, 0};
+  std::uint64_t stride_;
+  int rings_;
+  std::vector<grma::detail::ring<notification>*> ring_;
+  std::vector<grma::detail::ring_reader> readers_;
+  std::vector<std::uint64_t> credits_;
+  std::vector<notification> items_;
+  pending_list pending_;
+};
+
+// Two devices: a pending list of 4 in front of two rings of 16, the first
+// holding eight notifications of window_b (tags 0-7), the second one of
+// window_a (source 1, tag 9, immediate 77).
+class two_ring_inbox : public rings_inbox {
+ public:
+  two_ring_inbox() : rings_inbox(2, 4, 16) {
+    for (std::int32_t tag = 0; tag < 8; ++tag) push(0, notification{window_b, 0, tag});
+    push(1, notification{window_a, 1, 9, 0, 77});
+  }
 };
 
 // A run from one ring takes no more than its share of the list's room, so
@@ -552,37 +585,49 @@ TEST_P(Matching, RandomizedAgreesWithReferenceModel) {
 }
 
 // The specification with the runtime's bounds: a pending list of `capacity`
-// and a ring behind it, drained into the list a run of up to `lanes` entries
-// at a time as far as a query needs and as the list has room (with nothing
-// held and one match wanted, the first entry alone first: taken if it is
-// the match, else moved to the list); purge
-// drops a window from both, as far as the list has room for the others'
-// entries on the way.
+// and one ring per device behind it (arrival order within each), drained
+// into the list as far as a query needs and as the list has room: the
+// rings in turn, a run from each of up to `lanes` entries and of no more
+// than the rings' even share of the list's room (at least one). With
+// nothing held and one match wanted, the first arrival alone first (the
+// first ring's that has one): taken if it is the match, else moved to the
+// list. Purge drops a window from the list and then from each ring in
+// turn, as far as the list has room for the others' entries on the way.
 class bounded_reference {
  public:
-  bounded_reference(std::size_t capacity, int lanes)
-      : capacity_(capacity), lanes_(std::size_t(lanes < 1 ? 1 : lanes)) {}
+  bounded_reference(std::size_t capacity, int lanes, int rings = 1)
+      : capacity_(capacity),
+        lanes_(std::size_t(lanes < 1 ? 1 : lanes)),
+        rings_(std::size_t(rings)) {}
 
-  void push(const notification& n) { ring_.push_back(n); }
-  std::size_t held() const { return pending_.size() + ring_.size(); }
+  void push(const notification& n, int ring = 0) { rings_[std::size_t(ring)].push_back(n); }
 
   // The removed, oldest first.
   std::vector<notification> match(const match_query& q) {
     int found = 0;
     for (const notification& n : pending_)
       if (found < q.count && matches(n, q)) ++found;
-    if (pending_.empty() && q.count == 1 && !ring_.empty()) {
-      if (matches(ring_.front(), q)) {
-        const notification n = ring_.front();
-        ring_.pop_front();
-        return {n};
+    if (pending_.empty() && q.count == 1)
+      for (std::deque<notification>& ring : rings_) {
+        if (ring.empty()) continue;
+        if (matches(ring.front(), q)) {
+          const notification n = ring.front();
+          ring.pop_front();
+          return {n};
+        }
+        take(ring);
+        break;
       }
-      take();
-    }
-    while (found < q.count && pending_.size() < capacity_ && !ring_.empty()) {
-      const std::size_t run = std::min({lanes_, capacity_ - pending_.size(), ring_.size()});
-      for (std::size_t k = 0; k < run; ++k)
-        if (matches(take(), q)) ++found;
+    for (bool took = true; took && found < q.count;) {
+      took = false;
+      for (std::deque<notification>& ring : rings_) {
+        if (found == q.count || pending_.size() == capacity_ || ring.empty()) continue;
+        const std::size_t share = (capacity_ - pending_.size()) / rings_.size();
+        const std::size_t run = std::min({lanes_, std::max<std::size_t>(share, 1), ring.size()});
+        for (std::size_t k = 0; k < run; ++k)
+          if (matches(take(ring), q)) ++found;
+        took = true;
+      }
     }
     if (found == 0 || (!q.some && found < q.count)) return {};
     std::vector<notification> removed;
@@ -598,17 +643,20 @@ class bounded_reference {
 
   void purge(std::uint32_t key) {
     std::erase_if(pending_, [&](const notification& n) { return n.window == key; });
-    while (!ring_.empty()) {
-      if (ring_.front().window != key) {
-        if (pending_.size() == capacity_) break;
-        pending_.push_back(ring_.front());
+    for (std::deque<notification>& ring : rings_)
+      while (!ring.empty()) {
+        if (ring.front().window != key) {
+          if (pending_.size() == capacity_) break;
+          pending_.push_back(ring.front());
+        }
+        ring.pop_front();
       }
-      ring_.pop_front();
-    }
   }
 
   std::vector<fields> pending_contents() const { return contents_of(pending_); }
-  std::vector<fields> ring_contents() const { return contents_of(ring_); }
+  std::vector<fields> ring_contents(int ring = 0) const {
+    return contents_of(rings_[std::size_t(ring)]);
+  }
 
  private:
   static bool matches(const notification& n, const match_query& q) {
@@ -620,14 +668,15 @@ class bounded_reference {
     return out;
   }
   // Moves the ring's oldest to the list.
-  const notification& take() {
-    pending_.push_back(ring_.front());
-    ring_.pop_front();
+  const notification& take(std::deque<notification>& ring) {
+    pending_.push_back(ring.front());
+    ring.pop_front();
     return pending_.back();
   }
 
   std::size_t capacity_, lanes_;
-  std::deque<notification> pending_, ring_;
+  std::vector<std::deque<notification>> rings_;
+  std::deque<notification> pending_;
 };
 
 // The pending list's bookkeeping: `size` entries in [first, end), which
@@ -681,6 +730,49 @@ TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
           << "seed " << seed << ", step " << step;
       ASSERT_EQ(inbox.ring_contents(), model.ring_contents())
           << "seed " << seed << ", step " << step;
+    }
+  }
+}
+
+// The same with two or three rings (a job of as many devices), the rings'
+// arrivals interleaved at random: runs take turns and share the room.
+TEST_P(Matching, RandomizedAgreesWithTheBoundedModelOverSeveralRings) {
+  const unsigned sequences = sequences_for(5000);
+  constexpr int steps = 120;
+  const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
+  for (unsigned seed = 1; seed <= sequences; ++seed) {
+    picker pick(seed);
+    const int rings = pick(2, 3);
+    const std::uint32_t pending_capacity = std::uint32_t(pick(1, 12));
+    const std::uint32_t ring_capacity = 4u << pick(0, 1);
+    rings_inbox inbox(rings, pending_capacity, ring_capacity);
+    bounded_reference model(pending_capacity, GetParam(), rings);
+    for (int step = 0; step < steps; ++step) {
+      const int what = pick(0, 99);
+      if (what < 55) {
+        const int ring = pick(0, rings - 1);
+        if (model.ring_contents(ring).size() == ring_capacity) continue;  // a producer would wait
+        const notification n{windows[pick(0, 2)], pick(0, 2), pick(0, 1), 0,
+                             std::uint64_t(seed) * 1000 + std::uint64_t(step)};
+        inbox.push(ring, n);
+        model.push(n, ring);
+      } else if (what < 95) {
+        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 8),
+                            pick(0, 1) == 0};
+        grma::envelope taken[8]{};
+        const std::uint32_t removed = inbox.match(GetParam(), q, taken);
+        ASSERT_EQ(carried_by(taken, removed), carried_by(model.match(q)))
+            << "seed " << seed << ", step " << step;
+      } else {
+        const std::uint32_t key = windows[pick(0, 2)];
+        inbox.purge(key);
+        model.purge(key);
+      }
+      ASSERT_TRUE(well_formed(inbox.pending())) << "seed " << seed << ", step " << step;
+      ASSERT_EQ(inbox.held(), model.pending_contents()) << "seed " << seed << ", step " << step;
+      for (int ring = 0; ring < rings; ++ring)
+        ASSERT_EQ(inbox.ring_contents(ring), model.ring_contents(ring))
+            << "seed " << seed << ", step " << step << ", ring " << ring;
     }
   }
 }
