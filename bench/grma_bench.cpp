@@ -417,7 +417,7 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       int(paths.size() * (latency_sizes.size() * 3 + bandwidth_sizes.size() * 3 + 1 + 4 + 3)) +
       int(paths.empty() ? 0 : bandwidth_sizes.size()) +
       int(std::count_if(paths.begin(), paths.end(), with_nvshmem)) + (wanted("host") ? 1 : 0) +
-      (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? 5 : 0) +
+      (wanted("halo") ? (o.quick ? 4 : 8) : 0) + (wanted("matching") ? (full >= 2 ? 7 : 5) : 0) +
       (wanted("collectives") ? 3 : 0);
   progress show(steps, lead);
 
@@ -853,15 +853,16 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
                    order ? ",\n" : "", order_name[order], per_second, senders, per_sender);
   }
   // A call that must wait for its first match: one notification at a time
-  // between ranks 0 and 1, taken by a call a match or by a call for some.
+  // between ranks 0 and 1 of one device, taken by a call a match or by a
+  // call for some.
   if (json) std::fprintf(json, "\n  ],\n  \"matching_round_trip\": ");
-  if (wanted("matching") && job.rank_count >= 2) {
+  if (wanted("matching") && full >= 2) {
     const int iterations = o.quick ? 2000 : 20000;
     double us[2];
     for (int some = 0; some < 2; ++some) {
       show.step("matching, one at a time");
-      us[some] = run(bench::waiting_round_trip{iterations, some == 1}, std::min(2, full)).seconds /
-                 iterations * 1e6;
+      us[some] =
+          run(bench::waiting_round_trip{iterations, some == 1}, 2).seconds / iterations * 1e6;
     }
     std::snprintf(line, sizeof line,
                   "%20s: round trip %.3f us with wait_notification, %.3f with "

@@ -251,7 +251,8 @@ class handle {
 
   // The rank's calls made by one warp of its threads while the others do
   // other work: the rules of basic_rank::one_warp (all 32 threads call
-  // together; no other thread of the rank makes a call meanwhile).
+  // together; no other thread of the rank makes a call meanwhile; a warp
+  // other than the first begins and ends its turn at a sync_threads()).
   GRMA_INLINE warp_handle<Rank> one_warp() const { return warp_handle<Rank>(*r_, s_, l_); }
 
   // The grma rank under the GASPI rank, for grma's own calls.

@@ -121,10 +121,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // convention over the warp's threads: all of them call each function
   // together (on a GPU a whole warp: 32 threads of the rank, as NVSHMEM's
   // warp calls need), and thread() and threads() count its lanes. While a
-  // warp uses it, no other thread of the rank makes a grma call, and its
-  // turn begins and ends at a sync_threads() with the rank's other threads
-  // (a call's leading thread may still be finishing it, on the rank's state,
-  // when the others return). What other warps
+  // warp uses it, no other thread of the rank makes a grma call; a warp
+  // other than the rank's first (threads 0-31) begins and ends its turn at a
+  // sync_threads() with the rank's other threads (a call's leading thread,
+  // thread 0, may still be finishing it on the rank's state when the others
+  // return). What other warps
   // wrote is behind a sync_threads() with the warp before the warp puts it,
   // and what the warp's wait delivered is behind one before they read it.
   // On the CPU backend a rank is one thread: its own warp.
@@ -749,8 +750,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // place. A query for some (`Some`, q.some) wanting more than one goes
   // straight to a lanes' step of its own (detail::take_some), compiled only
   // into programs that make one (decision 042); where that finds none, it
-  // waits as one wanted does, the leading thread alone at the rings' heads,
-  // and takes the first match to arrive.
+  // waits as one wanted does, the leading thread alone at the rings' heads
+  // (one warp's: its leading lane, for one match), and takes the first
+  // match to arrive.
   template <bool Some = false>
   GRMA_INLINE std::uint32_t match_waiting(call where, const detail::match_query& q, bool waits,
                                           double seconds, envelope* taken) {
@@ -765,10 +767,18 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     return at_scope(wide(), [&](auto scope) {
       detail::rank_local& l = local();
       if constexpr (std::is_same_v<P, typename P::warp_platform>) {
-        // One warp's wait: the leading lane alone, one entry at a time.
+        // One warp's wait: the leading lane alone, one entry at a time. A
+        // query for some that found none at its first look waits for one.
         std::uint32_t removed = 0;
+        [[maybe_unused]] detail::match_query later = q;
         const auto serially = [&] {
-          removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, taken);
+          if constexpr (Some) {
+            removed =
+                detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, later, taken);
+            later.count = 1;
+          } else {
+            removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, taken);
+          }
           return removed != 0;
         };
         if (waits)

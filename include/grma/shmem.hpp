@@ -115,7 +115,8 @@ class handle {
 
   // The PE's calls made by one warp of its threads while the others do other
   // work: the rules of basic_rank::one_warp (all 32 threads call together;
-  // no other thread of the PE makes a call meanwhile).
+  // no other thread of the PE makes a call meanwhile; a warp other than the
+  // first begins and ends its turn at a sync_threads()).
   GRMA_INLINE warp_handle<Rank> one_warp() const { return warp_handle<Rank>(*r_); }
 
   // The rank under the PE, for grma's own calls (notified access, windows).

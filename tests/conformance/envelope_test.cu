@@ -230,6 +230,8 @@ struct batches {
 void run_batches(const config& c, bool by_warp) {
   grma::runtime rt(suite_settings());
   job j(rt, c);
+  if (by_warp && !j.has_warp())
+    GTEST_SKIP() << "a rank of fewer threads than a warp has no one_warp()";
   const int n = j.resolve(batches{by_warp});
   j.prepare();
   if (j.run(batches{by_warp})) {
@@ -249,11 +251,12 @@ TEST_P(Envelope, OneWarpTakesSomeWhileTheOthersWork) {
   run_batches(GetParam(), true);
 }
 
-// Pairs (2i, 2i + 1): the even rank lets its partner wait first (a
-// millisecond), then sends one notification, waits for the partner's
-// answer, and sends three more. The odd rank's first call for up to four
-// must wait, and takes that one alone; the rest come oldest first, each
-// once, in as many calls as they take.
+// Pairs (2i, 2i + 1): the odd rank tells its partner it is about to wait
+// and calls for up to four; the even rank waits a millisecond more, then
+// sends four at once. A call that had to wait takes the first alone (on a
+// GPU, whose ranks are never descheduled, its first look comes long before
+// the four: there exactly one; a CPU thread may look late and find more);
+// the rest come oldest first, each once, in as many calls as they take.
 struct first_arrival {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -264,26 +267,28 @@ struct first_arrival {
         r.alloc_symmetric(sizeof(std::uint64_t) * 2 + sizeof(grma::envelope) * 4));
     auto* got = reinterpret_cast<grma::envelope*>(word + 2);
     grma::window w = r.window_create(grma::world, word, sizeof(std::uint64_t));
+#if GRMA_DEVICE_CODE
+    constexpr bool looks_first = true;
+#else
+    constexpr bool looks_first = false;
+#endif
     if (partner < n && me % 2 == 0) {
+      r.wait_notifications(w, partner, 9, 1);
       const double start = r.wtime();
       while (r.wtime() - start < 0.001) relax();
-      r.put_notify(w, partner, 0, 0, word, 0, 100);
-      r.wait_notifications(w, partner, 9, 1);
-      for (int tag = 1; tag < 4; ++tag) r.put_notify(w, partner, 0, 0, word, tag, 100 + tag);
+      for (int tag = 0; tag < 4; ++tag) r.put_notify(w, partner, 0, 0, word, tag, 100 + tag);
       tally(r, rec, 0);
     } else if (partner < n) {
-      int k = r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, 4);
-      CONF_EXPECT(r, rec,
-                  k == 1 && got[0].source == partner && got[0].tag == 0 && got[0].immediate == 100,
-                  1, k, got[0].tag);
       r.put_notify(w, partner, 0, 0, word, 9);
-      for (int next = 1; next < 4; next += k) {
-        k = r.wait_some_notifications(w, partner, grma::any_tag, got, 4);
-        CONF_EXPECT(r, rec, k >= 1 && next + k <= 4, 2, k, next);
-        for (int i = 0; i < k && next + i < 4; ++i)
-          CONF_EXPECT_EACH(
-              rec, got[i].tag == next + i && got[i].immediate == std::uint64_t(100 + next + i), 3,
-              got[i].tag, next + i);
+      int k = r.wait_some_notifications(w, grma::any_source, grma::any_tag, got, 4);
+      CONF_EXPECT(r, rec, k >= 1 && (k == 1 || !looks_first), 1, k, 0);
+      for (int next = 0; next < 4;) {
+        for (int i = 0; i < k && next < 4; ++i, ++next)
+          CONF_EXPECT_EACH(rec,
+                           got[i].source == partner && got[i].tag == next &&
+                               got[i].immediate == std::uint64_t(100 + next),
+                           2, got[i].tag, next);
+        if (next < 4) k = r.wait_some_notifications(w, partner, grma::any_tag, got, 4);
       }
       tally(r, rec, 0);
     }

@@ -162,9 +162,14 @@ struct gaspi_one_sided {
                          40 + k);
     GASPI_OK(r, rec, g.barrier(gaspi::group_all, gaspi::block));
 
-    // One warp writes and notifies; the others wait for it.
+    // One warp writes and notifies; the others wait for it. (A rank of
+    // fewer threads than a warp has no one_warp(): it writes itself.)
+    const bool has_warp = r.threads() >= r.one_warp().threads();
     fill(r, out, bytes, mix(std::uint64_t(me), 5));
-    if (r.thread() < 32) {
+    if (!has_warp) {
+      GASPI_OK(r, rec, g.write_notify(0, 0, next, 1, 0, bytes, 8, 5, 15, gaspi::block));
+      GASPI_OK(r, rec, g.wait(15, gaspi::block));
+    } else if (r.thread() < 32) {
       auto warp = g.one_warp();
       GASPI_OK(r, rec, warp.write_notify(0, 0, next, 1, 0, bytes, 8, 5, 15, gaspi::block));
       GASPI_OK(r, rec, warp.wait(15, gaspi::block));
@@ -175,7 +180,7 @@ struct gaspi_one_sided {
     CONF_EXPECT(r, rec, value == 5, value, 0, 0);
     CONF_CHECK_PATTERN(r, rec, in, bytes, mix(std::uint64_t(previous), 5), 0, 50);
     // One warp's collectives: each lane's own send and recv.
-    if (r.thread() < 32) {
+    if (has_warp && r.thread() < 32) {
       auto warp = g.one_warp();
       const long long mine = me + 1;
       long long total = -1;

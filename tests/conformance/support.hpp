@@ -269,21 +269,26 @@ GRMA_HOST_DEVICE rank_span userdata_sharers(const Rank& r, int first, int count)
 
 // ---- one warp of a rank ------------------------------------------------------------
 
-// Which of a rank's threads make one_warp's calls: the last warp, so that
-// neither its lane numbers nor its leader are the block's. The others (the
-// workers, before it) each write a word of their own meanwhile. For ranks
-// of one warp or of two whole warps or more (the suite's matrix). On the
+// Which of a rank's threads make one_warp's calls: the last whole warp, so
+// that neither its lane numbers nor its leader are the block's where the
+// rank has two whole warps or more. The others (the workers) each write a
+// word of their own meanwhile. A rank of fewer threads than a warp has no
+// one_warp() (`has_warp` false: the programs leave that part out). On the
 // CPU backend the rank's one thread is its warp and does both parts.
 struct warp_split {
-  bool alone;  // the same threads do both parts
-  int first;   // the calling warp's first thread
-  bool calls;  // this thread is in the calling warp
+  bool has_warp;  // the rank has a whole warp
+  bool alone;     // the same threads do both parts
+  int first;      // the calling warp's first thread
+  int size;       // its threads
+  bool calls;     // this thread is in the calling warp
 
   template <class Rank, class Warp>
   GRMA_HOST_DEVICE warp_split(const Rank& r, const Warp& warp)
-      : alone(r.threads() == warp.threads()),
-        first((r.threads() / warp.threads() - 1) * warp.threads()),
-        calls(r.thread() >= first && r.thread() < first + warp.threads()) {}
+      : has_warp(r.threads() >= warp.threads()),
+        alone(r.threads() == warp.threads()),
+        first(has_warp ? (r.threads() / warp.threads() - 1) * warp.threads() : 0),
+        size(warp.threads()),
+        calls(has_warp && r.thread() >= first && r.thread() < first + size) {}
 
   // A thread's word for `round`, written while the warp communicates.
   template <class Rank>
@@ -298,7 +303,13 @@ struct warp_split {
   template <class Rank>
   GRMA_HOST_DEVICE void check_work(const Rank& r, rank_record& rec, const std::uint64_t* words,
                                    int round) const {
-    const int other = alone ? (r.thread() + 1) % r.threads() : (r.thread() + 1) % first;
+    int other = (r.thread() + 1) % r.threads();
+    if (!alone && has_warp) {
+      // The workers are the threads before the calling warp and after it.
+      const int workers = r.threads() - size;
+      other = (r.thread() + 1) % workers;
+      if (other >= first) other += size;
+    }
     const std::uint64_t expected =
         mix(std::uint64_t(r.rank(grma::world)), std::uint64_t(round), std::uint64_t(other));
     if (words[other] != expected)
@@ -413,8 +424,20 @@ inline std::vector<config> suite_configs() {
   if (suite_backend() == grma::backend_kind::cpu) {
     for (int ranks : {2, 3, 8, 0}) c.push_back({ranks, 1});
   } else {
+    // CONFORMANCE_THREADS (a comma list) runs the suite at other shapes.
+    std::vector<int> shapes{32, 128, 256, 1024};
+    if (const char* forced = std::getenv("CONFORMANCE_THREADS")) {
+      shapes.clear();
+      for (const char* p = forced; *p != '\0';) {
+        char* end = nullptr;
+        const long threads = std::strtol(p, &end, 10);
+        if (end == p) break;
+        shapes.push_back(int(threads));
+        p = *end == ',' ? end + 1 : end;
+      }
+    }
     for (int ranks : {2, 3, 8, 64, 0})
-      for (int threads : {32, 128, 256, 1024}) c.push_back({ranks, threads});
+      for (int threads : shapes) c.push_back({ranks, threads});
   }
   return c;
 }
@@ -458,6 +481,10 @@ class job {
   int first() const { return first_; }
   int responsible() const { return responsible_; }
   int threads() const { return rt_.backend() == grma::backend_kind::cpu ? 1 : config_.threads; }
+  // Whether a rank has one_warp(): a whole warp on a GPU; a CPU rank is its own.
+  bool has_warp() const {
+    return rt_.backend() == grma::backend_kind::cpu || config_.threads >= 32;
+  }
   // A rank's bytes of the symmetric heap (GRMA_SYMMETRIC_SIZE over the
   // device's ranks, whole pages).
   std::size_t symmetric_slice() const {

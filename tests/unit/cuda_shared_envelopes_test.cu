@@ -22,7 +22,7 @@ struct seen {
 // Ranks 1..n-1 put_notify `sends` empty notifications each to rank 0, which
 // takes them with wait_some_notifications into a __shared__ array, at most
 // `most` a call: by all its threads, or (`by_warp`) by its second warp
-// while the first waits at the block's barrier.
+// while the others wait at the block's barrier.
 struct into_shared {
   bool by_warp;
 
