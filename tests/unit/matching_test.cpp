@@ -695,58 +695,19 @@ class bounded_reference {
 }
 
 // Full pending lists, holes closed in the middle of a match, counts up to
-// six (exact, or some) and purges, against the bounded model.
-TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
-  const unsigned sequences = sequences_for(5000);
+// eight (exact, or some) and purges, against the bounded model, by `lanes`
+// lanes, with `fewest` to `most` rings (a job of as many devices), the
+// rings' arrivals interleaved at random.
+void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int most) {
   constexpr int steps = 120;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
     picker pick(seed);
-    const std::uint32_t pending_capacity = std::uint32_t(pick(1, 8));
-    const std::uint32_t ring_capacity = 8u << pick(0, 1);
-    rank_inbox inbox(pending_capacity, ring_capacity, GetParam());
-    bounded_reference model(pending_capacity, GetParam());
-    for (int step = 0; step < steps; ++step) {
-      const int what = pick(0, 99);
-      if (what < 50) {
-        if (model.ring_contents().size() == ring_capacity) continue;  // a producer would wait
-        const notification n{windows[pick(0, 2)], pick(0, 2), pick(0, 1)};
-        inbox.push(n);
-        model.push(n);
-      } else if (what < 95) {
-        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 6),
-                            pick(0, 3) == 0};
-        grma::envelope taken[6]{};
-        const std::uint32_t removed = inbox.match(q, taken);
-        ASSERT_EQ(carried_by(taken, removed), carried_by(model.match(q)))
-            << "seed " << seed << ", step " << step;
-      } else {
-        const std::uint32_t key = windows[pick(0, 2)];
-        inbox.purge(key);
-        model.purge(key);
-      }
-      ASSERT_TRUE(well_formed(inbox.pending())) << "seed " << seed << ", step " << step;
-      ASSERT_EQ(inbox.pending_contents(), model.pending_contents())
-          << "seed " << seed << ", step " << step;
-      ASSERT_EQ(inbox.ring_contents(), model.ring_contents())
-          << "seed " << seed << ", step " << step;
-    }
-  }
-}
-
-// The same with two or three rings (a job of as many devices), the rings'
-// arrivals interleaved at random: runs take turns and share the room.
-TEST_P(Matching, RandomizedAgreesWithTheBoundedModelOverSeveralRings) {
-  const unsigned sequences = sequences_for(5000);
-  constexpr int steps = 120;
-  const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
-  for (unsigned seed = 1; seed <= sequences; ++seed) {
-    picker pick(seed);
-    const int rings = pick(2, 3);
+    const int rings = pick(fewest, most);
     const std::uint32_t pending_capacity = std::uint32_t(pick(1, 12));
-    const std::uint32_t ring_capacity = 4u << pick(0, 1);
+    const std::uint32_t ring_capacity = 4u << pick(0, 2);
     rings_inbox inbox(rings, pending_capacity, ring_capacity);
-    bounded_reference model(pending_capacity, GetParam(), rings);
+    bounded_reference model(pending_capacity, lanes, rings);
     for (int step = 0; step < steps; ++step) {
       const int what = pick(0, 99);
       if (what < 55) {
@@ -758,9 +719,9 @@ TEST_P(Matching, RandomizedAgreesWithTheBoundedModelOverSeveralRings) {
         model.push(n, ring);
       } else if (what < 95) {
         const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 8),
-                            pick(0, 1) == 0};
+                            pick(0, 2) == 0};
         grma::envelope taken[8]{};
-        const std::uint32_t removed = inbox.match(GetParam(), q, taken);
+        const std::uint32_t removed = inbox.match(lanes, q, taken);
         ASSERT_EQ(carried_by(taken, removed), carried_by(model.match(q)))
             << "seed " << seed << ", step " << step;
       } else {
@@ -775,6 +736,15 @@ TEST_P(Matching, RandomizedAgreesWithTheBoundedModelOverSeveralRings) {
             << "seed " << seed << ", step " << step << ", ring " << ring;
     }
   }
+}
+
+TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
+  agree_with_the_bounded_model(GetParam(), sequences_for(5000), 1, 1);
+}
+
+// Runs from several rings take turns and share the list's room.
+TEST_P(Matching, RandomizedAgreesWithTheBoundedModelOverSeveralRings) {
+  agree_with_the_bounded_model(GetParam(), sequences_for(5000), 2, 3);
 }
 
 // Against the plain specification (reference_matcher) where several rings
