@@ -125,10 +125,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // other than the rank's first (threads 0-31) begins and ends its turn at a
   // sync_threads() with the rank's other threads (a call's leading thread,
   // thread 0, may still be finishing it on the rank's state when the others
-  // return). What other warps
-  // wrote is behind a sync_threads() with the warp before the warp puts it,
-  // and what the warp's wait delivered is behind one before they read it.
-  // On the CPU backend a rank is one thread: its own warp.
+  // return). What other warps wrote is behind a sync_threads() with the
+  // warp before the warp puts it, and what the warp's wait delivered is
+  // behind one before they read it. On the CPU backend a rank is one
+  // thread: its own warp.
   GRMA_INLINE basic_rank<typename P::warp_platform> one_warp() const {
     return {*v_, device_rank_, *local_};
   }
@@ -770,15 +770,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         // One warp's wait: the leading lane alone, one entry at a time. A
         // query for some that found none at its first look waits for one.
         std::uint32_t removed = 0;
-        [[maybe_unused]] detail::match_query later = q;
+        detail::match_query now = q;
         const auto serially = [&] {
-          if constexpr (Some) {
-            removed =
-                detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, later, taken);
-            later.count = 1;
-          } else {
-            removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, q, taken);
-          }
+          removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, now, taken);
+          if constexpr (Some) now.count = 1;
           return removed != 0;
         };
         if (waits)
