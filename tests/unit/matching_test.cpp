@@ -542,6 +542,33 @@ TEST_P(Matching, WaitsAtTheHeadOnceTheListHoldsNoMatch) {
   EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(f)}));
 }
 
+// A call for some whose first look found none waits as a call for one
+// does (rank::match_waiting): the leading thread at the ring's head with
+// the query's copy for one match, which takes the first match to arrive
+// alone; the next call for some takes what came after it, oldest first.
+TEST_P(Matching, SomeThatFindsNoneTakesTheFirstArrivalAlone) {
+  using grma::detail::head_match;
+  rank_inbox inbox(8, 16, GetParam());
+  const notification a{window_a, 1, 1}, b{window_a, 3, 2, 0, 21}, c{window_a, 3, 5, 0, 22};
+  const notification d{window_b, 3, 2}, e{window_a, 3, 7, 0, 23};
+  inbox.push(a);
+  const match_query some{window_a, 3, any, 8, true};
+  grma::envelope taken[8]{};
+  EXPECT_EQ(inbox.match(some, taken), 0u);  // a, no match, joins the list
+  match_query first = some;
+  first.count = 1;
+  EXPECT_EQ(inbox.look_at_head(first, taken), head_match::empty);
+  for (const notification& n : {d, b, c, e}) inbox.push(n);
+  EXPECT_EQ(inbox.look_at_head(first, taken), head_match::empty);  // d joins the list
+  EXPECT_EQ(inbox.look_at_head(first, taken), head_match::matched);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{3, 2, 21}}));
+  EXPECT_EQ(inbox.pending_contents(), (std::vector<fields>{fields_of(a), fields_of(d)}));
+  EXPECT_EQ(inbox.ring_contents(), (std::vector<fields>{fields_of(c), fields_of(e)}));
+  ASSERT_EQ(inbox.match(some, taken), 2u);
+  EXPECT_EQ(carried_by(taken, 2), (std::vector<carried>{{3, 5, 22}, {3, 7, 23}}));
+  EXPECT_EQ(inbox.contents(), (std::vector<fields>{fields_of(a), fields_of(d)}));
+}
+
 // Uniform integers in [low, high] from a sequence seeded with `seed`.
 class picker {
  public:
