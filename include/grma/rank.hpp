@@ -531,7 +531,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     record.rank = world_rank();
     record.length = line.size();
     for (std::uint32_t i = 0; i < line.size(); ++i) record.text[i] = line.data()[i];
-    waiter wait(*this, call::none, {0, 0, 0, 0});
+    waiter<> wait(*this, call::none, {0, 0, 0, 0});
     // The ticket comes from device memory; the slot is written to host memory.
     const std::uint64_t ticket = detail::ring_take_ticket<S>(view().words->log_tickets);
     // Host memory, but logging is not a fast path.
@@ -554,7 +554,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
   // leaves the wait if the job is aborted. The leading thread publishes, or
-  // in a wait of one thread (`publishes`) that thread.
+  // in a wait of one thread (`publishes`) that thread. A waiter that
+  // `Drains` has the leading thread take the rank's own arrivals every
+  // drain_spins turns (take_own_arrivals): a put's wait for room at a ring,
+  // and the leading thread's waits in the collectives.
+  template <bool Drains = false>
   class waiter {
    public:
     GRMA_INLINE waiter(basic_rank& r, call where, const std::int64_t (&args)[4],
@@ -578,6 +582,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         if (r_.local().pending.size != unmatched_) publish_unmatched();
         if (spins_ % P::abort_spins == 0) r_.check_abort();
       }
+      if constexpr (Drains)
+        if (publishes_ && spins_ % drain_spins == drain_spins - 1) r_.take_own_arrivals();
       P::relax(spins_, r_.view().waits_spin != 0);
     }
 
@@ -696,11 +702,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // the lanes leave together. The caller's threads meet once after it, not
   // at every poll: the pollers see the event sooner, the others sleep at
   // that barrier, and the pollers' acquire orders the others' later reads.
-  template <class Done>
+  template <bool Drains = false, class Done>
   GRMA_INLINE bool poll_until(detail::lane_group g, call where, const std::int64_t (&args)[4],
                               double deadline, Done&& done) {
     if (g.index < 0 || done()) return true;
-    waiter wait(*this, where, args);
+    waiter<Drains> wait(*this, where, args);
     for (;;) {
       wait();
       if (done()) return true;
@@ -708,10 +714,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
   }
 
-  // This thread alone polls `done` until it holds.
-  template <class Done>
+  // This thread alone polls `done` until it holds (a waiter that `Drains`).
+  template <bool Drains = false, class Done>
   GRMA_INLINE void block_until(call where, const std::int64_t (&args)[4], Done&& done) {
-    poll_until(detail::lane_group{}, where, args, -1, done);
+    poll_until<Drains>(detail::lane_group{}, where, args, -1, done);
   }
 
   // The leading thread polls `done`, then the rank's threads meet.
@@ -886,7 +892,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       // engine writes it.
       auto await = [&](int i) {
         std::uint64_t stamp = 0;
-        block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
+        block_until<true>(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
           stamp = detail::load_acquire<Sc>(arrivals[i].stamp);
           return (stamp >> 8) >= epoch;
         });
@@ -917,8 +923,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         }
       }
     } else if (leader()) {
-      block_until(what, {c.id, -1, std::int64_t(epoch), 0},
-                  [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
+      block_until<true>(what, {c.id, -1, std::int64_t(epoch), 0},
+                        [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
       result = detail::load_relaxed<Sc>(st.result);
     }
     completed();
@@ -1132,7 +1138,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       const int t = a.world_target;
       if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
       detail::notification_ring& q = view().queue(t, view().device_index);
-      waiter wait(*this, where, {w.slot, a.target, tag, 0});
+      waiter<true> wait(*this, where, {w.slot, a.target, tag, 0});
       const detail::notification n{detail::window_key(w.slot, w.generation),
                                    layout(comm{a.comm}).rank, tag, 0, immediate};
       // A peer's ring: the release that orders the data must reach that device.
@@ -1142,6 +1148,23 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       });
     }
     completed();
+  }
+
+  // A rank that waits for room at a ring, or in a collective, moves its
+  // own arrivals into its pending list now and then, as far as the list
+  // has room (they keep their order: the list holds the oldest): ranks
+  // that send to each other (or a rank to itself) before they wait, or
+  // that send to a rank in a barrier, would otherwise block each other for
+  // good once the rings are full. Only the leading thread uses the list
+  // outside a call's meeting of the rank's threads. Every drain_spins
+  // turns of a wait, so that a wait that ends soon costs nothing more;
+  // out of line: a rank rarely waits that long.
+  static constexpr std::uint32_t drain_spins = 16;
+  GRMA_COLD void take_own_arrivals() {
+    at_scope(wide(), [&](auto scope) {
+      detail::take_arrivals<scope.value>(local().pending, inbox(), local().inbox,
+                                         detail::no_window);
+    });
   }
 
   // The producer credit (known consumed count) for a target's ring.
@@ -1192,7 +1215,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // rank's to write).
   GRMA_INLINE void await_command_slot(const detail::remote_command& c, call where,
                                       std::uint64_t ticket) {
-    waiter wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
+    waiter<> wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
     // The ring's consumed count is device_words::commands_consumed, in the
     // device's memory, which the engine releases after taking the slots.
     detail::ring_wait_credit<detail::scope::system>(view().words->commands_consumed,
@@ -1282,7 +1305,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // counts of them (rank_local) and its reply word have one user.
   GRMA_INLINE void lock_remote(call where) {
     if (detail::rank_try_lock(local().remote_lock)) return;
-    waiter wait(*this, where, {0, 0, 0, 0}, true);
+    waiter<> wait(*this, where, {0, 0, 0, 0}, true);
     do wait();
     while (!detail::rank_try_lock(local().remote_lock));
   }
@@ -1337,7 +1360,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
              detail::load_acquire<detail::scope::system>(done.landed) >= waited;
     };
     if (complete()) return;
-    waiter wait(*this, where, {std::int64_t(issued), std::int64_t(waited), 0, 0}, true);
+    waiter<> wait(*this, where, {std::int64_t(issued), std::int64_t(waited), 0, 0}, true);
     do wait();
     while (!complete());
   }
@@ -1581,7 +1604,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           team_word_store(m.world_of(view(), partner), m.slot, set * detail::team_rounds + std::size_t(k),
                           detail::team_round_word(epoch, largest), where);
           std::uint64_t word = 0;
-          block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
+          block_until<true>(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
             word = detail::load_acquire<scope.value>(mine.rounds[set][k]);
             return word >> detail::team_value_bits == (epoch & 0xffffffu);
           });
@@ -1696,7 +1719,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Changes of the node's team table, and a team's symmetric blocks, exclude
   // each other (any device's ranks).
   GRMA_INLINE void lock_team_table(call where) {
-    waiter wait(*this, where, {0, 0, 0, 0}, true);
+    waiter<> wait(*this, where, {0, 0, 0, 0}, true);
     at_scope(wide(), [&](auto scope) {
       while (!detail::compare_exchange_acquire<scope.value>(view().teams->lock, 0u, 1u)) wait();
     });
@@ -1707,7 +1730,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Window table changes of different devices' collectives exclude each other.
   GRMA_INLINE void lock_window_table() {
-    waiter wait(*this, call::window_create, {0, 0, 0, 0});
+    waiter<> wait(*this, call::window_create, {0, 0, 0, 0});
     at_scope(wide(), [&](auto scope) {
       while (!detail::compare_exchange_acquire<scope.value>(*view().windows.lock, 0u, 1u)) wait();
     });
@@ -1735,7 +1758,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // of every program that allocates, put paths included (decision 030).
   GRMA_OUT_OF_LINE std::uint64_t alloc_offset(std::size_t bytes, call where) {
     detail::heap_allocator& a = *view().allocator;
-    waiter wait(*this, where, {std::int64_t(bytes), 0, 0, 0});
+    waiter<> wait(*this, where, {std::int64_t(bytes), 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     detail::heap_failure why{};
     const std::uint64_t offset = detail::heap_allocate(a, view().heap, bytes, world_rank(), why);
@@ -1754,7 +1777,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (p < view().heap || p >= view().heap + view().heap_size)
       fail(errc::invalid_free, where, address);
     detail::heap_allocator& a = *view().allocator;
-    waiter wait(*this, where, {address, 0, 0, 0});
+    waiter<> wait(*this, where, {address, 0, 0, 0});
     detail::heap_lock<S>(a, wait);
     const detail::heap_free_result result =
         detail::heap_release(a, view().heap, std::uint64_t(p - view().heap));

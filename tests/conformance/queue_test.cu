@@ -2,9 +2,10 @@
 // of a target can together have C notifications outstanding at it while it
 // makes progress in its own test and wait calls, whatever else it does
 // between them (a slot whose entry the target has taken is free again at
-// once); and a notification whose put_notify has returned is matchable at
-// the target whatever other origins are doing (a ticket is never held across
-// a copy).
+// once), and while it waits for room at a ring itself or in a collective
+// (it takes its own arrivals then); and a notification whose put_notify has returned is
+// matchable at the target whatever other origins are doing (a ticket is
+// never held across a copy).
 #include <cstddef>
 #include <cstdint>
 
@@ -295,6 +296,75 @@ TEST_P(Queue, EveryRankSendsAndReceivesAtTheCapacitysLimit) {
       j.expect_counts(0, [&](int rank) { return flow_received(rank, n); }, "notifications matched");
     }
   }
+}
+
+// ---- senders blocked on each other's full rings ----------------------------------------
+
+// Every rank sends notified puts to its right neighbour and as many to
+// itself before it waits or tests (and, `through_barrier`, before a world
+// barrier), through rings of `capacity` slots: a sender that finds a ring
+// full, and a rank in a barrier, takes its own arrivals into its pending
+// list meanwhile, so the ranks make room for each other (and for
+// themselves) while their lists have room. Each put's 8 bytes are checked
+// once its notification is matched, and each notification is matched once.
+constexpr int sent_each_way = 12;
+
+GRMA_HOST_DEVICE inline std::uint64_t blocked_word(int origin, int i) {
+  return mix(std::uint64_t(origin), std::uint64_t(i), 77);
+}
+
+struct blocked_senders {
+  bool through_barrier;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    constexpr int words = 2 * sent_each_way;  // from the left, then from itself
+    auto* inbox = static_cast<std::uint64_t*>(r.alloc(words * sizeof(std::uint64_t)));
+    auto* outbox = static_cast<std::uint64_t*>(r.alloc(words * sizeof(std::uint64_t)));
+    for (int i = r.thread(); i < words; i += r.threads()) {
+      inbox[i] = 0;
+      outbox[i] = blocked_word(me, i);
+    }
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, inbox, words * sizeof(std::uint64_t));
+    for (int i = 0; i < sent_each_way; ++i) {
+      r.put_notify(w, right, std::size_t(i) * 8, 8, outbox + i, 1);
+      r.put_notify(w, me, std::size_t(sent_each_way + i) * 8, 8, outbox + sent_each_way + i, 2);
+    }
+    if (through_barrier) r.barrier(grma::world);
+    r.wait_notifications(w, left, 1, sent_each_way);
+    r.wait_notifications(w, me, 2, sent_each_way);
+    for (int i = 0; i < words; ++i) {
+      const int origin = i < sent_each_way ? left : me;
+      CONF_EXPECT(r, rec, r.read(&inbox[i]) == blocked_word(origin, i), i, origin, 0);
+    }
+    tally(r, rec, 0, 2 * sent_each_way);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -1, 0, 0);
+    r.window_free(w);
+    r.free(outbox);
+    r.free(inbox);
+  }
+};
+
+TEST_P(Queue, SendersBlockedOnEachOthersRingsTakeTheirOwnArrivals) {
+  for (const bool through_barrier : {false, true})
+    for (std::uint32_t capacity : {1u, 4u}) {
+      SCOPED_TRACE("queue capacity " + std::to_string(capacity) +
+                   (through_barrier ? ", a barrier before the waits" : ""));
+      grma::runtime rt(with_queue_capacity(capacity));
+      job j(rt, GetParam());
+      const blocked_senders program{through_barrier};
+      j.resolve(program);
+      j.prepare();
+      if (j.run(program)) {
+        j.expect_no_failures(__FILE__);
+        j.expect_counts(
+            0, [](int) { return unsigned(2 * sent_each_way); }, "notifications matched");
+      }
+    }
 }
 
 // ---- no notification hides behind another origin's copy ------------------------------

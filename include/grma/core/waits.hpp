@@ -293,10 +293,10 @@ class wait_calls {
     Rank& r = self();
     if (done()) return wait_result::met;
     const double deadline = seconds < 0 ? -1 : r.wtime() + seconds;
-    typename Rank::waiter wait(r, where,
-                               {std::int64_t(reinterpret_cast<std::uintptr_t>(words)),
-                                std::int64_t(n), std::int64_t(c), shown(values)},
-                               true);
+    typename Rank::template waiter<> wait(r, where,
+                                          {std::int64_t(reinterpret_cast<std::uintptr_t>(words)),
+                                           std::int64_t(n), std::int64_t(c), shown(values)},
+                                          true);
     for (;;) {
       wait();
       if (done()) return wait_result::met;

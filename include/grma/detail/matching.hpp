@@ -641,6 +641,28 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   return removing;
 }
 
+// Moves the rings' arrivals into the pending list, each ring's in its
+// order, as far as the list has room, dropping those of window `dropped`
+// (no_window: none); every slot taken is handed back to its producers.
+template <scope S>
+GRMA_INLINE void take_arrivals(pending_list& pending, const inbox_rings& in, ring_reader* readers,
+                               std::uint32_t dropped) {
+  for (int r = 0; r < in.count; ++r) {
+    notification_ring& ring = in.ring(r);
+    ring_reader& reader = readers[r];
+    notification n;
+    while (ring.slots()[reader.head & reader.mask].template load<S>(
+        static_cast<std::uint32_t>(reader.head + 1), n)) {
+      if (n.window != dropped) {
+        if (pending.size == pending.capacity) break;  // no room: it stays in the ring
+        pending_append(pending, n, 1u, lane_group{});
+      }
+      ++reader.head;
+    }
+    ring_release<S>(ring, reader);
+  }
+}
+
 // Drops every notification of window `key` (slot and generation) that the
 // rank holds: from its pending list, and from its rings as far as the list
 // has room for the others' entries on the way. Used when the window is freed,
@@ -653,20 +675,7 @@ GRMA_INLINE void purge_notifications(pending_list& pending, const inbox_rings& i
     if (pending.items[i].window == key) pending.items[i].window = no_window;
   pending_close_holes(pending, lane_group{});
   pending.size = pending.end;
-  for (int r = 0; r < in.count; ++r) {
-    notification_ring& ring = in.ring(r);
-    ring_reader& reader = readers[r];
-    notification n;
-    while (ring.slots()[reader.head & reader.mask].template load<S>(
-        static_cast<std::uint32_t>(reader.head + 1), n)) {
-      if (n.window != key) {
-        if (pending.size == pending.capacity) break;  // no room: it stays in the ring
-        pending_append(pending, n, 1u, lane_group{});
-      }
-      ++reader.head;
-    }
-    ring_release<S>(ring, reader);
-  }
+  take_arrivals<S>(pending, in, readers, key);
 }
 
 }  // namespace grma::detail
