@@ -555,9 +555,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Marks the rank blocked while it waits (for the watchdog), backs off, and
   // leaves the wait if the job is aborted. The leading thread publishes, or
   // in a wait of one thread (`publishes`) that thread. A waiter that
-  // `Drains` has the leading thread take the rank's own arrivals every
-  // drain_spins turns (take_own_arrivals): a put's wait for room at a ring,
-  // and the leading thread's waits in the collectives.
+  // `Drains` (a put's wait for room at a ring) has the leading thread take
+  // the rank's own arrivals every drain_spins turns (take_own_arrivals).
   template <bool Drains = false>
   class waiter {
    public:
@@ -702,11 +701,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // the lanes leave together. The caller's threads meet once after it, not
   // at every poll: the pollers see the event sooner, the others sleep at
   // that barrier, and the pollers' acquire orders the others' later reads.
-  template <bool Drains = false, class Done>
+  template <class Done>
   GRMA_INLINE bool poll_until(detail::lane_group g, call where, const std::int64_t (&args)[4],
                               double deadline, Done&& done) {
     if (g.index < 0 || done()) return true;
-    waiter<Drains> wait(*this, where, args);
+    waiter<> wait(*this, where, args);
     for (;;) {
       wait();
       if (done()) return true;
@@ -714,10 +713,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
   }
 
-  // This thread alone polls `done` until it holds (a waiter that `Drains`).
-  template <bool Drains = false, class Done>
+  // This thread alone polls `done` until it holds.
+  template <class Done>
   GRMA_INLINE void block_until(call where, const std::int64_t (&args)[4], Done&& done) {
-    poll_until<Drains>(detail::lane_group{}, where, args, -1, done);
+    poll_until(detail::lane_group{}, where, args, -1, done);
   }
 
   // The leading thread polls `done`, then the rank's threads meet.
@@ -892,7 +891,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       // engine writes it.
       auto await = [&](int i) {
         std::uint64_t stamp = 0;
-        block_until<true>(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
+        block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
           stamp = detail::load_acquire<Sc>(arrivals[i].stamp);
           return (stamp >> 8) >= epoch;
         });
@@ -923,8 +922,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         }
       }
     } else if (leader()) {
-      block_until<true>(what, {c.id, -1, std::int64_t(epoch), 0},
-                        [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
+      block_until(what, {c.id, -1, std::int64_t(epoch), 0},
+                  [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
       result = detail::load_relaxed<Sc>(st.result);
     }
     completed();
@@ -1150,15 +1149,14 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     completed();
   }
 
-  // A rank that waits for room at a ring, or in a collective, moves its
-  // own arrivals into its pending list now and then, as far as the list
-  // has room (they keep their order: the list holds the oldest): ranks
-  // that send to each other (or a rank to itself) before they wait, or
-  // that send to a rank in a barrier, would otherwise block each other for
-  // good once the rings are full. Only the leading thread uses the list
-  // outside a call's meeting of the rank's threads. Every drain_spins
-  // turns of a wait, so that a wait that ends soon costs nothing more;
-  // out of line: a rank rarely waits that long.
+  // A rank whose put waits for room at a ring moves its own arrivals into
+  // its pending list now and then, as far as the list has room (they keep
+  // their order: the list holds the oldest): ranks that send to each other
+  // (or a rank to itself) before they wait would otherwise block each
+  // other for good once the rings are full. Only the leading thread uses
+  // the list outside a call's meeting of the rank's threads. Every
+  // drain_spins turns of the wait, so that a wait that ends soon costs
+  // nothing more; out of line: a rank rarely waits that long.
   static constexpr std::uint32_t drain_spins = 16;
   GRMA_COLD void take_own_arrivals() {
     at_scope(wide(), [&](auto scope) {
@@ -1604,7 +1602,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           team_word_store(m.world_of(view(), partner), m.slot, set * detail::team_rounds + std::size_t(k),
                           detail::team_round_word(epoch, largest), where);
           std::uint64_t word = 0;
-          block_until<true>(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
+          block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
             word = detail::load_acquire<scope.value>(mine.rounds[set][k]);
             return word >> detail::team_value_bits == (epoch & 0xffffffu);
           });

@@ -263,13 +263,9 @@ struct freed_window_notifications {
 };
 
 TEST_P(Collectives, FreeingAWindowDropsItsUnmatchedNotifications) {
-  grma::settings s = suite_settings();
-  s.match_capacity = dropped_match_capacity;
-  // A ring that holds all that rank 0 sends while the last rank is in the
-  // barrier (a smaller GRMA_QUEUE_CAPACITY would block rank 0 there, as the
-  // queue's contract says).
   static_assert(dropped_sent <= 32);
-  if (s.queue_capacity < 32) s.queue_capacity = 32;
+  grma::settings s = with_ring_room(32);
+  s.match_capacity = dropped_match_capacity;
   grma::runtime rt(s);
   job j(rt, GetParam());
   const int n = j.resolve(freed_window_notifications{});

@@ -596,7 +596,7 @@ struct all_to_all {
 };
 
 TEST_P(NotifiedAccess, AllToAllMatchesEachNotificationOnce) {
-  grma::runtime rt(suite_settings());
+  grma::runtime rt(with_ring_room(1024));
   job j(rt, GetParam());
   const int n = j.resolve(all_to_all{});
   const int members = min_of(n, all_to_all_group);
@@ -686,7 +686,7 @@ struct get_notify {
 };
 
 TEST_P(NotifiedAccess, GetNotifyReadsTheTargetAndNotifiesIt) {
-  grma::runtime rt(suite_settings());
+  grma::runtime rt(with_ring_room(1024));
   job j(rt, GetParam());
   const int n = j.resolve(get_notify{});
   const std::size_t exposed = clamp_to<std::size_t>(rank_budget(rt, n) / 2 - 64, 64, 4096);
@@ -789,7 +789,7 @@ struct wait_with_count {
 };
 
 TEST_P(NotifiedAccess, WaitWithCountLeavesOtherTagsQueuedInOrder) {
-  grma::runtime rt(suite_settings());
+  grma::runtime rt(with_ring_room(1024));
   job j(rt, GetParam());
   const int n = j.resolve(wait_with_count{});
   if (j.run(wait_with_count{j.prepare(0, 2 * 13 * sizeof(std::uint64_t))})) {
@@ -892,7 +892,7 @@ struct fifo_model {
 };
 
 TEST_P(NotifiedAccess, MatchingFollowsTheFifoModel) {
-  grma::runtime rt(suite_settings());
+  grma::runtime rt(with_ring_room(1024));
   job j(rt, GetParam());
   const int n = j.resolve(fifo_model{});
   j.prepare();

@@ -2,8 +2,8 @@
 // of a target can together have C notifications outstanding at it while it
 // makes progress in its own test and wait calls, whatever else it does
 // between them (a slot whose entry the target has taken is free again at
-// once), and while it waits for room at a ring itself or in a collective
-// (it takes its own arrivals then); and a notification whose put_notify has returned is
+// once), and while it waits for room at a ring itself (it takes its own
+// arrivals then); and a notification whose put_notify has returned is
 // matchable at the target whatever other origins are doing (a ticket is
 // never held across a copy).
 #include <cstddef>
@@ -301,9 +301,8 @@ TEST_P(Queue, EveryRankSendsAndReceivesAtTheCapacitysLimit) {
 // ---- senders blocked on each other's full rings ----------------------------------------
 
 // Every rank sends notified puts to its right neighbour and as many to
-// itself before it waits or tests (and, `through_barrier`, before a world
-// barrier), through rings of `capacity` slots: a sender that finds a ring
-// full, and a rank in a barrier, takes its own arrivals into its pending
+// itself before it waits or tests, through rings of `capacity` slots: a
+// sender that finds a ring full takes its own arrivals into its pending
 // list meanwhile, so the ranks make room for each other (and for
 // themselves) while their lists have room. Each put's 8 bytes are checked
 // once its notification is matched, and each notification is matched once.
@@ -314,8 +313,6 @@ GRMA_HOST_DEVICE inline std::uint64_t blocked_word(int origin, int i) {
 }
 
 struct blocked_senders {
-  bool through_barrier;
-
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
@@ -334,7 +331,6 @@ struct blocked_senders {
       r.put_notify(w, right, std::size_t(i) * 8, 8, outbox + i, 1);
       r.put_notify(w, me, std::size_t(sent_each_way + i) * 8, 8, outbox + sent_each_way + i, 2);
     }
-    if (through_barrier) r.barrier(grma::world);
     r.wait_notifications(w, left, 1, sent_each_way);
     r.wait_notifications(w, me, 2, sent_each_way);
     for (int i = 0; i < words; ++i) {
@@ -350,21 +346,18 @@ struct blocked_senders {
 };
 
 TEST_P(Queue, SendersBlockedOnEachOthersRingsTakeTheirOwnArrivals) {
-  for (const bool through_barrier : {false, true})
-    for (std::uint32_t capacity : {1u, 4u}) {
-      SCOPED_TRACE("queue capacity " + std::to_string(capacity) +
-                   (through_barrier ? ", a barrier before the waits" : ""));
-      grma::runtime rt(with_queue_capacity(capacity));
-      job j(rt, GetParam());
-      const blocked_senders program{through_barrier};
-      j.resolve(program);
-      j.prepare();
-      if (j.run(program)) {
-        j.expect_no_failures(__FILE__);
-        j.expect_counts(
-            0, [](int) { return unsigned(2 * sent_each_way); }, "notifications matched");
-      }
+  for (std::uint32_t capacity : {1u, 4u}) {
+    SCOPED_TRACE("queue capacity " + std::to_string(capacity));
+    grma::runtime rt(with_queue_capacity(capacity));
+    job j(rt, GetParam());
+    j.resolve(blocked_senders{});
+    j.prepare();
+    if (j.run(blocked_senders{})) {
+      j.expect_no_failures(__FILE__);
+      j.expect_counts(
+          0, [](int) { return unsigned(2 * sent_each_way); }, "notifications matched");
     }
+  }
 }
 
 // ---- no notification hides behind another origin's copy ------------------------------

@@ -406,6 +406,16 @@ inline grma::settings suite_settings() {
   return s;
 }
 
+// The suite's settings with rings of at least `slots` (a power of two), for
+// a case whose ranks send more before a barrier than a smaller ring holds:
+// with less (GRMA_QUEUE_CAPACITY may be as low as 1) the queue's contract
+// blocks the senders there.
+inline grma::settings with_ring_room(std::uint32_t slots) {
+  grma::settings s = suite_settings();
+  if (s.queue_capacity < slots) s.queue_capacity = slots;
+  return s;
+}
+
 // The backend a runtime with the suite's settings would use; cuda when that
 // cannot be told (GRMA_BACKEND=cuda without a GPU: the tests then fail when
 // they create their runtime).
