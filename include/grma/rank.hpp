@@ -215,7 +215,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Collective over `c`: each rank registers [base, base + bytes) of grma
   // memory (alloc or userdata); bytes may be 0.
   GRMA_INLINE window window_create(comm c, void* base, std::size_t bytes) {
-    const comm_layout l = layout(c);
+    const comm_layout l = layout(c, call::window_create);
     std::uint64_t offset = 0;
     std::uint32_t owner = std::uint32_t(view().device_index);
     if (bytes != 0) {
@@ -489,7 +489,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // ---- synchronization, log, assert ------------------------------------------------
 
   GRMA_INLINE void barrier(comm c) {
-    collective(c, layout(c), call::barrier, 0, 0,
+    collective(c, layout(c, call::barrier), call::barrier, 0, 0,
                [](const detail::collective_arrival*) { return std::uint64_t{0}; });
   }
 
@@ -641,11 +641,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // A valid communicator's place in per-communicator arrays.
   GRMA_INLINE static int comm_index(comm c) { return c == world ? 0 : 1; }
 
-  GRMA_INLINE comm_layout layout(comm c) const {
+  // `where`: the call that names the communicator, for the error.
+  GRMA_INLINE comm_layout layout(comm c, call where = call::comm_query) const {
     // One device per job on the CPU backend so far: world is this device's ranks.
     if (c == world) return {view().world_size, world_rank()};
     if (c == device) return {view().ranks, device_rank()};
-    fail(errc::invalid_comm, call::comm_query, c.id);
+    fail(errc::invalid_comm, where, c.id);
   }
 
  public:

@@ -9,8 +9,13 @@ namespace grma::detail {
 
 progress_engine::progress_engine(const device_view& view, std::vector<const device_view*> job,
                                  double timeout_seconds, std::FILE* log_out,
-                                 const std::atomic<std::uint64_t>* others)
-    : view_(view), job_(std::move(job)), others_(others), timeout_seconds_(timeout_seconds),
+                                 const std::atomic<std::uint64_t>* others,
+                                 std::vector<const device_view*> shown)
+    : view_(view),
+      job_(std::move(job)),
+      shown_(shown.empty() ? job_ : std::move(shown)),
+      others_(others),
+      timeout_seconds_(timeout_seconds),
       log_out_(log_out) {
   thread_ = std::thread([this] { loop(); });
 }
@@ -63,7 +68,7 @@ void progress_engine::loop() {
       } else if (std::chrono::duration<double>(now - last_move).count() >= timeout_seconds_) {
         fired = true;
         std::string report =
-            blocked_ranks_report(job_, std::chrono::duration<double>(now - last_move).count());
+            blocked_ranks_report(shown_, std::chrono::duration<double>(now - last_move).count());
         std::fprintf(stderr, "%s\n", report.c_str());
         std::fflush(stderr);
         const bool left = leave_report(*view_.control, report);

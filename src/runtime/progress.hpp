@@ -19,10 +19,13 @@ class progress_engine {
   // views of all its node's devices, `view`'s among them; `others`, when
   // the job spans nodes, a count that grows while other nodes' ranks move):
   // it ends the run only when no rank anywhere moved. timeout_seconds == 0
-  // disables it.
+  // disables it. Its report names the ranks of `shown` (empty: of `job`):
+  // a process that plays several nodes names all of its ranks, whichever
+  // node's watchdog fires first.
   progress_engine(const device_view& view, std::vector<const device_view*> job,
                   double timeout_seconds, std::FILE* log_out,
-                  const std::atomic<std::uint64_t>* others = nullptr);
+                  const std::atomic<std::uint64_t>* others = nullptr,
+                  std::vector<const device_view*> shown = {});
   ~progress_engine();
   progress_engine(const progress_engine&) = delete;
   progress_engine& operator=(const progress_engine&) = delete;
@@ -39,6 +42,7 @@ class progress_engine {
 
   device_view view_;
   std::vector<const device_view*> job_;
+  std::vector<const device_view*> shown_;
   const std::atomic<std::uint64_t>* others_;
   double timeout_seconds_;
   std::FILE* log_out_;

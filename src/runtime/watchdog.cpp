@@ -42,6 +42,28 @@ void describe_call(std::ostringstream& s, rank_status& st) {
       if (a[1] >= 0) s << ", waiting for rank " << a[1] << " to arrive";
       else s << ", waiting for rank 0 to release it";
       break;
+    case call::wait_until:
+      s << "(word 0x" << std::hex << a[0] << std::dec << ", until word " << cmp_name(a[2]) << " "
+        << a[3] << ")";
+      break;
+    case call::wait_until_all:
+    case call::wait_until_any:
+    case call::wait_until_some:
+      s << "(" << a[1] << " words at 0x" << std::hex << a[0] << std::dec << ", until "
+        << (where == call::wait_until_all   ? "all"
+            : where == call::wait_until_any ? "one"
+                                            : "some")
+        << " " << cmp_name(a[2]) << " " << a[3] << ")";
+      break;
+    case call::wait_until_all_vector:
+    case call::wait_until_any_vector:
+    case call::wait_until_some_vector:
+      s << "(" << a[1] << " words at 0x" << std::hex << a[0] << ", until "
+        << (where == call::wait_until_all_vector   ? "all"
+            : where == call::wait_until_any_vector ? "one"
+                                                   : "some")
+        << " " << cmp_name(a[2]) << " their values at 0x" << a[3] << std::dec << ")";
+      break;
     case call::put_notify:
     case call::get_notify:
       s << "(window " << a[0] << ", target " << a[1] << ", tag " << a[2]

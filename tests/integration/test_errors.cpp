@@ -347,11 +347,20 @@ TEST(Errors, MismatchedCollectives) {
                "window_create (collective #1)");
 }
 
+// The message names the call that was given the communicator.
 TEST(Errors, InvalidCommunicator) {
-  const grma::error e = expect_failure([](auto& r) {
-    if (r.rank(grma::world) == 0) r.barrier(grma::comm{7});
-  });
-  EXPECT_STREQ(e.what(), "grma: rank 0: rank/size: communicator 7 does not exist");
+  EXPECT_STREQ(expect_failure([](auto& r) {
+                 if (r.rank(grma::world) == 0) r.barrier(grma::comm{7});
+               }).what(),
+               "grma: rank 0: barrier: communicator 7 does not exist");
+  EXPECT_STREQ(expect_failure([](auto& r) {
+                 if (r.rank(grma::world) == 1) r.window_create(grma::comm{9}, nullptr, 0);
+               }).what(),
+               "grma: rank 1: window_create: communicator 9 does not exist");
+  EXPECT_STREQ(expect_failure([](auto& r) {
+                 if (r.rank(grma::world) == 0) (void)r.size(grma::comm{5});
+               }).what(),
+               "grma: rank 0: rank/size: communicator 5 does not exist");
 }
 
 TEST(Errors, MisalignedSignal) {
@@ -390,13 +399,27 @@ TEST(Errors, SymmetricSizesDiffer) {
                                   "rank 1 passed others than world rank 0 (this rank passed "));
 }
 
+// Whichever rank's report ends the job names the largest free block: only
+// the first rank of a node looks at the node's table, and the others had
+// reported 0. Four ranks on one node, then two on each of two nodes, ten
+// runs each: the report comes from a rank other than a node's first in
+// most of them.
 TEST(Errors, SymmetricHeapExhausted) {
-  grma::settings s = small_job(2);
-  s.symmetric_size = 2 * 32768;  // a slice of 32768 bytes per rank, the teams' 16384 first
-  const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(20000); }, s);
-  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: cannot allocate 20000 symmetric bytes: each "
-                                  "rank's slice of 32768 bytes has no free block that large "
-                                  "(largest 16384 bytes; GRMA_SYMMETRIC_SIZE)"));
+  for (int nodes : {1, 2}) {
+    grma::settings s = small_job(nodes == 1 ? 4 : 2);
+    s.nodes = nodes;
+    s.devices = nodes;
+    s.symmetric_size =
+        std::uint64_t(s.ranks_per_device) * 32768;  // 32768 a rank, the teams' 16384 first
+    for (int run = 0; run < 10; ++run) {
+      const grma::error e = expect_failure([](auto& r) { r.alloc_symmetric(20000); }, s);
+      EXPECT_THAT(e.what(),
+                  HasSubstr("alloc_symmetric: cannot allocate 20000 symmetric bytes: each "
+                            "rank's slice of 32768 bytes has no free block that large "
+                            "(largest 16384 bytes; GRMA_SYMMETRIC_SIZE)"))
+          << nodes << " nodes, run " << run;
+    }
+  }
 }
 
 TEST(Errors, SymmetricSliceSmallerThanTheTeamsWorkspaces) {
@@ -1094,6 +1117,41 @@ TEST(Watchdog, ReportsStuckRanksAndTheirUnmatchedNotifications) {
     EXPECT_THAT(report, HasSubstr("\n  rank 2: wait_signal(window 0, offset 8, until word >= 5); "
                                   "unmatched notifications: 0"));
     EXPECT_THAT(printed, HasSubstr(report));  // printed as it fires, too
+  }
+}
+
+// A process that plays two nodes (GRMA_NODES) names every rank of both in
+// the report it throws, whichever node's watchdog fired: the ranks of the
+// node with the stuck wait, and the returned one after all blocked ones.
+TEST(Watchdog, ReportsTheRanksOfEveryNodeOfTheProcess) {
+  grma::settings s = small_job(2);
+  s.nodes = 2;
+  s.devices = 2;
+  s.timeout_seconds = 1;  // four rank threads, each in its wait or returned by then
+  grma::runtime rt(s);
+  testing::internal::CaptureStderr();
+  try {
+    rt.run([](auto& r) {
+      const int me = r.rank(grma::world);
+      if (me == 2) return;
+      if (me == 3) {
+        auto* word = static_cast<std::uint64_t*>(r.alloc(8));
+        *word = 0;
+        r.wait_until(word, grma::cmp::ge, std::uint64_t{5});  // nobody sets it
+      }
+      r.barrier(grma::world);
+    });
+    testing::internal::GetCapturedStderr();
+    FAIL() << "the watchdog did not end the run";
+  } catch (const grma::error& e) {
+    testing::internal::GetCapturedStderr();
+    EXPECT_EQ(e.code(), grma::errc::timeout);
+    const std::string report = e.what();
+    EXPECT_THAT(report, HasSubstr("\n  rank 0: barrier on communicator world"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 1: barrier on communicator world"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 3: wait_until(word 0x"));
+    EXPECT_THAT(report,
+                HasSubstr(", until word >= 5); unmatched notifications: 0\n  rank 2: returned"));
   }
 }
 

@@ -190,6 +190,7 @@ class symmetric_heap_calls {
     const std::uint64_t owner = t == team_world ? 0 : r.symmetric_owner(m, t.generation);
     const detail::symmetric_table& table = r.view().symmetric;
     std::uint64_t largest = 0;  // this node's largest gap, where it had none
+    bool short_here = false;    // this node's table had no gap (its first member looked)
     const std::uint64_t agreed = r.team_agree(
         m, r.team_first_here(m, me), 0, call::alloc_symmetric,
         [&](std::uint64_t from) {
@@ -198,13 +199,22 @@ class symmetric_heap_calls {
                                                                bytes, alignment, why);
           if (at != ~std::uint64_t{0}) return at;
           largest = why.largest_free;
+          short_here = true;
           return detail::team_value_none;
         },
         [&](std::uint64_t at) {
           detail::symmetric_failure why{};
           detail::symmetric_allocate(table, at, r.view().symmetric_slice, bytes, alignment, owner, why);
         });
-    if (agreed == detail::team_value_none) fail_exhausted(bytes, failed | exhausted | Rank::P::broadcast(largest));
+    if (agreed == detail::team_value_none) {
+      // Only each node's first member looked at its table: one more
+      // exchange hands every member the smallest largest gap of the nodes
+      // that had none (as above - gap, the exchange keeping the largest).
+      constexpr std::uint64_t above = detail::team_value_none - 1;
+      const std::uint64_t seen =
+          r.team_exchange(m, short_here ? above - largest : 0, call::alloc_symmetric);
+      fail_exhausted(bytes, failed | exhausted | (seen == 0 ? 0 : above - seen));
+    }
     return r.symmetric_slice_base() + agreed;
   }
 

@@ -289,7 +289,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     node_here& n = node_here_of(j);
     progress.push_back(std::make_unique<progress_engine>(
         views[std::size_t(j)], n.job, s.timeout_seconds, stdout,
-        n.network ? &n.network->others_progress() : nullptr));
+        n.network ? &n.network->others_progress() : nullptr,
+        on.size() > 1 ? mine : std::vector<const device_view*>{}));
   }
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
