@@ -105,7 +105,7 @@ const char* call_name(call c) {
     case call::gaspi_segment_delete:
       return "gaspi_segment_delete";
     case call::gaspi_segment_query:
-      return "gaspi_segment_ptr/size/list";
+      return "gaspi_segment_ptr/size/num/list";
     case call::gaspi_write:
       return "gaspi_write";
     case call::gaspi_read:
@@ -131,7 +131,7 @@ const char* call_name(call c) {
     case call::gaspi_wait:
       return "gaspi_wait";
     case call::gaspi_queue_query:
-      return "gaspi_queue_size/num";
+      return "gaspi_queue_size/size_max/num";
     case call::gaspi_atomic_fetch_add:
       return "gaspi_atomic_fetch_add";
     case call::gaspi_atomic_compare_swap:
