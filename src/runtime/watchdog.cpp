@@ -16,6 +16,17 @@ const char* cmp_name(std::int64_t c) {
   return c >= 0 && c < 6 ? names[c] : "?";
 }
 
+// How many of an array's words a wait wants: "all", "one" or "some".
+const char* words_wanted(call where) {
+  if (where == call::wait_until_all || where == call::wait_until_all_vector) return "all";
+  if (where == call::wait_until_any || where == call::wait_until_any_vector) return "one";
+  return "some";
+}
+bool is_vector_wait(call where) {
+  return where == call::wait_until_all_vector || where == call::wait_until_any_vector ||
+         where == call::wait_until_some_vector;
+}
+
 void describe_call(std::ostringstream& s, rank_status& st) {
   const auto where = static_cast<call>(load_relaxed<scope::system>(st.where));
   std::int64_t a[4];
@@ -49,20 +60,16 @@ void describe_call(std::ostringstream& s, rank_status& st) {
     case call::wait_until_all:
     case call::wait_until_any:
     case call::wait_until_some:
-      s << "(" << a[1] << " words at 0x" << std::hex << a[0] << std::dec << ", until "
-        << (where == call::wait_until_all   ? "all"
-            : where == call::wait_until_any ? "one"
-                                            : "some")
-        << " " << cmp_name(a[2]) << " " << a[3] << ")";
-      break;
     case call::wait_until_all_vector:
     case call::wait_until_any_vector:
     case call::wait_until_some_vector:
-      s << "(" << a[1] << " words at 0x" << std::hex << a[0] << ", until "
-        << (where == call::wait_until_all_vector   ? "all"
-            : where == call::wait_until_any_vector ? "one"
-                                                   : "some")
-        << " " << cmp_name(a[2]) << " their values at 0x" << a[3] << std::dec << ")";
+      s << "(" << a[1] << " words at 0x" << std::hex << a[0] << std::dec << ", until "
+        << words_wanted(where) << " " << cmp_name(a[2]) << " ";
+      if (is_vector_wait(where))
+        s << "their values at 0x" << std::hex << a[3] << std::dec;
+      else
+        s << a[3];
+      s << ")";
       break;
     case call::put_notify:
     case call::get_notify:

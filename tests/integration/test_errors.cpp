@@ -399,11 +399,10 @@ TEST(Errors, SymmetricSizesDiffer) {
                                   "rank 1 passed others than world rank 0 (this rank passed "));
 }
 
-// Whichever rank's report ends the job names the largest free block: only
-// the first rank of a node looks at the node's table, and the others had
-// reported 0. Four ranks on one node, then two on each of two nodes, ten
-// runs each: the report comes from a rank other than a node's first in
-// most of them.
+// Whichever rank's report ends the job names the largest free block,
+// though only the first rank of a node looks at the node's table. Four
+// ranks on one node, then two on each of two nodes, ten runs each: the
+// report comes from a rank other than a node's first in most of them.
 TEST(Errors, SymmetricHeapExhausted) {
   for (int nodes : {1, 2}) {
     grma::settings s = small_job(nodes == 1 ? 4 : 2);

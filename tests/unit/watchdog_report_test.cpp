@@ -51,6 +51,24 @@ TEST(WatchdogReport, AWaitForANotificationNamesItsArguments) {
             "notifications: 0");
 }
 
+// The word waits (the layers' waits run under them) name the words, the
+// comparison and the value (or where the values are).
+TEST(WatchdogReport, AWordWaitNamesItsWordsAndComparison) {
+  four_ranks d;
+  d.block(0, call::wait_until, {0x1000, 1, 3, 5});
+  d.block(1, call::wait_until_any, {0x2000, 4, 1, 0});
+  d.block(2, call::wait_until_all_vector, {0x3000, 2, 0, 0x4000});
+  d.block(3, call::wait_until_some, {0x5000, 8, 5, 9});
+  EXPECT_EQ(
+      d.blocked(),
+      "\n  rank 8: wait_until(word 0x1000, until word >= 5); unmatched notifications: 0"
+      "\n  rank 9: wait_until_any(4 words at 0x2000, until one != 0); unmatched notifications: 0"
+      "\n  rank 10: wait_until_all_vector(2 words at 0x3000, until all == their values at "
+      "0x4000); unmatched notifications: 0"
+      "\n  rank 11: wait_until_some(8 words at 0x5000, until some <= 9); unmatched "
+      "notifications: 0");
+}
+
 TEST(WatchdogReport, OnlyBlockedRanksAreListedWithWhatTheyHoldUnmatched) {
   four_ranks d;
   d.block(3, call::wait_signal, {2, 16, 3, 7});
