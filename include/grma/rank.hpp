@@ -339,7 +339,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // passes first.
   GRMA_INLINE wait_result wait_notifications(window w, int source, int tag, int count, within limit) {
     const detail::match_query q = check_query(w, source, tag, count, call::wait_notifications);
-    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, nullptr) != 0;
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.left(), nullptr) != 0;
     completed();
     return met ? wait_result::met : wait_result::timed_out;
   }
@@ -357,7 +357,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE wait_result wait_notification(window w, int source, int tag, envelope& out, within limit) {
     const detail::match_query q = check_query(w, source, tag, 1, call::wait_notifications);
     envelope e{};
-    const bool met = match_waiting(call::wait_notifications, q, true, limit.seconds, &e) != 0;
+    const bool met = match_waiting(call::wait_notifications, q, true, limit.left(), &e) != 0;
     completed();
     out = P::broadcast(e);
     return met ? wait_result::met : wait_result::timed_out;
@@ -396,7 +396,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                                                   int most, int& taken, within limit) {
     const detail::match_query q =
         check_some_query(w, source, tag, out, most, call::wait_some_notifications);
-    taken = int(match_waiting<true>(call::wait_some_notifications, q, true, limit.seconds, out));
+    taken = int(match_waiting<true>(call::wait_some_notifications, q, true, limit.left(), out));
     completed();
     return taken != 0 ? wait_result::met : wait_result::timed_out;
   }
@@ -442,7 +442,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE wait_result wait_signal(window w, std::size_t signal_offset, cmp c, std::uint64_t value,
                                       within limit, std::uint64_t* seen = nullptr) {
     std::uint64_t last = 0;
-    const bool met = signal_wait(w, signal_offset, c, value, limit.seconds, last);
+    const bool met = signal_wait(w, signal_offset, c, value, limit.left(), last);
     if (seen != nullptr) *seen = last;
     return met ? wait_result::met : wait_result::timed_out;
   }
@@ -634,7 +634,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE void completed() {
     if (!leader()) return;
     const std::uint64_t n = ++local().progress;
-    if (n % detail::progress_publish_interval == 0)
+    if (n % P::progress_publish_interval == 0)
       detail::store_relaxed<detail::scope::system>(status().progress, n);
   }
 
@@ -1602,11 +1602,17 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           const int partner = int((std::int64_t(me) + (std::int64_t{1} << k)) % m.size);
           team_word_store(m.world_of(view(), partner), m.slot, set * detail::team_rounds + std::size_t(k),
                           detail::team_round_word(epoch, largest), where);
+          // The watchdog names the member whose store this round waits for.
+          const int from =
+              int((std::int64_t(me) - (std::int64_t{1} << k) % m.size + m.size) % m.size);
           std::uint64_t word = 0;
-          block_until(where, {std::int64_t(m.slot), k, std::int64_t(epoch), 0}, [&] {
-            word = detail::load_acquire<scope.value>(mine.rounds[set][k]);
-            return word >> detail::team_value_bits == (epoch & 0xffffffu);
-          });
+          block_until(where,
+                      {std::int64_t(m.slot), m.world_of(view(), from), std::int64_t(epoch),
+                       detail::team_exchange_wait},
+                      [&] {
+                        word = detail::load_acquire<scope.value>(mine.rounds[set][k]);
+                        return word >> detail::team_value_bits == (epoch & 0xffffffu);
+                      });
           if ((word & detail::team_value_none) > largest) largest = word & detail::team_value_none;
         }
       });
@@ -1682,15 +1688,18 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // it all agree. The store comes before the barrier's first round word,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
-  // something wrong.
+  // something wrong. A reduction's `kind` (nonzero: its operation and
+  // element type, detail::reduction_kind) takes the size's top 8 of 32 bits.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
-                                         std::size_t size, int root) {
+                                         std::size_t size, int root, std::uint32_t kind = 0) {
     detail::team_workspace& mine = team_workspace(m.slot);
-    auto signature_of = [](std::uint64_t epoch, call c, int rt, std::size_t n) {
+    auto signature_of = [](std::uint64_t epoch, call c, int rt, std::uint64_t n) {
       return ((epoch & 0xffu) << 56) | ((std::uint64_t(c) & 0xffu) << 48) |
-             ((std::uint64_t(rt) & 0xffffu) << 32) | (std::uint64_t(n) & 0xffffffffu);
+             ((std::uint64_t(rt) & 0xffffu) << 32) | (n & 0xffffffffu);
     };
-    const std::uint64_t own = signature_of(mine.epoch + 1, where, root, size);
+    const std::uint64_t sized =
+        kind == 0 ? std::uint64_t(size) : (std::uint64_t(kind & 0xffu) << 24) | (size & 0xffffffu);
+    const std::uint64_t own = signature_of(mine.epoch + 1, where, root, sized);
     P::sync();  // every thread has read mine.epoch before the barrier changes it
     if (leader() && m.size > 1)
       team_word_store(m.world_of(view(), (me + 1) % m.size), m.slot,
@@ -1700,10 +1709,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const std::uint64_t before = P::broadcast(
         leader() ? at_scope(wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(mine.signature); })
                  : std::uint64_t{0});
+    // The values: the slot, the member before's call, its size, its root
+    // and this rank's (16 bits each), and that member with this rank's size.
     if ((before >> 56) == (own >> 56) && before != own)
-      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot), std::int64_t((before >> 48) & 0xffu),
-           std::int64_t(before & 0xffffffffu), std::int64_t((before >> 32) & 0xffffu),
-           (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(size & 0xffffffffu));
+      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot),
+           std::int64_t((before >> 48) & 0xffu), std::int64_t(before & 0xffffffffu),
+           std::int64_t((before >> 32) & 0xffffu) | std::int64_t((own >> 32) & 0xffffu) << 16,
+           (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(own & 0xffffffffu));
   }
 
   // The symmetric table's owner of a team's blocks: its generation, slot

@@ -96,9 +96,9 @@ class job {
   bool valid() const { return state_ != nullptr; }
   bool test() const { return state_ == nullptr || state_->finished.load(std::memory_order_acquire); }
 
-  // The world windows alive now, highest table slot first: in the order
-  // they were created while none has been freed (world windows take slots
-  // from the top down). Empty until the ranks create one.
+  // The world windows alive now, in the order they were created while none
+  // has been freed (the order their table slots were taken in). Empty until
+  // the ranks create one.
   std::vector<window> world_windows() const;
   // The source a rank's matching sees in this process's host notifications.
   int host_source() const;

@@ -41,6 +41,11 @@ struct settings {
   // GRMA_* from the environment, then --grma-name=value arguments, which are
   // removed from argv (argc shrinks accordingly).
   static settings from_environment(int* argc = nullptr, char** argv = nullptr);
+
+  // Throws grma::error (errc::invalid_config) naming the first value out of
+  // its range (docs/configuration.md), as parse does for a variable's text.
+  // runtime's constructor checks the settings it is given.
+  void check() const;
 };
 
 }  // namespace grma

@@ -178,13 +178,18 @@ class handle {
 
   // ---- symmetric memory (collective over team_world; every PE asks for the same) ----
 
-  GRMA_INLINE void* malloc(std::size_t size) { return r_->alloc_symmetric(size); }
+  // A size of 0 (for calloc, a count or size of 0) does nothing and gives
+  // a null pointer, as OpenSHMEM 1.5 says (the core's alloc_symmetric
+  // would give a block of no bytes).
+  GRMA_INLINE void* malloc(std::size_t size) {
+    return size == 0 ? nullptr : r_->alloc_symmetric(size);
+  }
   GRMA_INLINE void* calloc(std::size_t count, std::size_t size) {
-    return r_->calloc_symmetric(count, size);
+    return count == 0 || size == 0 ? nullptr : r_->calloc_symmetric(count, size);
   }
   // A block at a multiple of `alignment` (a power of two up to 4096).
   GRMA_INLINE void* align(std::size_t alignment, std::size_t size) {
-    return r_->alloc_symmetric(size, alignment);
+    return size == 0 ? nullptr : r_->alloc_symmetric(size, alignment);
   }
   GRMA_INLINE void free(void* block) { r_->free_symmetric(block); }
 

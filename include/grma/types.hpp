@@ -110,6 +110,9 @@ enum class reduce_op : std::uint32_t { sum = 0, prod, min, max, bit_and, bit_or,
 // without one is bounded only by the watchdog, GRMA_TIMEOUT).
 struct within {
   double seconds;
+  // The seconds a wait counts: a limit that has already passed (zero,
+  // negative or NaN, as `deadline - r.wtime()` becomes) is one look.
+  GRMA_HOST_DEVICE constexpr double left() const { return seconds > 0 ? seconds : 0; }
 };
 enum class wait_result : std::int32_t { met = 0, timed_out };
 

@@ -32,6 +32,13 @@ std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& po
     refuse(errc::window_not_created, where,
            window_text(w) +
                " is not a live world window of the job (job::world_windows() lists them)");
+  // The target's engine checks the range; one larger than a whole heap it
+  // would take for a forged request (its bytes could not be dropped).
+  if (bytes > shape.heap_size)
+    refuse(errc::range_outside_window, where,
+           std::to_string(bytes) + " bytes exceed a device's whole heap of " +
+               std::to_string(shape.heap_size) +
+               " bytes (GRMA_HEAP_SIZE): no window's range holds them");
   auto o = std::make_shared<detail::host_operation>();
   o->c.op = op;
   o->c.window = detail::window_key(w.slot, w.generation);
@@ -251,9 +258,11 @@ void runtime::end_host_access(detail::host_port* port) noexcept {
 }
 
 std::shared_ptr<detail::host_port> runtime::make_host_port() const {
-  // GRMA_TIMEOUT=0 turns the watchdog off: a wait is unbounded then.
+  // GRMA_TIMEOUT=0 turns the watchdog off: a wait is unbounded then (1e9 s,
+  // which a condition variable's clock still counts; a longer limit would
+  // overflow it and end every wait at once).
   const double timeout = settings().timeout_seconds;
-  return std::make_shared<detail::host_port>(timeout > 0 ? timeout : 1e9);
+  return std::make_shared<detail::host_port>(timeout > 0 && timeout < 1e9 ? timeout : 1e9);
 }
 
 }  // namespace grma

@@ -55,6 +55,7 @@ runtime::runtime(int& argc, char** argv)
 
 runtime::runtime(const grma::settings& s)
     : impl_(std::make_unique<impl>()) {
+  s.check();  // a struct built in code has not been through parse
   impl_->settings = s;
   impl_->backend = resolve_backend(s.backend);
 }

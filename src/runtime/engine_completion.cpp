@@ -197,7 +197,14 @@ bool engine_completion::publish_held() {
 void engine_completion::drop_held() {
   for (const auto at : holding_) {
     outbox& o = at->second;
-    for (const held_notification& h : o.held) acknowledge(h.origin, h.ack);
+    // A rank's operation is done (its data is in place, and its quiet waits
+    // for no more); a host's completes only with its notification in place,
+    // so it fails.
+    for (const held_notification& h : o.held)
+      if (cx_.is_host_origin(h.origin))
+        operations_.untaken_host_notification(h.origin, h.ack);
+      else
+        acknowledge(h.origin, h.ack);
     held_ -= o.held.size();
     o.held.clear();
     o.listed = false;

@@ -24,6 +24,8 @@ void engine_host::attach() {
   shape.window_capacity = cx_.first->windows.capacity;
   shape.world_size = cx_.world_size;
   shape.origin = cx_.host_origin(cx_.nodes.process);
+  shape.heap_size = cx_.first->heap_size;
+  shape.world_from_top = cx_.first->nodes > 1;
   port_->attach(shape);
 }
 
@@ -135,6 +137,13 @@ void engine_host::refused(int from, const remote_command& refused) {
   // be on their way to it).
   if (cx_.process_of_rank(op->c.target) != from)
     return liveness_.malformed(from, -1, call::runtime, "refused a host operation sent elsewhere");
+  if (static_cast<refusal>(refused.tag) == refusal::untaken) {
+    fail(op,
+         "the job ended before it completed: the target's ranks returned without taking its "
+         "notification (its data is in place)");
+    in_flight_.erase(number);
+    return;
+  }
   const error_record r =
       refusal_record(op->c, static_cast<refusal>(refused.tag), refused.signal_value,
                      -1 - cx_.nodes.process, op->c.target, host_call(op->c));

@@ -21,8 +21,8 @@ constexpr double beat_seconds = 0.1;
 }  // namespace
 
 engine_liveness::engine_liveness(engine_context& cx, engine_intake& intake,
-                                 const engine_operations& operations, const engine_completion& completion,
-                                 const engine_host& host)
+                                 const engine_operations& operations,
+                                 const engine_completion& completion, const engine_host& host)
     : cx_(cx),
       intake_(intake),
       operations_(operations),
@@ -31,7 +31,8 @@ engine_liveness::engine_liveness(engine_context& cx, engine_intake& intake,
       heard_(std::size_t(cx.nodes.processes), engine_clock::now()),
       signatures_(std::size_t(cx.nodes.processes), 0),
       done_from_(std::size_t(cx.nodes.processes), false),
-      refused_from_(std::size_t(cx.nodes.processes), false) {}
+      refused_from_(std::size_t(cx.nodes.processes), false),
+      in_process_(std::strcmp(cx.net->name(), "loopback") == 0) {}
 
 void engine_liveness::hear_all() { heard_.assign(heard_.size(), engine_clock::now()); }
 
@@ -224,7 +225,9 @@ void engine_liveness::watch(engine_clock::time_point listened) {
   for (int p = 0; p < cx_.nodes.processes; ++p) {
     if (!cx_.peer(p)) continue;
     intake_.send_header(p, beat);  // until this engine stops: others may still watch it
-    if (done_from_[std::size_t(p)]) continue;
+    // The nodes one process plays (loopback) live and die with it: a
+    // silence there is a busy machine's, never a lost process.
+    if (done_from_[std::size_t(p)] || in_process_) continue;
     const double silent = std::chrono::duration<double>(listened - heard_[std::size_t(p)]).count();
     if (silent > silence_limit_seconds) {
       const int ranks = cx_.nodes.devices_per_process * cx_.ranks_per_device;

@@ -48,7 +48,12 @@ class engine_liveness {
   void malformed(int from, int rank, call where, const char* what);
 
   std::string failure() const;
+  // Progress from outside this process's ranks, which its watchdog counts:
+  // another process's beat with a new signature, or a request of another
+  // node's rank or of a host served here (what a rank waiting on a word or
+  // for a count may be waiting for).
   const std::atomic<std::uint64_t>& others_progress() const { return others_progress_; }
+  void served_request() { others_progress_.fetch_add(1, std::memory_order_relaxed); }
 
  private:
   void fail_job(const error_record& r);
@@ -64,6 +69,7 @@ class engine_liveness {
   std::vector<engine_clock::time_point> heard_;  // by process
   std::vector<std::uint64_t> signatures_;        // by process: the progress it last reported
   std::vector<bool> done_from_, refused_from_;   // by process
+  const bool in_process_;  // the other "processes" are nodes this process plays (loopback)
   std::atomic<std::uint64_t> others_progress_{0};
   engine_clock::time_point next_beat_{};
   bool abort_seen_ = false;

@@ -311,6 +311,7 @@ bool engine_operations::serve(int from, const remote_command& c) {
   unsigned char* range = nullptr;
   const verdict v = check(from, c, range);
   if (v != verdict::ok) return v == verdict::refused;
+  liveness_.served_request();
   unsigned char* at = range + c.offset;
   auto done = completion_.queue_request(c, range);  // c.origin checked: a rank of process `from`
   // The core's operations change or read the target's memory itself, so
@@ -356,6 +357,17 @@ void engine_operations::refuse_host_operation(int from, const remote_command& c,
   auto tell = [this, from, answer] { intake_.send_header(from, answer); };
   if (!remote_sends_source(c)) return tell();
   cx_.drop_data(from, c.bytes, tell);
+}
+
+void engine_operations::untaken_host_notification(int origin, std::uint32_t number) {
+  remote_command answer{};
+  answer.op = wire_refused;
+  answer.origin = origin;
+  answer.flags = number << remote_flag_bits;
+  answer.tag = std::int32_t(refusal::untaken);
+  const int to = cx_.process_of_origin(origin);
+  if (to == cx_.nodes.process) return host_.refused(to, answer);
+  intake_.send_header(to, answer);
 }
 
 void engine_operations::reply_to_get(int to, const remote_command& c, const unsigned char* at,

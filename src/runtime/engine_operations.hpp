@@ -53,6 +53,11 @@ class engine_operations {
   // By process: requests that wait for a window (see handle).
   const std::vector<std::deque<remote_command>>& waiting() const { return waiting_; }
 
+  // A host's notified operation whose notification the target's ranks
+  // returned without taking (engine_completion::drop_held): its origin's
+  // request fails, as one the job ended before.
+  void untaken_host_notification(int origin, std::uint32_t number);
+
   // Sends a get's data back (inline, or after a reply header), then runs
   // `read`, once the engine no longer reads the target's memory.
   void reply_to_get(int to, const remote_command& c, const unsigned char* at, std::function<void()> read);

@@ -174,6 +174,27 @@ namespace {
 // Offsets and sizes travel as int64 in the record; they are unsigned.
 std::uint64_t u(std::int64_t value) { return static_cast<std::uint64_t>(value); }
 
+// A data collective's size and root as its team check carries them: a
+// reduction's size field holds its operation and element type in its top
+// 8 bits (detail::reduction_kind) and the size's low 24 bits below.
+std::string collective_arguments(call c, std::uint64_t size_field, std::uint64_t root) {
+  std::ostringstream s;
+  const bool reduction = c == call::reduce || c == call::allreduce || c == call::reduce_scatter;
+  const std::uint64_t kind = size_field >> 24;
+  if (reduction && (kind & 0x80u) != 0) {
+    static const char* ops[] = {"sum", "prod", "min", "max", "bit_and", "bit_or", "bit_xor", "?"};
+    s << "size " << (size_field & 0xffffffu) << ", " << ops[kind & 7u] << " of "
+      << (1u << ((kind >> 5) & 3u)) << "-byte "
+      << ((kind & 0x10u) != 0  ? "floating point"
+          : (kind & 0x8u) != 0 ? "signed integers"
+                               : "unsigned integers");
+  } else {
+    s << "size " << size_field;
+  }
+  s << " and root " << root;
+  return s.str();
+}
+
 std::string describe_values(const error_record& r) {
   const auto* v = r.values;
   std::ostringstream s;
@@ -288,6 +309,9 @@ std::string describe_values(const error_record& r) {
           s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])
             << " of the symmetric heap (a word of 4 or 8 bytes, aligned, and a known operation)";
           break;
+        case refusal::untaken:
+          s << "the target's ranks returned before they took its notification";
+          break;
       }
       s << "; nothing was written";
       break;
@@ -349,26 +373,35 @@ std::string describe_values(const error_record& r) {
         << ") is not a live team (used after team_destroy, or never created)";
       break;
     case errc::team_split_invalid:
-      s << "start " << v[0] << ", stride " << v[1] << " and size " << v[2]
-        << " do not name members of a parent team of " << v[3]
-        << " (start >= 0, stride >= 1, size >= 1, start + (size - 1) * stride < parent size)";
+      if (static_cast<call>(r.where) == call::team_split_2d)
+        s << "xrange " << v[2] << " is less than 1 (a row of the parent team of " << v[3]
+          << " has xrange members)";
+      else
+        s << "start " << v[0] << ", stride " << v[1] << " and size " << v[2]
+          << " do not name members of a parent team of " << v[3]
+          << " (start >= 0, stride >= 1, size >= 1, start + (size - 1) * stride < parent size)";
       break;
     case errc::team_table_full:
       s << "no team slot is free on every node of the parent team's members (a node has " << v[0]
         << "; team_destroy frees one)";
       break;
     case errc::team_collective_mismatch: {
-      // Sizes are the low 32 bits of the call's size (of a free's offset).
+      // Sizes are the low 32 bits of the call's size (of a free's offset);
+      // a reduction's top 8 of them its operation and type.
       const auto other = static_cast<call>(v[1]);
+      const auto mine_call = static_cast<call>(r.where);
       const std::uint64_t mine = u(v[4]) & 0xffffffffu;
+      const std::uint64_t other_root = u(v[3]) & 0xffffu, my_root = (u(v[3]) >> 16) & 0xffffu;
       s << "every member of team " << v[0] << " must make the same collective call: member "
         << (u(v[4]) >> 32) << " called " << call_name(other);
       if (other == call::alloc_symmetric)
-        s << " for " << u(v[2]) << " bytes at alignment " << v[3] << ", this rank for " << mine << " bytes";
+        s << " for " << u(v[2]) << " bytes at alignment " << other_root << ", this rank for "
+          << mine << " bytes at alignment " << my_root;
       else if (other == call::free_symmetric)
         s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
       else
-        s << " with size " << u(v[2]) << " and root " << v[3] << ", this rank with size " << mine;
+        s << " with " << collective_arguments(other, u(v[2]), other_root) << ", this rank with "
+          << collective_arguments(mine_call, mine, my_root);
       break;
     }
     case errc::invalid_reduce_op:

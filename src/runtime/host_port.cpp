@@ -32,8 +32,10 @@ std::vector<window> host_port::world_windows() const {
   throw_if_closed();
   const job_shape& s = shape_;
   std::vector<window> live;
-  // World windows take slots from the top down (window_table_claim_world).
-  for (std::uint32_t slot = s.window_capacity; slot-- > 0;) {
+  // In the order the slots were taken while none was freed: from the top
+  // down across nodes, from the bottom up on one node.
+  for (std::uint32_t k = 0; k < s.window_capacity; ++k) {
+    const std::uint32_t slot = s.world_from_top ? s.window_capacity - 1 - k : k;
     const window_slot w = window_slot_of_state(load_acquire<scope::system>(s.window_states[slot]));
     if (w.active != 0 && w.generation % 2 == 1) live.push_back(window{slot, w.generation});
   }

@@ -69,9 +69,13 @@ void progress_engine::loop() {
         fired = true;
         std::string report =
             blocked_ranks_report(shown_, std::chrono::duration<double>(now - last_move).count());
-        std::fprintf(stderr, "%s\n", report.c_str());
-        std::fflush(stderr);
+        // The node's devices share its control block: the watchdog that
+        // leaves the report there prints it, once for the node.
         const bool left = leave_report(*view_.control, report);
+        if (left) {
+          std::fprintf(stderr, "%s\n", report.c_str());
+          std::fflush(stderr);
+        }
         {
           std::lock_guard<std::mutex> lock(report_mutex_);
           report_ = std::move(report);

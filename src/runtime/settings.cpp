@@ -48,7 +48,37 @@ std::uint64_t parse_count(const std::string& name, const std::string& value, std
   return n;
 }
 
+// A device's heaps: what an arena's layout computes with in 64 bits, and
+// more than any device has.
+constexpr std::uint64_t least_heap = 64u << 10, most_bytes = std::uint64_t{1} << 40;
+constexpr const char* heap_range = "from 64K to 1024G";
+constexpr const char* symmetric_range = "at most 1024G";
+
 }  // namespace
+
+void settings::check() const {
+  const auto n = [](auto v) { return std::to_string(v); };
+  if (ranks_per_device < 0 || ranks_per_device > (1 << 16))
+    bad("GRMA_RANKS_PER_DEVICE", n(ranks_per_device), "a number from 0 to 65536");
+  if (devices < 0 || devices > int(detail::max_devices))
+    bad("GRMA_DEVICES", n(devices),
+        ("a number from 1 to " + n(detail::max_devices) + ", or 0 (all)").c_str());
+  if (nodes < 1 || nodes > int(detail::max_devices))
+    bad("GRMA_NODES", n(nodes), ("a number from 1 to " + n(detail::max_devices)).c_str());
+  if (heap_size < least_heap || heap_size > most_bytes)
+    bad("GRMA_HEAP_SIZE", n(heap_size), heap_range);
+  if (symmetric_size > most_bytes) bad("GRMA_SYMMETRIC_SIZE", n(symmetric_size), symmetric_range);
+  if (queue_capacity < 1 || queue_capacity > detail::max_queue_capacity ||
+      (queue_capacity & (queue_capacity - 1)) != 0)
+    bad("GRMA_QUEUE_CAPACITY", n(queue_capacity),
+        ("a power of two from 1 to " + n(detail::max_queue_capacity)).c_str());
+  if (match_capacity < 1 || match_capacity > (1u << 20))
+    bad("GRMA_MATCH_CAPACITY", n(match_capacity), "a number from 1 to 1048576");
+  if (max_windows < 1 || max_windows > 0xffff)
+    bad("GRMA_MAX_WINDOWS", n(max_windows), "a number from 1 to 65535");
+  if (!(timeout_seconds >= 0)) bad("GRMA_TIMEOUT", n(timeout_seconds), "seconds >= 0");
+  if (node_id.size() > 63) bad("GRMA_NODE_ID", node_id, "1 to 63 characters");
+}
 
 settings settings::parse(const std::vector<std::pair<std::string, std::string>>& values) {
   settings s;
@@ -75,9 +105,10 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       else bad(name, value, "auto, mpi, ucx or loopback");
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
-      if (s.heap_size < (64u << 10)) bad(name, value, "at least 64K");
+      if (s.heap_size < least_heap || s.heap_size > most_bytes) bad(name, value, heap_range);
     } else if (name == "GRMA_SYMMETRIC_SIZE") {
       s.symmetric_size = parse_bytes(name, value);
+      if (s.symmetric_size > most_bytes) bad(name, value, symmetric_range);
     } else if (name == "GRMA_QUEUE_CAPACITY") {
       s.queue_capacity = std::uint32_t(parse_count(name, value, 1, detail::max_queue_capacity));
       if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(name, value, "a power of two");
@@ -88,7 +119,11 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
     } else if (name == "GRMA_TIMEOUT") {
       char* end = nullptr;
       const double t = std::strtod(value.c_str(), &end);
-      if (value.empty() || *end != '\0' || !(t >= 0)) bad(name, value, "seconds >= 0");
+      // Decimal only, as the other numbers (strtod also takes spaces, hex, inf).
+      if (value.empty() ||
+          !(std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') ||
+          value.find_first_of("xX") != std::string::npos || *end != '\0' || !(t >= 0))
+        bad(name, value, "seconds >= 0");
       s.timeout_seconds = t;
     } else if (name == "GRMA_ENGINE_PROXY") {
       s.engine_proxy = parse_count(name, value, 0, 1) == 1;
@@ -97,6 +132,7 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
                   "grma: unknown setting " + name + " (see docs/configuration.md)");
     }
   }
+  s.check();
   return s;
 }
 
@@ -109,9 +145,11 @@ settings settings::from_environment(int* argc, char** argv) {
   }
   if (argc != nullptr && argv != nullptr) {
     int kept = 1;
+    bool options = true;  // "--" ends them: what follows is the program's
     for (int i = 1; i < *argc; ++i) {
       const std::string arg = argv[i];
-      if (arg.rfind("--grma-", 0) != 0) {
+      if (arg == "--") options = false;
+      if (!options || arg.rfind("--grma-", 0) != 0) {
         argv[kept++] = argv[i];
         continue;
       }

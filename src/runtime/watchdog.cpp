@@ -26,12 +26,22 @@ bool is_vector_wait(call where) {
   return where == call::wait_until_all_vector || where == call::wait_until_any_vector ||
          where == call::wait_until_some_vector;
 }
+// The waits whose last argument is a value of the program's.
+bool is_word_wait(call where) {
+  return where == call::wait_signal || where == call::wait_until || where == call::wait_until_all ||
+         where == call::wait_until_any || where == call::wait_until_some || is_vector_wait(where);
+}
 
 void describe_call(std::ostringstream& s, rank_status& st) {
   const auto where = static_cast<call>(load_relaxed<scope::system>(st.where));
   std::int64_t a[4];
   for (int i = 0; i < 4; ++i) a[i] = load_relaxed<scope::system>(st.args[i]);
   s << call_name(where);
+  if (a[3] == team_exchange_wait && !is_word_wait(where)) {
+    s << " over a team (slot " << a[0] << ", collective #" << a[2] << "), waiting for rank " << a[1]
+      << " to arrive";
+    return;
+  }
   switch (where) {
     case call::wait_notifications:
     case call::wait_some_notifications:
@@ -101,6 +111,10 @@ std::uint64_t progress_signature(const std::vector<const device_view*>& job) {
     for (int r = 0; r < v->ranks; ++r) {
       sum += load_relaxed<scope::system>(v->status[r].progress);
       sum += std::uint64_t(load_relaxed<scope::system>(v->status[r].state)) << 48;
+      // A blocked wait's arrivals (its unmatched count changes as it takes
+      // them) are progress too: a wait for many that come slowly.
+      sum += std::uint64_t(std::uint32_t(load_relaxed<scope::system>(v->status[r].unmatched)))
+             << 24;
     }
   }
   return sum;

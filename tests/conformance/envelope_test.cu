@@ -50,6 +50,27 @@ struct envelopes {
     CONF_EXPECT(r, rec, r.wait_signal(w, sizeof(std::uint64_t) * std::size_t(g.size + 1), grma::cmp::ne,
                                       std::uint64_t{0}, grma::within{0.002}, &seen) ==
                             grma::wait_result::timed_out && seen == 0, 4, seen, 0);
+    for (const double passed : passed_limits{}.seconds) {
+      int taken = 1;
+      CONF_EXPECT(r, rec,
+                  r.wait_notifications(w, grma::any_source, grma::any_tag, 1,
+                                       grma::within{passed}) == grma::wait_result::timed_out,
+                  14, 0, 0);
+      CONF_EXPECT(r, rec,
+                  r.wait_notification(w, grma::any_source, 5, none, grma::within{passed}) ==
+                      grma::wait_result::timed_out,
+                  15, 0, 0);
+      CONF_EXPECT(r, rec,
+                  r.wait_some_notifications(w, grma::any_source, grma::any_tag, &none, 1, taken,
+                                            grma::within{passed}) == grma::wait_result::timed_out &&
+                      taken == 0,
+                  16, taken, 0);
+      CONF_EXPECT(
+          r, rec,
+          r.wait_signal(w, sizeof(std::uint64_t) * std::size_t(g.size + 1), grma::cmp::ne,
+                        std::uint64_t{0}, grma::within{passed}) == grma::wait_result::timed_out,
+          17, 0, 0);
+    }
     r.barrier(grma::world);
     for (int round = 0; round < envelope_rounds; ++round) {
       for (int k = 1; k < g.size; ++k) {

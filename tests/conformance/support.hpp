@@ -44,6 +44,17 @@ GRMA_HOST_DEVICE constexpr T clamp_to(T v, T lo, T hi) {
   return v < lo ? lo : hi < v ? hi : v;
 }
 
+// Time limits that have already passed, as `deadline - r.wtime()` gives
+// them once the deadline is behind (and NaN, as a computation may): a wait
+// given one looks once and times out.
+struct passed_limits {
+  double seconds[3];
+  GRMA_HOST_DEVICE passed_limits() : seconds{-1.0, -0.0, 0.0} {
+    const std::uint64_t quiet_nan = 0x7ff8000000000000ull;
+    memcpy(&seconds[2], &quiet_nan, sizeof(double));
+  }
+};
+
 GRMA_HOST_DEVICE inline unsigned atomic_add(unsigned* counter, unsigned value) {
 #if defined(__CUDA_ARCH__)
   return atomicAdd(counter, value);

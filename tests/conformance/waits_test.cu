@@ -37,6 +37,22 @@ struct word_waits {
     CONF_EXPECT(r, rec, r.test_any(words, word_count, status, cmp::ne, std::uint64_t{0}) == grma::core::no_word, 2, 0, 0);
     CONF_EXPECT(r, rec, r.wait_until(words + 2, cmp::gt, std::uint64_t{0}, grma::within{0.002}) ==
                             grma::wait_result::timed_out, 3, 0, 0);
+    for (const double passed : passed_limits{}.seconds) {
+      std::size_t index = 0, count = 9, some[word_count];
+      CONF_EXPECT(r, rec,
+                  r.wait_until(words + 2, cmp::gt, std::uint64_t{0}, grma::within{passed}) ==
+                      grma::wait_result::timed_out,
+                  16, 0, 0);
+      CONF_EXPECT(r, rec,
+                  r.wait_until_any(words, word_count, status, cmp::ne, std::uint64_t{0}, index,
+                                   grma::within{passed}) == grma::wait_result::timed_out,
+                  17, 0, 0);
+      CONF_EXPECT(r, rec,
+                  r.wait_until_some(words, word_count, some, status, cmp::ne, std::uint64_t{0},
+                                    count, grma::within{passed}) == grma::wait_result::timed_out &&
+                      count == 0,
+                  18, count, 0);
+    }
     r.barrier(grma::world);
 
     // The previous rank sets words with p between barriers (word i to i + 1):

@@ -16,6 +16,7 @@
 namespace {
 
 using testing::AnyOf;
+using testing::ContainsRegex;
 using testing::HasSubstr;
 using testing::StartsWith;
 
@@ -898,6 +899,18 @@ TEST(Errors, SplitOutsideTheParent) {
                "stride < parent size)");
 }
 
+TEST(Errors, Split2DWithoutColumns) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team row = grma::team_none, column = grma::team_none;
+    if (r.rank(grma::world) == 0) r.team_split_2d(grma::team_world, 0, row, column);
+    r.barrier(grma::team_world);
+  });
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 0: team_split_2d: xrange 0 is less than 1 (a row of the parent team of 2 "
+      "has xrange members)");
+}
+
 TEST(Errors, TeamSlotsRunOut) {
   const grma::error e = expect_failure([](auto& r) {
     for (int i = 0; i < 30; ++i) r.team_split_strided(grma::team_world, 0, 1, 2);
@@ -915,12 +928,63 @@ TEST(Errors, MembersCallDifferentCollectives) {
       r.broadcast(grma::team_world, block + 4, block, 8, 0);
   });
   // Each member checks the one before it: either finds the other's call.
-  EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
-                                        "collective call: member 0 called broadcast with size 16 and "
-                                        "root 0, this rank with size 8"),
-                              HasSubstr("rank 0: broadcast: every member of team 0 must make the same "
-                                        "collective call: member 1 called broadcast with size 8 and "
-                                        "root 0, this rank with size 16")));
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
+                              "collective call: member 0 called broadcast with size 16 and "
+                              "root 0, this rank with size 8 and root 0"),
+                    HasSubstr("rank 0: broadcast: every member of team 0 must make the same "
+                              "collective call: member 1 called broadcast with size 8 and "
+                              "root 0, this rank with size 16 and root 0")));
+}
+
+TEST(Errors, MembersCallBroadcastWithDifferentRoots) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::uint64_t*>(r.calloc_symmetric(8, 8));
+    r.broadcast(grma::team_world, block + 4, block, 8, r.rank(grma::world) == 0 ? 1 : 0);
+  });
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
+                              "collective call: member 0 called broadcast with size 8 and "
+                              "root 1, this rank with size 8 and root 0"),
+                    HasSubstr("rank 0: broadcast: every member of team 0 must make the same "
+                              "collective call: member 1 called broadcast with size 8 and "
+                              "root 0, this rank with size 8 and root 1")));
+}
+
+// A reduction's operation and element type are part of the call: members
+// that reduce the same count with another operation or type fail the job
+// (they would each combine a mix of the two).
+TEST(Errors, MembersReduceWithDifferentOperationsOrTypes) {
+  const grma::error op = expect_failure([](auto& r) {
+    auto* block = static_cast<std::int32_t*>(r.calloc_symmetric(8, 4));
+    r.allreduce(grma::team_world, block + 4, block, 4,
+                r.rank(grma::world) == 0 ? grma::reduce_op::max : grma::reduce_op::sum);
+  });
+  EXPECT_THAT(op.what(),
+              AnyOf(HasSubstr("rank 1: allreduce: every member of team 0 must make the same "
+                              "collective call: member 0 called allreduce with size 4, max of "
+                              "4-byte signed integers and root 0, this rank with size 4, sum of "
+                              "4-byte signed integers and root 0"),
+                    HasSubstr("rank 0: allreduce: every member of team 0 must make the same "
+                              "collective call: member 1 called allreduce with size 4, sum of "
+                              "4-byte signed integers and root 0, this rank with size 4, max of "
+                              "4-byte signed integers and root 0")));
+  const grma::error type = expect_failure([](auto& r) {
+    auto* block = r.calloc_symmetric(8, 8);
+    if (r.rank(grma::world) == 0)
+      r.allreduce(grma::team_world, static_cast<double*>(block) + 4, static_cast<double*>(block), 2,
+                  grma::reduce_op::sum);
+    else
+      r.allreduce(grma::team_world, static_cast<std::uint64_t*>(block) + 4,
+                  static_cast<std::uint64_t*>(block), 2, grma::reduce_op::sum);
+  });
+  EXPECT_THAT(type.what(),
+              AnyOf(HasSubstr("member 0 called allreduce with size 2, sum of 8-byte floating "
+                              "point and root 0, this rank with size 2, sum of 8-byte unsigned "
+                              "integers and root 0"),
+                    HasSubstr("member 1 called allreduce with size 2, sum of 8-byte unsigned "
+                              "integers and root 0, this rank with size 2, sum of 8-byte "
+                              "floating point and root 0")));
 }
 
 TEST(Errors, TeamFreeOfAWorldBlock) {
@@ -939,12 +1003,13 @@ TEST(Errors, TeamAllocationsWithDifferentSizes) {
     grma::team all = r.team_split_strided(grma::team_world, 0, 1, 2);
     r.alloc_symmetric(all, r.rank(grma::world) == 0 ? 128 : 64);
   });
-  EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 1: alloc_symmetric: every member of team 3 must make the "
-                                        "same collective call: member 0 called alloc_symmetric for 128 "
-                                        "bytes at alignment 64, this rank for 64 bytes"),
-                              HasSubstr("rank 0: alloc_symmetric: every member of team 3 must make the "
-                                        "same collective call: member 1 called alloc_symmetric for 64 "
-                                        "bytes at alignment 64, this rank for 128 bytes")));
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: alloc_symmetric: every member of team 3 must make the "
+                              "same collective call: member 0 called alloc_symmetric for 128 "
+                              "bytes at alignment 64, this rank for 64 bytes at alignment 64"),
+                    HasSubstr("rank 0: alloc_symmetric: every member of team 3 must make the "
+                              "same collective call: member 1 called alloc_symmetric for 64 "
+                              "bytes at alignment 64, this rank for 128 bytes at alignment 64")));
 }
 
 TEST(Errors, RowsOfA2DSplitFreeOnlyTheirOwnBlocks) {
@@ -1087,6 +1152,66 @@ TEST(Errors, CudaBackendForAProgramCompiledWithoutCuda) {
     FAIL() << "no error";
   } catch (const grma::error& e) {
     EXPECT_THAT(e.what(), HasSubstr("this rank program was compiled without CUDA"));
+  }
+}
+
+// A wait that lasts longer than the timeout is not stuck while what it
+// waits for keeps coming: notifications taken into the waiting rank's list,
+// and the words another rank sets with calls of its own (rank 1 computes
+// 0.15 s between its sends, eight times, against a timeout of 0.5 s).
+TEST(Watchdog, SlowArrivalsAreProgress) {
+  grma::settings s = small_job(2);
+  s.timeout_seconds = 0.5;
+  grma::runtime rt(s);
+  rt.run(with_window([](auto& r, grma::window w, unsigned char* m) {
+    constexpr int sends = 8;
+    for (int i = 0; i < 64; ++i) m[i] = 0;
+    r.barrier(grma::world);
+    if (r.rank(grma::world) == 1) {
+      for (int k = 0; k < sends; ++k) {
+        for (const double start = r.wtime(); r.wtime() < start + 0.15;) {
+        }
+        r.put_notify(w, 0, 0, 8, m, 3);
+        r.put_signal(w, 0, 0, 0, m, 8, 1, grma::signal_op::add);
+      }
+    } else {
+      r.wait_notifications(w, 1, 3, sends);
+      r.wait_signal(w, 8, grma::cmp::ge, std::uint64_t(sends));
+    }
+  }));
+}
+
+// A team's barrier is a dissemination barrier: each member's report names
+// the member whose store it waits for, so the one that never came is named
+// (with 4 members and rank 2 absent: ranks 3 and 0 wait for it, rank 1 for
+// rank 3).
+TEST(Watchdog, ATeamBarrierNamesTheMemberItWaitsFor) {
+  grma::settings s = small_job(4);
+  s.timeout_seconds = 0.3;
+  grma::runtime rt(s);
+  testing::internal::CaptureStderr();
+  try {
+    rt.run(with_window([](auto& r, grma::window w, unsigned char*) {
+      if (r.rank(grma::world) == 2)
+        r.wait_signal(w, 8, grma::cmp::ge, 5);
+      else
+        r.barrier(grma::team_world);
+    }));
+    testing::internal::GetCapturedStderr();
+    FAIL() << "the watchdog did not end the run";
+  } catch (const grma::error& e) {
+    testing::internal::GetCapturedStderr();
+    const std::string report = e.what();
+    for (const char* line : {"\n  rank 0: barrier over a team (slot 0, collective #",
+                             "\n  rank 1: barrier over a team (slot 0, collective #",
+                             "\n  rank 3: barrier over a team (slot 0, collective #"})
+      EXPECT_THAT(report, HasSubstr(line));
+    EXPECT_THAT(report,
+                ContainsRegex("rank 0: barrier over a team [^\n]*waiting for rank 2 to arrive"));
+    EXPECT_THAT(report,
+                ContainsRegex("rank 1: barrier over a team [^\n]*waiting for rank 3 to arrive"));
+    EXPECT_THAT(report,
+                ContainsRegex("rank 3: barrier over a team [^\n]*waiting for rank 2 to arrive"));
   }
 }
 

@@ -3,6 +3,8 @@
 // runtime behaviour (several runs in one runtime, userdata in and back, the
 // job's layout, the heap, overlapping windows, the log) is the conformance
 // suite's, tests/conformance/runtime_test.cu, on every backend and job shape.
+#include <gmock/gmock.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -244,9 +246,101 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
                        .c_str());
     }
   }
+  // Larger than a whole heap: no window holds it, and the host says so at
+  // once (its source is never read).
+  try {
+    (void)j.put(windows[0], 1, 0, bytes, std::size_t{1} << 40);
+    ADD_FAILURE() << "a put larger than a heap was taken";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::range_outside_window);
+    EXPECT_THAT(e.what(),
+                testing::HasSubstr("grma: job::put: 1099511627776 bytes exceed a device's "
+                                   "whole heap of "));
+  }
   for (int target = 0; target < 2; ++target)
     j.put_signal(windows[0], target, 0, bytes, 0, 0, 1, grma::signal_op::set).wait();
   j.wait();
+}
+
+// A host's notified put is complete once its notification is in place at
+// the target. With a queue of one, the first of three is; the other two are
+// held behind it, and when the target's ranks return without taking them
+// their requests fail as ones the job ended before (the job itself is fine).
+TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
+  grma::settings s = test_settings(2);
+  s.queue_capacity = 1;
+  grma::runtime rt(s);
+  grma::job j = rt.launch(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
+        for (int i = 0; i < 8; ++i) range[i] = 0;
+        grma::window w = r.window_create(grma::world, range, 64);
+        // The host's signal comes after its notifications: rank 0 returns
+        // without taking them (and leaves its window to the job's end).
+        if (r.rank(grma::world) == 0) r.wait_signal(w, 0, grma::cmp::ge, 1);
+      },
+      {.host_access = true});
+  std::vector<grma::window> windows;
+  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::uint64_t data[3] = {1, 2, 3};
+  std::vector<grma::host_request> notified;
+  for (int k = 0; k < 3; ++k)
+    notified.push_back(j.put_notify(windows[0], 0, std::size_t(8 * (k + 1)), data + k, 8, 9));
+  j.put_signal(windows[0], 0, 0, data, 0, 0, 1, grma::signal_op::set).wait();
+  notified[0].wait();
+  for (int k = 1; k < 3; ++k) {
+    try {
+      notified[std::size_t(k)].wait();
+      ADD_FAILURE() << "notification " << k << " was never taken, yet its request completed";
+    } catch (const grma::error& e) {
+      EXPECT_EQ(e.code(), grma::errc::process_failed);
+      EXPECT_THAT(e.what(),
+                  testing::HasSubstr("grma: job::put_notify to rank 0 (8 bytes): the job ended "
+                                     "before it completed: the target's ranks returned without "
+                                     "taking its notification"));
+    }
+    EXPECT_THROW((void)notified[std::size_t(k)].test(), grma::error);
+  }
+  j.wait();
+}
+
+// job::world_windows lists the windows in the order the ranks created them,
+// on one node and across nodes (whose window tables fill from the other end).
+TEST(Runtime, HostListsWorldWindowsInCreationOrder) {
+  for (const int nodes : {1, 2}) {
+    grma::settings s = test_settings(2);
+    s.nodes = nodes;
+    s.devices = nodes;
+    grma::runtime rt(s);
+    grma::job j = rt.launch(
+        [](grma::cpu_rank& r) {
+          auto* range = static_cast<std::uint64_t*>(r.alloc(3 * 2 * sizeof(std::uint64_t)));
+          grma::window w[3];
+          for (int k = 0; k < 3; ++k) {
+            range[2 * k] = 0;
+            range[2 * k + 1] = 100 + std::uint64_t(k);
+            w[k] = r.window_create(grma::world, range + 2 * k, 2 * sizeof(std::uint64_t));
+          }
+          r.wait_signal(w[0], 0, grma::cmp::ge, 1);
+          for (int k = 2; k >= 0; --k) r.window_free(w[k]);
+        },
+        {.host_access = true});
+    std::vector<grma::window> windows;
+    while ((windows = j.world_windows()).size() < 3) std::this_thread::yield();
+    for (int k = 0; k < 3; ++k) {
+      std::uint64_t marker = 0;
+      j.get(windows[std::size_t(k)], 0, 8, &marker, 8).wait();
+      EXPECT_EQ(marker, 100u + std::uint64_t(k)) << nodes << " nodes, window " << k;
+    }
+    // Every window's word, the first last (it lets the ranks free them):
+    // listed in another order, a rank would not wait where the signal went.
+    const std::uint64_t none = 0;
+    for (int k = 2; k >= 0; --k)
+      for (int target = 0; target < 2 * nodes; ++target)
+        j.put_signal(windows[std::size_t(k)], target, 0, &none, 0, 0, 1, grma::signal_op::set)
+            .wait();
+    j.wait();
+  }
 }
 
 // A rank names a host as a source (rank::host_source; job::host_source on

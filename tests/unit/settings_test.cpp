@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>  // setenv, unsetenv
 
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -92,12 +93,18 @@ TEST(Settings, SymmetricSize) {
   EXPECT_EQ(parse_one("GRMA_SYMMETRIC_SIZE", "0").symmetric_size, 0u);
   EXPECT_EQ(parse_error("GRMA_SYMMETRIC_SIZE", "lots"),
             invalid("GRMA_SYMMETRIC_SIZE", "lots", "a size in bytes, optionally with K, M or G"));
+  EXPECT_EQ(parse_one("GRMA_SYMMETRIC_SIZE", "1024G").symmetric_size, 1ull << 40);
+  EXPECT_EQ(parse_error("GRMA_SYMMETRIC_SIZE", "18446744073709551615"),
+            invalid("GRMA_SYMMETRIC_SIZE", "18446744073709551615", "at most 1024G"));
 }
 
 TEST(Settings, BadHeapSizes) {
   EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "65535"),
-            invalid("GRMA_HEAP_SIZE", "65535", "at least 64K"));
-  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "63K"), invalid("GRMA_HEAP_SIZE", "63K", "at least 64K"));
+            invalid("GRMA_HEAP_SIZE", "65535", "from 64K to 1024G"));
+  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "63K"),
+            invalid("GRMA_HEAP_SIZE", "63K", "from 64K to 1024G"));
+  EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", "1025G"),
+            invalid("GRMA_HEAP_SIZE", "1025G", "from 64K to 1024G"));
   for (const char* bad :
        {"", "12X", "1.5M", "-5", "+5", " 5", "M", "5 M", "5MB", "0x100", "99999999999999999999999"})
     EXPECT_EQ(parse_error("GRMA_HEAP_SIZE", bad), invalid("GRMA_HEAP_SIZE", bad, bytes_expected));
@@ -168,8 +175,43 @@ TEST(Settings, Timeout) {
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "2.5").timeout_seconds, 2.5);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "0").timeout_seconds, 0.0);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "1e3").timeout_seconds, 1000.0);
-  for (const char* bad : {"-1", "", "abc", "5s", "nan", "-0.5"})
+  EXPECT_EQ(parse_one("GRMA_TIMEOUT", ".5").timeout_seconds, 0.5);
+  for (const char* bad : {"-1", "", "abc", "5s", "nan", "-0.5", " 5", "0x10", "inf", "+5"})
     EXPECT_EQ(parse_error("GRMA_TIMEOUT", bad), invalid("GRMA_TIMEOUT", bad, "seconds >= 0"));
+}
+
+// A settings struct built in code is checked as the variables are (by
+// check(), which runtime's constructor calls): each value out of its range
+// is named with the variable that sets it.
+TEST(Settings, CheckNamesAValueOutOfItsRange) {
+  EXPECT_EQ(error_of([] { settings{}.check(); }), "");
+  const auto check_error = [](auto change) {
+    settings s;
+    change(s);
+    return error_of([&] { s.check(); });
+  };
+  EXPECT_EQ(check_error([](settings& s) { s.nodes = 0; }),
+            invalid("GRMA_NODES", "0", "a number from 1 to 8"));
+  EXPECT_EQ(check_error([](settings& s) { s.ranks_per_device = -3; }),
+            invalid("GRMA_RANKS_PER_DEVICE", "-3", "a number from 0 to 65536"));
+  EXPECT_EQ(check_error([](settings& s) { s.devices = 9; }),
+            invalid("GRMA_DEVICES", "9", "a number from 1 to 8, or 0 (all)"));
+  for (const std::uint32_t capacity : {0u, 3u, 100u, 1u << 17})
+    EXPECT_EQ(
+        check_error([&](settings& s) { s.queue_capacity = capacity; }),
+        invalid("GRMA_QUEUE_CAPACITY", std::to_string(capacity), "a power of two from 1 to 65536"));
+  EXPECT_EQ(check_error([](settings& s) { s.heap_size = 0; }),
+            invalid("GRMA_HEAP_SIZE", "0", "from 64K to 1024G"));
+  EXPECT_EQ(check_error([](settings& s) { s.symmetric_size = ~std::uint64_t{0}; }),
+            invalid("GRMA_SYMMETRIC_SIZE", "18446744073709551615", "at most 1024G"));
+  EXPECT_EQ(check_error([](settings& s) { s.match_capacity = 0; }),
+            invalid("GRMA_MATCH_CAPACITY", "0", "a number from 1 to 1048576"));
+  EXPECT_EQ(check_error([](settings& s) { s.max_windows = 0; }),
+            invalid("GRMA_MAX_WINDOWS", "0", "a number from 1 to 65535"));
+  EXPECT_EQ(check_error([](settings& s) { s.timeout_seconds = -1; }),
+            invalid("GRMA_TIMEOUT", "-1.000000", "seconds >= 0"));
+  EXPECT_EQ(check_error([](settings& s) { s.node_id = std::string(64, 'n'); }),
+            invalid("GRMA_NODE_ID", std::string(64, 'n'), "1 to 63 characters"));
 }
 
 TEST(Settings, UnknownGrmaNameIsAnErrorOtherNamesAreIgnored) {
@@ -259,6 +301,14 @@ TEST_F(SettingsFromEnvironment, ArgumentsOverrideVariablesAndAreRemovedFromArgv)
   EXPECT_EQ(args.remaining(),
             (std::vector<std::string>{"program", "input.txt", "--other", "--grma", "-grma-x=1"}));
   EXPECT_EQ(args.argv()[*args.argc()], nullptr);
+}
+
+// "--" ends the options: what follows is the program's, --grma- or not.
+TEST_F(SettingsFromEnvironment, ArgumentsAfterADoubleDashAreTheProgramsOwn) {
+  command_line args({"program", "--grma-timeout=7", "--", "--grma-timeout=9", "x"});
+  const settings s = settings::from_environment(args.argc(), args.argv());
+  EXPECT_EQ(s.timeout_seconds, 7.0);
+  EXPECT_EQ(args.remaining(), (std::vector<std::string>{"program", "--", "--grma-timeout=9", "x"}));
 }
 
 TEST_F(SettingsFromEnvironment, ArgvWithoutGrmaArgumentsIsUnchanged) {

@@ -4,8 +4,12 @@
 // integers of 1 to 8 bytes, float and double; collect (members' sizes may
 // differ) and alltoalls (strided). Every member calls with
 // the same arguments, all its threads together; a member that calls another
-// collective, or another size or root, fails the job: every member hands
-// its call to the next member, which checks it after the first barrier.
+// data collective, or another size, root, reduction operation or element
+// type, fails the job: every member hands its call to the next member,
+// which checks it after the first barrier. A barrier (which hands nothing)
+// where the others make a data collective is not caught so: they wait for
+// each other until the watchdog ends the run, its report naming each
+// member's call and the member it waits for.
 //
 // How they move data: a member pulls what it needs from the others'
 // `source` (which must be symmetric) between two barriers: by loads from
@@ -225,13 +229,13 @@ class collective_calls {
   // member is done reading the others' sources and writing theirs).
   template <class Body>
   GRMA_INLINE void run(team t, call where, const void* source, std::size_t source_bytes,
-                       std::size_t size, int root, Body&& body) {
+                       std::size_t size, int root, Body&& body, std::uint32_t kind = 0) {
     Rank& r = self();
     const detail::team_members m = r.resolve_team(t, where);
     const int me = r.team_member(m, where);
     if (root < 0 || root >= m.size) r.fail(errc::rank_out_of_range, where, root, m.size, t.slot);
     if (source_bytes != 0) r.symmetric_offset_of(source, source_bytes, where);
-    r.team_collective_begin(m, me, where, size, root);
+    r.team_collective_begin(m, me, where, size, root, kind);
     if (size != 0) body(m, me);
     r.team_barrier(m, where);
   }
@@ -251,59 +255,64 @@ class collective_calls {
     const std::size_t total = scatter ? count * std::size_t(members) : count;
     // Where the others store results, dest must be symmetric.
     const std::uint64_t to = !scatter && count != 0 ? r.symmetric_offset_of(dest, count * sizeof(T), where) : 0;
-    run(t, where, source, total * sizeof(T), count, root, [&](const detail::team_members& m, int me) {
-      // My share of the elements: a block for reduce_scatter, else an even split.
-      const std::size_t share = scatter ? count : (count + std::size_t(m.size) - 1) / std::size_t(m.size);
-      const std::size_t first = std::size_t(me) * share;
-      const std::size_t last = first + share < total ? first + share : total;
-      const std::size_t elements = last > first ? last - first : 0;
-      // Every thread of the rank leaves here alike (no lane waits in a shuffle).
-      if (elements == 0) return;
-      const std::uint64_t from = r.symmetric_offset_of(source, total * sizeof(T), where);
-      if (r.team_spans_nodes(m))
-        return reduce_across_nodes(where, m, dest, to, from, first, elements, op, root);
-      // A group of `lanes` threads per element splits the members among its
-      // lanes (lane j reads members j, j + lanes, ...) and combines their
-      // values across the lanes. One lane per element where the share keeps
-      // every thread busy; where it is small (a few elements over hundreds
-      // of members) the member loads of an element, each a round trip to
-      // memory, would otherwise be one thread's, one after the other.
-      const int lanes = lanes_per_element(elements, r.threads(), m.size);
-      const std::size_t groups = std::size_t(r.threads() / lanes);
-      const int lane = r.thread() % lanes;
-      // Every lane of a warp runs the same number of rounds: they meet in
-      // combine_lanes.
-      const std::size_t rounds = (elements + groups - 1) / groups;
-      for (std::size_t k = 0; k < rounds; ++k) {
-        const std::size_t e = first + k * groups + std::size_t(r.thread() / lanes);
-        const bool mine = e < last;
-        T value{};
-        if (mine) {
-          auto at = [&](int i) {
-            return *reinterpret_cast<const T*>(r.team_address(m, i, from) + e * sizeof(T));
-          };
-          value = at(lane);
-          int i = lane + lanes;
-          // Four members' loads in flight at a time, combined in member order.
-          for (; i + 3 * lanes < m.size; i += 4 * lanes) {
-            const T a = at(i), b = at(i + lanes), c = at(i + 2 * lanes), d = at(i + 3 * lanes);
-            value = combine(op, combine(op, combine(op, combine(op, value, a), b), c), d);
+    run(
+        t, where, source, total * sizeof(T), count, root,
+        [&](const detail::team_members& m, int me) {
+          // My share of the elements: a block for reduce_scatter, else an even split.
+          const std::size_t share =
+              scatter ? count : (count + std::size_t(m.size) - 1) / std::size_t(m.size);
+          const std::size_t first = std::size_t(me) * share;
+          const std::size_t last = first + share < total ? first + share : total;
+          const std::size_t elements = last > first ? last - first : 0;
+          // Every thread of the rank leaves here alike (no lane waits in a shuffle).
+          if (elements == 0) return;
+          const std::uint64_t from = r.symmetric_offset_of(source, total * sizeof(T), where);
+          if (r.team_spans_nodes(m))
+            return reduce_across_nodes(where, m, dest, to, from, first, elements, op, root);
+          // A group of `lanes` threads per element splits the members among its
+          // lanes (lane j reads members j, j + lanes, ...) and combines their
+          // values across the lanes. One lane per element where the share keeps
+          // every thread busy; where it is small (a few elements over hundreds
+          // of members) the member loads of an element, each a round trip to
+          // memory, would otherwise be one thread's, one after the other.
+          const int lanes = lanes_per_element(elements, r.threads(), m.size);
+          const std::size_t groups = std::size_t(r.threads() / lanes);
+          const int lane = r.thread() % lanes;
+          // Every lane of a warp runs the same number of rounds: they meet in
+          // combine_lanes.
+          const std::size_t rounds = (elements + groups - 1) / groups;
+          for (std::size_t k = 0; k < rounds; ++k) {
+            const std::size_t e = first + k * groups + std::size_t(r.thread() / lanes);
+            const bool mine = e < last;
+            T value{};
+            if (mine) {
+              auto at = [&](int i) {
+                return *reinterpret_cast<const T*>(r.team_address(m, i, from) + e * sizeof(T));
+              };
+              value = at(lane);
+              int i = lane + lanes;
+              // Four members' loads in flight at a time, combined in member order.
+              for (; i + 3 * lanes < m.size; i += 4 * lanes) {
+                const T a = at(i), b = at(i + lanes), c = at(i + 2 * lanes), d = at(i + 3 * lanes);
+                value = combine(op, combine(op, combine(op, combine(op, value, a), b), c), d);
+              }
+              for (; i < m.size; i += lanes) value = combine(op, value, at(i));
+            }
+            value =
+                Rank::P::combine_lanes(value, lanes, [op](T a, T b) { return combine(op, a, b); });
+            if (!mine) continue;
+            if (scatter) {
+              if (lane == 0) dest[e - first] = value;
+            } else if (where == call::reduce) {
+              if (lane == 0)
+                *reinterpret_cast<T*>(r.team_address(m, root, to) + e * sizeof(T)) = value;
+            } else {
+              for (int i = lane; i < m.size; i += lanes)
+                *reinterpret_cast<T*>(r.team_address(m, i, to) + e * sizeof(T)) = value;
+            }
           }
-          for (; i < m.size; i += lanes) value = combine(op, value, at(i));
-        }
-        value = Rank::P::combine_lanes(value, lanes, [op](T a, T b) { return combine(op, a, b); });
-        if (!mine) continue;
-        if (scatter) {
-          if (lane == 0) dest[e - first] = value;
-        } else if (where == call::reduce) {
-          if (lane == 0)
-            *reinterpret_cast<T*>(r.team_address(m, root, to) + e * sizeof(T)) = value;
-        } else {
-          for (int i = lane; i < m.size; i += lanes)
-            *reinterpret_cast<T*>(r.team_address(m, i, to) + e * sizeof(T)) = value;
-        }
-      }
-    });
+        },
+        detail::reduction_kind<T>(std::uint32_t(op)));
   }
 
   // A reduction's share [first, first + elements) over a team with members

@@ -21,8 +21,9 @@
 // peer) every operation is done when its call returns, so quiet and fence
 // are memory fences (a thread's fence covers what the threads it met at the
 // end of a rank-level call wrote). To another node the network engine
-// carries them: a put of at most 56 bytes (and p) returns at once, a larger
-// one once the engine has read its source, a get (and g) with its data; an
+// carries them: a put of at most 4 KiB (and p) returns at once (its bytes
+// travel in the command or its payload slot), a larger one once the engine
+// has read its source, a get (and g) with its data; an
 // _nbi form returns once the engine has the command (many are in flight at
 // once), and quiet waits for their sources to be read, their data to land
 // and the targets' engines to acknowledge.

@@ -42,7 +42,7 @@ class wait_calls {
   template <class T>
   GRMA_INLINE wait_result wait_until(T* word, cmp c, T value, within limit) {
     T seen{};
-    return wait(call::wait_until, word, 1, c, value, limit.seconds,
+    return wait(call::wait_until, word, 1, c, value, limit.left(),
                 [&] { return ready(word, c, value, seen); });
   }
   template <class T>
@@ -61,7 +61,7 @@ class wait_calls {
   template <class T>
   GRMA_INLINE wait_result wait_until_all(T* words, std::size_t n, const int* status, cmp c,
                                          T value, within limit) {
-    return wait(call::wait_until_all, words, n, c, value, limit.seconds,
+    return wait(call::wait_until_all, words, n, c, value, limit.left(),
                 [&] { return all_ready(words, n, status, c, value); });
   }
   template <class T>
@@ -84,7 +84,7 @@ class wait_calls {
                                          T value, std::size_t& index, within limit) {
     index = no_word;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_any, words, n, c, value, limit.seconds,
+    return wait(call::wait_until_any, words, n, c, value, limit.left(),
                 [&] { return (index = any_ready(words, n, status, c, value)) != no_word; });
   }
   template <class T>
@@ -111,7 +111,7 @@ class wait_calls {
                                           within limit) {
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_some, words, n, c, value, limit.seconds,
+    return wait(call::wait_until_some, words, n, c, value, limit.left(),
                 [&] { return (count = some_ready(words, n, indices, status, c, value)) != 0; });
   }
   template <class T>
@@ -133,7 +133,7 @@ class wait_calls {
   GRMA_INLINE wait_result wait_until_all_vector(T* words, std::size_t n, const int* status, cmp c,
                                                 const T* values, within limit) {
     check_values(call::wait_until_all_vector, n, values);
-    return wait(call::wait_until_all_vector, words, n, c, each<T>{values}, limit.seconds,
+    return wait(call::wait_until_all_vector, words, n, c, each<T>{values}, limit.left(),
                 [&] { return all_ready(words, n, status, c, each<T>{values}); });
   }
   template <class T>
@@ -159,7 +159,7 @@ class wait_calls {
     check_values(call::wait_until_any_vector, n, values);
     index = no_word;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_any_vector, words, n, c, each<T>{values}, limit.seconds, [&] {
+    return wait(call::wait_until_any_vector, words, n, c, each<T>{values}, limit.left(), [&] {
       return (index = any_ready(words, n, status, c, each<T>{values})) != no_word;
     });
   }
@@ -187,7 +187,7 @@ class wait_calls {
     check_values(call::wait_until_some_vector, n, values);
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
-    return wait(call::wait_until_some_vector, words, n, c, each<T>{values}, limit.seconds, [&] {
+    return wait(call::wait_until_some_vector, words, n, c, each<T>{values}, limit.left(), [&] {
       return (count = some_ready(words, n, indices, status, c, each<T>{values})) != 0;
     });
   }

@@ -24,6 +24,10 @@ struct cpu_platform {
   // between its looks at the abort flag: cheap here, so soon and often.
   static constexpr std::uint32_t quiet_spins = 64;
   static constexpr std::uint32_t abort_spins = 1024;
+  // Calls between a rank's publications of its progress: every one (a
+  // store to memory the watchdog's thread reads), so that a rank that
+  // sends slowly to one that waits long counts as progress.
+  static constexpr std::uint64_t progress_publish_interval = 1;
 
   // The rank's block state (device view, private state, place on its
   // device) is where the rank object says: each rank thread has its own.

@@ -34,6 +34,9 @@ struct cuda_platform {
   // pace about 50 ms and 14 ms; the watchdog waits seconds.
   static constexpr std::uint32_t quiet_spins = 32768;
   static constexpr std::uint32_t abort_spins = 8192;
+  // Calls between a rank's publications of its progress (a PCIe write
+  // each, as above).
+  static constexpr std::uint64_t progress_publish_interval = 1024;
 
   // The rank's block state lives at fixed shared-memory addresses, set up by
   // the rank kernel (cuda_launch.hpp), and rank code reaches it there rather

@@ -290,8 +290,8 @@ inline constexpr int unmatched_shown = 8;
 
 // What a rank is doing, for the watchdog. Written by the rank's leading thread
 // with relaxed stores, read by the host while the rank runs: a hint, never a
-// protocol. The rank publishes `progress` every progress_publish_interval
-// calls and when a long wait ends; what it waits for and its unmatched
+// protocol. The rank publishes `progress` every P::progress_publish_interval
+// calls (the platform's) and when a long wait ends; what it waits for and its unmatched
 // notifications when a wait lasts (a short wait publishes nothing: from a
 // GPU these are PCIe writes, which a later release fence would wait for).
 struct rank_status {
@@ -303,7 +303,11 @@ struct rank_status {
   std::int32_t pad;
   notification unmatched_head[unmatched_shown];  // the oldest of them
 };
-inline constexpr std::uint64_t progress_publish_interval = 1024;
+// args[3] of a wait in a team's exchange (the team barrier under every
+// collective over a team): args[1] is then the world rank it waits for and
+// args[0] the team's slot, whatever the call. No other wait but a word
+// wait's value can be this (the watchdog tells those by their call).
+inline constexpr std::int64_t team_exchange_wait = INT64_MIN;
 
 // In host-visible memory. A GPU may only load and store here (device atomics
 // on mapped host memory are not supported over PCIe): the words ranks update

@@ -46,8 +46,10 @@ struct symmetric_failure {
   std::uint64_t largest_free;
 };
 
-// A block's room: whole lines, one for a block of no bytes.
+// A block's room: whole lines, one for a block of no bytes; a size too
+// large to round up is larger than any slice (it must not wrap to 0).
 GRMA_INLINE std::uint64_t symmetric_block_size(std::uint64_t bytes) {
+  if (bytes > ~std::uint64_t{0} - heap_alignment) return ~std::uint64_t{0};
   return align_up(bytes == 0 ? 1 : bytes, heap_alignment);
 }
 

@@ -33,6 +33,17 @@ GRMA_INLINE std::uint64_t team_round_word(std::uint64_t epoch, std::uint64_t val
 static_assert((std::uint64_t(32) << 32 | 0xffffffffu) < (std::uint64_t{1} << team_value_bits) - 1,
               "a split's proposal (slot << 32 | generation) fits a round word's value");
 
+// A reduction's operation and element type in the 8 bits the check that
+// every member makes the same collective call has for them (rank.hpp,
+// team_collective_begin): 1, the element's bytes as log2 (2 bits), whether
+// it is floating point, whether signed, the operation (3 bits).
+template <class T>
+GRMA_HOST_DEVICE constexpr std::uint32_t reduction_kind(std::uint32_t op) {
+  const std::uint32_t log2 = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
+  return 0x80u | log2 << 5 | std::uint32_t(T(0.5) != T(0)) << 4 | std::uint32_t(T(-1) < T(0)) << 3 |
+         (op & 7u);
+}
+
 // One team's words in one member's slice (512 bytes).
 struct team_workspace {
   // rounds[epoch % 2][k]: the round word of barrier `epoch`, round k, stored

@@ -1,14 +1,21 @@
 #include "cpu_arena.hpp"
 
 #include <cstdlib>
-#include <new>
+#include <string>
+
+#include "grma/error.hpp"
 
 namespace grma::detail {
 
 cpu_arena::block::block(std::uint64_t bytes) : data(nullptr), owner(nullptr, std::free) {
   constexpr std::uint64_t page = 4096;
   owner.reset(std::calloc(1, bytes + page));
-  if (!owner) throw std::bad_alloc();
+  if (!owner)
+    throw error(
+        errc::invalid_config, -1, call::runtime,
+        "grma: cannot allocate " + std::to_string(bytes) +
+            " bytes of host memory for a device's arena (GRMA_HEAP_SIZE, GRMA_SYMMETRIC_SIZE "
+            "and GRMA_RANKS_PER_DEVICE set its size)");
   data = static_cast<unsigned char*>(owner.get()) +
          (page - reinterpret_cast<std::uintptr_t>(owner.get()) % page) % page;
 }
