@@ -1602,9 +1602,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           const int partner = int((std::int64_t(me) + (std::int64_t{1} << k)) % m.size);
           team_word_store(m.world_of(view(), partner), m.slot, set * detail::team_rounds + std::size_t(k),
                           detail::team_round_word(epoch, largest), where);
-          // The watchdog names the member whose store this round waits for.
-          const int from =
-              int((std::int64_t(me) - (std::int64_t{1} << k) % m.size + m.size) % m.size);
+          // The watchdog names the member whose store this round waits for
+          // (2^k before: 2^k < size here).
+          const int back = 1 << k, from = me >= back ? me - back : me - back + m.size;
           std::uint64_t word = 0;
           block_until(where,
                       {std::int64_t(m.slot), m.world_of(view(), from), std::int64_t(epoch),
@@ -1689,30 +1689,47 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
   // something wrong. A reduction's `kind` (nonzero: its operation and
-  // element type, detail::reduction_kind) takes the size's top 8 of 32 bits.
+  // element type, detail::reduction_kind) goes in a word of its own beside
+  // it, with the same epoch.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
                                          std::size_t size, int root, std::uint32_t kind = 0) {
     detail::team_workspace& mine = team_workspace(m.slot);
-    auto signature_of = [](std::uint64_t epoch, call c, int rt, std::uint64_t n) {
-      return ((epoch & 0xffu) << 56) | ((std::uint64_t(c) & 0xffu) << 48) |
-             ((std::uint64_t(rt) & 0xffffu) << 32) | (n & 0xffffffffu);
-    };
-    const std::uint64_t sized =
-        kind == 0 ? std::uint64_t(size) : (std::uint64_t(kind & 0xffu) << 24) | (size & 0xffffffu);
-    const std::uint64_t own = signature_of(mine.epoch + 1, where, root, sized);
+    const std::uint64_t epoch_tag = ((mine.epoch + 1) & 0xffu) << 56;
+    const std::uint64_t own = epoch_tag | ((std::uint64_t(where) & 0xffu) << 48) |
+                              ((std::uint64_t(root) & 0xffffu) << 32) |
+                              (std::uint64_t(size) & 0xffffffffu);
     P::sync();  // every thread has read mine.epoch before the barrier changes it
-    if (leader() && m.size > 1)
-      team_word_store(m.world_of(view(), (me + 1) % m.size), m.slot,
-                      offsetof(detail::team_workspace, signature) / sizeof(std::uint64_t), own, where);
+    if (leader() && m.size > 1) {
+      const int next = m.world_of(view(), (me + 1) % m.size);
+      constexpr std::size_t word =
+          offsetof(detail::team_workspace, signature) / sizeof(std::uint64_t);
+      if (kind != 0) team_word_store(next, m.slot, word + 1, epoch_tag | kind, where);
+      team_word_store(next, m.slot, word, own, where);
+    }
     team_barrier(m, where);
     if (m.size == 1) return;
     const std::uint64_t before = P::broadcast(
         leader() ? at_scope(wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(mine.signature); })
                  : std::uint64_t{0});
-    // The values: the slot, the member before's call, its size, its root
-    // and this rank's (16 bits each), and that member with this rank's size.
-    if ((before >> 56) == (own >> 56) && before != own)
-      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot),
+    if ((before >> 56) != (own >> 56)) return;  // another barrier's: nothing to check
+    // The member before's kind where it made a reduction in this barrier
+    // (0: none; read only by a reduction, whose kind is never 0).
+    std::uint32_t before_kind = 0;
+    if (kind != 0) {
+      const std::uint64_t k = P::broadcast(
+          leader() ? at_scope(wide(),
+                              [&](auto scope) {
+                                return detail::load_relaxed<scope.value>(mine.signature_kind);
+                              })
+                   : std::uint64_t{0});
+      if ((k >> 56) == (own >> 56)) before_kind = std::uint32_t(k & 0xffu);
+    }
+    // The values: the slot and both kinds, the member before's call, its
+    // size, its root and this rank's (16 bits each), and that member with
+    // this rank's size.
+    if (before != own || before_kind != kind)
+      fail(errc::team_collective_mismatch, where,
+           std::int64_t(m.slot) | std::int64_t(before_kind) << 8 | std::int64_t(kind) << 16,
            std::int64_t((before >> 48) & 0xffu), std::int64_t(before & 0xffffffffu),
            std::int64_t((before >> 32) & 0xffffu) | std::int64_t((own >> 32) & 0xffffu) << 16,
            (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(own & 0xffffffffu));

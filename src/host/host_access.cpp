@@ -32,13 +32,14 @@ std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& po
     refuse(errc::window_not_created, where,
            window_text(w) +
                " is not a live world window of the job (job::world_windows() lists them)");
-  // The target's engine checks the range; one larger than a whole heap it
-  // would take for a forged request (its bytes could not be dropped).
+  // The target's engine checks the range; one larger than all of a
+  // device's memory it would take for a forged request (its bytes could not
+  // be dropped).
   if (bytes > shape.heap_size)
-    refuse(errc::range_outside_window, where,
-           std::to_string(bytes) + " bytes exceed a device's whole heap of " +
-               std::to_string(shape.heap_size) +
-               " bytes (GRMA_HEAP_SIZE): no window's range holds them");
+    refuse(
+        errc::range_outside_window, where,
+        std::to_string(bytes) + " bytes exceed all " + std::to_string(shape.heap_size) +
+            " bytes of a device's memory (its heaps and userdata): no window's range holds them");
   auto o = std::make_shared<detail::host_operation>();
   o->c.op = op;
   o->c.window = detail::window_key(w.slot, w.generation);

@@ -225,11 +225,14 @@ void engine_liveness::watch(engine_clock::time_point listened) {
   for (int p = 0; p < cx_.nodes.processes; ++p) {
     if (!cx_.peer(p)) continue;
     intake_.send_header(p, beat);  // until this engine stops: others may still watch it
+    if (done_from_[std::size_t(p)]) continue;
     // The nodes one process plays (loopback) live and die with it: a
-    // silence there is a busy machine's, never a lost process.
-    if (done_from_[std::size_t(p)] || in_process_) continue;
+    // silence there is a busy machine's (seconds, on two cores loaded
+    // twentyfold), or an engine that ended without a word (an error of its
+    // own), which only a far longer silence tells.
+    const double limit = in_process_ ? 12 * silence_limit_seconds : silence_limit_seconds;
     const double silent = std::chrono::duration<double>(listened - heard_[std::size_t(p)]).count();
-    if (silent > silence_limit_seconds) {
+    if (silent > limit) {
       const int ranks = cx_.nodes.devices_per_process * cx_.ranks_per_device;
       lose("grma: process " + std::to_string(p) + " (world ranks " + std::to_string(p * ranks) +
            ".." + std::to_string(p * ranks + ranks - 1) + ", node " +

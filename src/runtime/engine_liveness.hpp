@@ -50,8 +50,8 @@ class engine_liveness {
   std::string failure() const;
   // Progress from outside this process's ranks, which its watchdog counts:
   // another process's beat with a new signature, or a request of another
-  // node's rank or of a host served here (what a rank waiting on a word or
-  // for a count may be waiting for).
+  // node's rank or of a host served here that writes (what a rank waiting
+  // on a word or for a count may be waiting for).
   const std::atomic<std::uint64_t>& others_progress() const { return others_progress_; }
   void served_request() { others_progress_.fetch_add(1, std::memory_order_relaxed); }
 

@@ -311,7 +311,12 @@ bool engine_operations::serve(int from, const remote_command& c) {
   unsigned char* range = nullptr;
   const verdict v = check(from, c, range);
   if (v != verdict::ok) return v == verdict::refused;
-  liveness_.served_request();
+  // What changes the target's memory or notifies it is progress for the
+  // watchdog; a plain read (a host polling with gets while the ranks are
+  // stuck) is not.
+  if (c.op != remote_op::get &&
+      !(c.op == remote_op::atomic && c.signal_op == std::uint8_t(remote_atomic::fetch)))
+    liveness_.served_request();
   unsigned char* at = range + c.offset;
   auto done = completion_.queue_request(c, range);  // c.origin checked: a rank of process `from`
   // The core's operations change or read the target's memory itself, so

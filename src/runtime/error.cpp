@@ -174,22 +174,18 @@ namespace {
 // Offsets and sizes travel as int64 in the record; they are unsigned.
 std::uint64_t u(std::int64_t value) { return static_cast<std::uint64_t>(value); }
 
-// A data collective's size and root as its team check carries them: a
-// reduction's size field holds its operation and element type in its top
-// 8 bits (detail::reduction_kind) and the size's low 24 bits below.
-std::string collective_arguments(call c, std::uint64_t size_field, std::uint64_t root) {
+// A data collective's size and root as its team check carries them, and a
+// reduction's operation and element type (detail::reduction_kind; 0 for
+// another collective).
+std::string collective_arguments(std::uint64_t size, std::uint64_t kind, std::uint64_t root) {
   std::ostringstream s;
-  const bool reduction = c == call::reduce || c == call::allreduce || c == call::reduce_scatter;
-  const std::uint64_t kind = size_field >> 24;
-  if (reduction && (kind & 0x80u) != 0) {
+  s << "size " << size;
+  if ((kind & 0x80u) != 0) {
     static const char* ops[] = {"sum", "prod", "min", "max", "bit_and", "bit_or", "bit_xor", "?"};
-    s << "size " << (size_field & 0xffffffu) << ", " << ops[kind & 7u] << " of "
-      << (1u << ((kind >> 5) & 3u)) << "-byte "
+    s << ", " << ops[kind & 7u] << " of " << (1u << ((kind >> 5) & 3u)) << "-byte "
       << ((kind & 0x10u) != 0  ? "floating point"
           : (kind & 0x8u) != 0 ? "signed integers"
                                : "unsigned integers");
-  } else {
-    s << "size " << size_field;
   }
   s << " and root " << root;
   return s.str();
@@ -386,22 +382,22 @@ std::string describe_values(const error_record& r) {
         << "; team_destroy frees one)";
       break;
     case errc::team_collective_mismatch: {
-      // Sizes are the low 32 bits of the call's size (of a free's offset);
-      // a reduction's top 8 of them its operation and type.
+      // Sizes are the low 32 bits of the call's size (of a free's offset).
       const auto other = static_cast<call>(v[1]);
-      const auto mine_call = static_cast<call>(r.where);
       const std::uint64_t mine = u(v[4]) & 0xffffffffu;
       const std::uint64_t other_root = u(v[3]) & 0xffffu, my_root = (u(v[3]) >> 16) & 0xffffu;
-      s << "every member of team " << v[0] << " must make the same collective call: member "
-        << (u(v[4]) >> 32) << " called " << call_name(other);
+      const std::uint64_t other_kind = (u(v[0]) >> 8) & 0xffu, my_kind = (u(v[0]) >> 16) & 0xffu;
+      s << "every member of team " << (u(v[0]) & 0xffu)
+        << " must make the same collective call: member " << (u(v[4]) >> 32) << " called "
+        << call_name(other);
       if (other == call::alloc_symmetric)
         s << " for " << u(v[2]) << " bytes at alignment " << other_root << ", this rank for "
           << mine << " bytes at alignment " << my_root;
       else if (other == call::free_symmetric)
         s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
       else
-        s << " with " << collective_arguments(other, u(v[2]), other_root) << ", this rank with "
-          << collective_arguments(mine_call, mine, my_root);
+        s << " with " << collective_arguments(u(v[2]), other_kind, other_root)
+          << ", this rank with " << collective_arguments(mine, my_kind, my_root);
       break;
     }
     case errc::invalid_reduce_op:

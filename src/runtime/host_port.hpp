@@ -52,7 +52,7 @@ class host_port {
     std::uint32_t window_capacity = 0;
     int world_size = 0;
     int origin = 0;  // world_size + the engine's process: a host notification's source
-    std::uint64_t heap_size = 0;  // a device's heap: no window's range is larger
+    std::uint64_t heap_size = 0;  // a device's memory: no window's range is larger
     // The job spans nodes: world windows take slots from the top down
     // there, from the bottom up on one node (rank.hpp, window_create).
     bool world_from_top = false;

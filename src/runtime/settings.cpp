@@ -118,11 +118,14 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       s.max_windows = std::uint32_t(parse_count(name, value, 1, 0xffff));
     } else if (name == "GRMA_TIMEOUT") {
       char* end = nullptr;
+      errno = 0;
       const double t = std::strtod(value.c_str(), &end);
-      // Decimal only, as the other numbers (strtod also takes spaces, hex, inf).
+      // Decimal only, as the other numbers (strtod also takes spaces, hex,
+      // inf), and no value it rounds to infinity or to 0 (1e-400).
       if (value.empty() ||
           !(std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') ||
-          value.find_first_of("xX") != std::string::npos || *end != '\0' || !(t >= 0))
+          value.find_first_of("xX") != std::string::npos || *end != '\0' || errno == ERANGE ||
+          !(t >= 0))
         bad(name, value, "seconds >= 0");
       s.timeout_seconds = t;
     } else if (name == "GRMA_ENGINE_PROXY") {

@@ -987,6 +987,24 @@ TEST(Errors, MembersReduceWithDifferentOperationsOrTypes) {
                               "floating point and root 0")));
 }
 
+// Counts that differ only above their low 24 bits differ too (a reduction's
+// kind travels beside its count, not in its bits).
+TEST(Errors, MembersReduceCountsThatDifferAboveTheLow24Bits) {
+  const grma::error e = expect_failure([](auto& r) {
+    constexpr std::size_t big = (std::size_t{1} << 24) + 4;
+    auto* block = static_cast<std::uint8_t*>(r.calloc_symmetric(big, 1));
+    r.allreduce(grma::team_world, block, block, r.rank(grma::world) == 0 ? 4 : big,
+                grma::reduce_op::sum);
+  });
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("member 0 called allreduce with size 4, sum of 1-byte unsigned "
+                              "integers and root 0, this rank with size 16777220, sum of "
+                              "1-byte unsigned integers and root 0"),
+                    HasSubstr("member 1 called allreduce with size 16777220, sum of 1-byte "
+                              "unsigned integers and root 0, this rank with size 4, sum of "
+                              "1-byte unsigned integers and root 0")));
+}
+
 TEST(Errors, TeamFreeOfAWorldBlock) {
   const grma::error e = expect_failure([](auto& r) {
     void* block = r.alloc_symmetric(64);
@@ -1156,22 +1174,28 @@ TEST(Errors, CudaBackendForAProgramCompiledWithoutCuda) {
 }
 
 // A wait that lasts longer than the timeout is not stuck while what it
-// waits for keeps coming: notifications taken into the waiting rank's list,
-// and the words another rank sets with calls of its own (rank 1 computes
-// 0.15 s between its sends, eight times, against a timeout of 0.5 s).
+// waits for keeps coming (rank 1 computes 0.15 s between its sends, against
+// a timeout of 0.5 s): notifications taken into the waiting rank's list,
+// then the signals of the sender's calls alone.
 TEST(Watchdog, SlowArrivalsAreProgress) {
   grma::settings s = small_job(2);
   s.timeout_seconds = 0.5;
   grma::runtime rt(s);
   rt.run(with_window([](auto& r, grma::window w, unsigned char* m) {
-    constexpr int sends = 8;
+    constexpr int sends = 6;
     for (int i = 0; i < 64; ++i) m[i] = 0;
     r.barrier(grma::world);
+    const auto pause = [&] {
+      for (const double start = r.wtime(); r.wtime() < start + 0.15;) {
+      }
+    };
     if (r.rank(grma::world) == 1) {
       for (int k = 0; k < sends; ++k) {
-        for (const double start = r.wtime(); r.wtime() < start + 0.15;) {
-        }
+        pause();
         r.put_notify(w, 0, 0, 8, m, 3);
+      }
+      for (int k = 0; k < sends; ++k) {
+        pause();
         r.put_signal(w, 0, 0, 0, m, 8, 1, grma::signal_op::add);
       }
     } else {

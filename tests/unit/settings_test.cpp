@@ -176,7 +176,8 @@ TEST(Settings, Timeout) {
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "0").timeout_seconds, 0.0);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", "1e3").timeout_seconds, 1000.0);
   EXPECT_EQ(parse_one("GRMA_TIMEOUT", ".5").timeout_seconds, 0.5);
-  for (const char* bad : {"-1", "", "abc", "5s", "nan", "-0.5", " 5", "0x10", "inf", "+5"})
+  for (const char* bad :
+       {"-1", "", "abc", "5s", "nan", "-0.5", " 5", "0x10", "inf", "+5", "1e400", "1e-400"})
     EXPECT_EQ(parse_error("GRMA_TIMEOUT", bad), invalid("GRMA_TIMEOUT", bad, "seconds >= 0"));
 }
 

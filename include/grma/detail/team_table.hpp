@@ -33,8 +33,8 @@ GRMA_INLINE std::uint64_t team_round_word(std::uint64_t epoch, std::uint64_t val
 static_assert((std::uint64_t(32) << 32 | 0xffffffffu) < (std::uint64_t{1} << team_value_bits) - 1,
               "a split's proposal (slot << 32 | generation) fits a round word's value");
 
-// A reduction's operation and element type in the 8 bits the check that
-// every member makes the same collective call has for them (rank.hpp,
+// A reduction's operation and element type in 8 bits, for the check that
+// every member makes the same collective call (rank.hpp,
 // team_collective_begin): 1, the element's bytes as log2 (2 bits), whether
 // it is floating point, whether signed, the operation (3 bits).
 template <class T>
@@ -53,10 +53,11 @@ struct team_workspace {
   std::uint64_t rounds[2][team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
   std::uint64_t signature;  // the member before's current collective: call and arguments, to check
+  std::uint64_t signature_kind;  // and where it is a reduction, its operation and type
   // This member's part of the current collect: its source's offset in the
   // slice and its bytes (its own words, which the others read).
   std::uint64_t contribution[2];
-  std::uint64_t unused[64 - 2 * team_rounds - 4];
+  std::uint64_t unused[64 - 2 * team_rounds - 5];
 };
 static_assert(sizeof(team_workspace) == 512 && sizeof(team_workspace) * max_teams == symmetric_reserved_bytes,
               "the teams' workspaces fill the reserved start of a slice");
