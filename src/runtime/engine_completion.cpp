@@ -231,7 +231,7 @@ bool engine_completion::send_acks() {
       a.origin = origin;
       a.bytes = count;
       a.flags = number << remote_flag_bits;
-      intake_.send_header(to, a);
+      intake_.send_header_soon(to, a);
     }
     acks_waiting_.pop_front();
     any = true;

@@ -15,6 +15,8 @@ engine_intake::engine_intake(engine_context& cx, engine_completion& completion, 
   outgoing_.resize(std::size_t(cx_.nodes.processes));
   outgoing_bytes_.resize(std::size_t(cx_.nodes.processes), 0);
   in_flight_.resize(std::size_t(cx_.nodes.processes), 0);
+  urgent_.resize(std::size_t(cx_.nodes.processes), 0);
+  waiting_since_.resize(std::size_t(cx_.nodes.processes));
 }
 
 bool engine_intake::take_commands() {
@@ -83,23 +85,40 @@ void engine_intake::send_payload(int to, const remote_command& c, const unsigned
 }
 
 void engine_intake::send_header(int to, const remote_command& c) {
-  std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
-  queue.push_back(c);
+  queue_header(to, c, false);
+}
+
+void engine_intake::send_header_soon(int to, const remote_command& c) {
+  queue_header(to, c, true);
+}
+
+void engine_intake::queue_header(int to, const remote_command& c, bool soon) {
+  std::deque<outgoing_header>& queue = outgoing_[std::size_t(to)];
+  if (queue.empty()) waiting_since_[std::size_t(to)] = cx_.now;
+  queue.push_back({c, soon});
   ++queued_;
+  if (!soon) ++urgent_[std::size_t(to)];
   outgoing_bytes_[std::size_t(to)] += wire_bytes(c);
   if (outgoing_bytes_[std::size_t(to)] >= batch_bytes) flush_headers(to, false);
 }
 
 void engine_intake::flush_headers(int to, bool now) {
-  std::deque<remote_command>& queue = outgoing_[std::size_t(to)];
+  std::deque<outgoing_header>& queue = outgoing_[std::size_t(to)];
   int& in_flight = in_flight_[std::size_t(to)];
   std::size_t& bytes = outgoing_bytes_[std::size_t(to)];
-  while (!queue.empty() && (now || in_flight == 0 ||
-                            (bytes >= batch_bytes && in_flight < header_messages_in_flight))) {
+  std::size_t& urgent = urgent_[std::size_t(to)];
+  // Headers that may wait go once something must, a batch is full, or
+  // they were queued in an earlier turn.
+  const bool due =
+      now || urgent != 0 || bytes >= batch_bytes || waiting_since_[std::size_t(to)] != cx_.now;
+  while (
+      !queue.empty() && due &&
+      (now || in_flight == 0 || (bytes >= batch_bytes && in_flight < header_messages_in_flight))) {
     auto message = std::make_shared<std::vector<unsigned char>>();
     message->reserve(batch_bytes);
-    while (!queue.empty() && message->size() + wire_bytes(queue.front()) <= batch_bytes) {
-      wire_append(*message, queue.front());
+    while (!queue.empty() && message->size() + wire_bytes(queue.front().c) <= batch_bytes) {
+      wire_append(*message, queue.front().c);
+      if (!queue.front().soon) --urgent;
       queue.pop_front();
       --queued_;
     }

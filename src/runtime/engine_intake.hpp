@@ -48,6 +48,13 @@ class engine_intake {
   // message. Their data and records follow on channels of their own,
   // which the receiver takes in header order.
   void send_header(int to, const remote_command& c);
+  // The same for a header that may wait for company: an acknowledgement
+  // goes with the next header for its process (a ping-pong's answer, which
+  // the target's rank issues within a turn of the notification that the
+  // acknowledgement is for), or alone at the next turn's first flush. One
+  // message then carries both (a message is a send and a receive to poll
+  // at either end, most of an engine's time in a round trip over MPI).
+  void send_header_soon(int to, const remote_command& c);
   void flush_headers();
   // The same without waiting for messages in flight: the engine's last.
   void flush_all_headers();
@@ -56,6 +63,7 @@ class engine_intake {
   bool full() const { return queued_ >= headers_queued_at_most; }
 
  private:
+  void queue_header(int to, const remote_command& c, bool soon);
   void flush_headers(int to, bool now);
   void start(const remote_command& c, const unsigned char* payload);
   void send_source(int to, const remote_command& c);
@@ -65,10 +73,18 @@ class engine_intake {
   engine_completion& completion_;
   engine_arrivals& arrivals_;
   std::vector<ring_reader> readers_;                    // of this process's command rings
-  std::vector<std::deque<remote_command>> outgoing_;  // by process: headers not sent yet
+  struct outgoing_header {
+    remote_command c;
+    bool soon;  // send_header_soon's
+  };
+  std::vector<std::deque<outgoing_header>> outgoing_;  // by process: headers not sent yet
   std::vector<std::size_t> outgoing_bytes_;           // by process: theirs on the wire
   std::size_t queued_ = 0;                             // in outgoing_, all processes
   std::vector<int> in_flight_;                         // by process: messages of headers
+  // By process: headers in outgoing_ that go at once (not send_header_soon's),
+  // and the turn (engine_context::now) the oldest of the others was queued in.
+  std::vector<std::size_t> urgent_;
+  std::vector<engine_clock::time_point> waiting_since_;
 };
 
 }  // namespace grma::detail

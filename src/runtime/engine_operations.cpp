@@ -143,8 +143,8 @@ void engine_operations::take_headers() {
     const int from = r->from;
     liveness_.heard_from(from);
     // Decoded whole before any is handled: a batch is good or refused.
-    std::vector<remote_command> headers;
-    headers.reserve(r->bytes / wire_fields_bytes);
+    std::vector<remote_command>& headers = decoded_;
+    headers.clear();
     std::size_t at = 0;
     for (std::size_t n = 0; at < r->bytes; at += n) {
       remote_command c;

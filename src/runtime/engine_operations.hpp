@@ -95,6 +95,7 @@ class engine_operations {
   engine_host& host_;
   engine_windows windows_;
   std::deque<std::unique_ptr<header_receive>> inbound_;  // posted, oldest first
+  std::vector<remote_command> decoded_;  // a batch's headers (take_headers), kept for their room
   std::vector<std::deque<remote_command>> waiting_;      // by process: see handle()
   std::vector<engine_clock::time_point> waiting_since_;  // by process
 };

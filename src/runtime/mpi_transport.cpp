@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,14 +70,16 @@ class mpi_transport final : public transport {
   }
   bool poll() override;
   bool idle() const override {
-    return std::all_of(open.begin(), open.end(), [](const auto& t) { return t.second.any_source; });
+    return std::all_of(owners.begin(), owners.end(),
+                       [this](std::size_t slot) { return transfers[slot].any_source; });
   }
   void abandon() override;
 
  private:
   // One message (a send, or a receive), in pieces; done when all pieces are.
   struct transfer {
-    int peer;  // a receive from any process: its sender, once known
+    std::uint64_t start;  // the order `done`s run in
+    int peer;             // a receive from any process: its sender, once known
     bool receiving;
     bool any_source;
     std::size_t pieces_left = 0;
@@ -88,14 +89,20 @@ class mpi_transport final : public transport {
   MPI_Comm comm = network_comm();
   int first_tag = 0;  // of this job's channels
   std::uint64_t started = 0;
-  std::map<std::uint64_t, transfer> open;  // by start: the order `done`s run in
-  // Every piece in flight beside the transfer it belongs to, tested by one
-  // MPI_Testsome a poll (an MPI_Test each made MPI progress once per
-  // request: with thousands in flight, most of the engine's time).
+  // Transfers in slots that are used again (free_slots), so that a steady
+  // flow of messages allocates nothing here: a round trip's four messages
+  // at each end are most of what its engines do.
+  std::vector<transfer> transfers;
+  std::vector<std::size_t> free_slots;
+  // Every piece in flight beside the slot of the transfer it belongs to,
+  // tested by one MPI_Testsome a poll (an MPI_Test each made MPI progress
+  // once per request: with thousands in flight, most of the engine's time).
   std::vector<MPI_Request> requests;
-  std::vector<std::uint64_t> owners;
+  std::vector<std::size_t> owners;
   std::vector<int> indices;
   std::vector<MPI_Status> statuses;
+  std::vector<std::size_t> finished;  // a poll's, kept for their room
+  std::vector<transfer> done_now;
 
   int tag(channel c) const { return first_tag + int(c); }
   void start(int peer, channel c, void* buffer, std::size_t bytes, bool receiving,
@@ -119,12 +126,15 @@ bool mpi_reaches_cuda_memory() {
 
 void mpi_transport::start(int peer, channel c, void* buffer, std::size_t bytes, bool receiving,
                           std::function<void(int, std::size_t)> done) {
-  const std::uint64_t id = started++;
-  transfer& t = open[id];
-  t.peer = peer;
-  t.receiving = receiving;
-  t.any_source = peer < 0;
-  t.done = std::move(done);
+  std::size_t slot = transfers.size();
+  if (free_slots.empty()) {
+    transfers.emplace_back();
+  } else {
+    slot = free_slots.back();
+    free_slots.pop_back();
+  }
+  transfer& t = transfers[slot];
+  t = transfer{started++, peer, receiving, peer < 0, 0, 0, std::move(done)};
   auto* p = static_cast<unsigned char*>(buffer);
   std::size_t at = 0;
   do {  // a message of 0 bytes is one piece too
@@ -137,7 +147,7 @@ void mpi_transport::start(int peer, channel c, void* buffer, std::size_t bytes, 
       mpi_failed(status, (receiving ? "receiving from process " : "sending to process ") +
                              std::to_string(peer));
     requests.push_back(r);
-    owners.push_back(id);
+    owners.push_back(slot);
     ++t.pieces_left;
     at += n;
   } while (at < bytes);
@@ -157,10 +167,10 @@ bool mpi_transport::poll() {
     if (status != MPI_SUCCESS) mpi_failed(status, "a transfer");
     return false;
   }
-  std::vector<std::uint64_t> finished;
+  finished.clear();
   for (int i = 0; i < count; ++i) {
     const auto k = std::size_t(indices[std::size_t(i)]);
-    transfer& t = open.at(owners[k]);
+    transfer& t = transfers[owners[k]];
     const MPI_Status& st = statuses[std::size_t(i)];
     if (status == MPI_ERR_IN_STATUS && st.MPI_ERROR != MPI_SUCCESS)
       mpi_failed(st.MPI_ERROR, "a transfer with process " + std::to_string(t.peer));
@@ -182,16 +192,20 @@ bool mpi_transport::poll() {
     }
   requests.resize(kept);
   owners.resize(kept);
-  // In the order they were started, so a pair's messages are handled in order.
-  std::sort(finished.begin(), finished.end());
+  // In the order they were started, so a pair's messages are handled in
+  // order; out of their slots first, as a `done` may start transfers.
+  std::sort(finished.begin(), finished.end(), [this](std::size_t a, std::size_t b) {
+    return transfers[a].start < transfers[b].start;
+  });
   std::vector<transfer> done;
-  done.reserve(finished.size());
-  for (std::uint64_t id : finished) {
-    auto it = open.find(id);
-    done.push_back(std::move(it->second));
-    open.erase(it);
+  done.swap(done_now);
+  done.clear();
+  for (std::size_t slot : finished) {
+    done.push_back(std::move(transfers[slot]));
+    free_slots.push_back(slot);
   }
   for (transfer& t : done) t.done(t.peer, t.received);
+  done.swap(done_now);
   return true;
 }
 
@@ -202,13 +216,16 @@ void mpi_transport::abandon() {
   // Only a failed job leaves anything here.
   static auto* kept = new std::vector<std::function<void(int, std::size_t)>>;
   for (std::size_t k = 0; k < requests.size(); ++k) {
-    if (open.at(owners[k]).receiving) MPI_Cancel(&requests[k]);
+    transfer& t = transfers[owners[k]];
+    if (t.receiving) MPI_Cancel(&requests[k]);
     MPI_Request_free(&requests[k]);
+    if (t.done) kept->push_back(std::move(t.done));  // a transfer's first piece
+    t.done = nullptr;
   }
-  for (auto& [id, t] : open) kept->push_back(std::move(t.done));
   requests.clear();
   owners.clear();
-  open.clear();
+  transfers.clear();
+  free_slots.clear();
 }
 
 #else
