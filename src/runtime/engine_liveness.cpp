@@ -32,7 +32,7 @@ engine_liveness::engine_liveness(engine_context& cx, engine_intake& intake,
       signatures_(std::size_t(cx.nodes.processes), 0),
       done_from_(std::size_t(cx.nodes.processes), false),
       refused_from_(std::size_t(cx.nodes.processes), false),
-      in_process_(std::strcmp(cx.net->name(), "loopback") == 0) {}
+      in_process_(cx.net->in_one_process()) {}
 
 void engine_liveness::hear_all() { heard_.assign(heard_.size(), engine_clock::now()); }
 
@@ -227,9 +227,8 @@ void engine_liveness::watch(engine_clock::time_point listened) {
     intake_.send_header(p, beat);  // until this engine stops: others may still watch it
     if (done_from_[std::size_t(p)]) continue;
     // The nodes one process plays (loopback) live and die with it: a
-    // silence there is a busy machine's (seconds, on two cores loaded
-    // twentyfold), or an engine that ended without a word (an error of its
-    // own), which only a far longer silence tells.
+    // silence there is a busy machine's, or an engine that ended without a
+    // word (an error of its own), which only a far longer silence tells.
     const double limit = in_process_ ? 12 * silence_limit_seconds : silence_limit_seconds;
     const double silent = std::chrono::duration<double>(listened - heard_[std::size_t(p)]).count();
     if (silent > limit) {

@@ -45,6 +45,7 @@ class loopback_transport final : public transport {
   loopback_transport& operator=(const loopback_transport&) = delete;
 
   const char* name() const override { return "loopback"; }
+  bool in_one_process() const override { return true; }
   bool reaches_cuda_memory() const override { return false; }
 
   void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place,

@@ -56,6 +56,7 @@ class mpi_transport final : public transport {
   mpi_transport& operator=(const mpi_transport&) = delete;
 
   const char* name() const override { return "mpi"; }
+  bool in_one_process() const override { return false; }
   bool reaches_cuda_memory() const override { return mpi_reaches_cuda_memory(); }
 
   // A CUDA-aware MPI tells device memory by itself.

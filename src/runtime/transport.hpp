@@ -40,6 +40,10 @@ class transport {
   // The name GRMA_TRANSPORT gives it.
   virtual const char* name() const = 0;
 
+  // Whether every endpoint is in this process (loopback: the nodes one
+  // process plays), which lives and dies with them.
+  virtual bool in_one_process() const = 0;
+
   // Whether sends and receives take GPU memory (a CUDA-aware MPI; UCX
   // with its CUDA transports); otherwise the engine stages GPU data in host
   // memory.

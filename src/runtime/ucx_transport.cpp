@@ -125,6 +125,7 @@ class ucx_transport final : public transport {
   ucx_transport& operator=(const ucx_transport&) = delete;
 
   const char* name() const override { return "ucx"; }
+  bool in_one_process() const override { return false; }
   bool reaches_cuda_memory() const override { return reaches_cuda_; }
 
   void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place place,

@@ -143,8 +143,7 @@ class collective_calls {
              std::int64_t(source_stride));
     const std::uint64_t members = std::uint64_t(r.team_size(t));
     // Every block's elements, the last one's (members * count - 1) * stride elements in.
-    const std::uint64_t elements =
-        count != 0 && members > ~std::uint64_t{0} / count ? ~std::uint64_t{0} : members * count;
+    const std::uint64_t elements = detail::product_or_most(members, count);
     const std::uint64_t extent = detail::strided_extent(elements, source_stride, sizeof(T));
     run(t, call::alltoalls, source, extent, count, 0, [&](const detail::team_members& m, int me) {
       const std::uint64_t from = r.symmetric_offset_of(source, extent, call::alltoalls);

@@ -60,7 +60,7 @@ class symmetric_heap_calls {
   GRMA_INLINE void* calloc_symmetric(team t, std::size_t count, std::size_t size) {
     Rank& r = self();
     if (t == team_world) return calloc_symmetric(count, size);
-    const std::size_t bytes = product_or_most(count, size);
+    const std::size_t bytes = detail::product_or_most(count, size);
     auto* block = static_cast<unsigned char*>(alloc_symmetric(t, bytes));
     for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
       block[i] = 0;
@@ -95,7 +95,7 @@ class symmetric_heap_calls {
   // before any rank returns.
   GRMA_INLINE void* calloc_symmetric(std::size_t count, std::size_t size) {
     Rank& r = self();
-    const std::size_t bytes = product_or_most(count, size);
+    const std::size_t bytes = detail::product_or_most(count, size);
     auto* block = static_cast<unsigned char*>(alloc_symmetric(bytes));
     for (std::size_t i = std::size_t(r.thread()); i < bytes; i += std::size_t(r.threads()))
       block[i] = 0;
@@ -136,12 +136,6 @@ class symmetric_heap_calls {
 
   GRMA_INLINE Rank& self() { return static_cast<Rank&>(*this); }
   GRMA_INLINE const Rank& self() const { return static_cast<const Rank&>(*this); }
-
-  // count * size, or the largest size where the product wraps (which no
-  // slice holds: the allocation fails as exhausted, naming it).
-  GRMA_INLINE static std::size_t product_or_most(std::size_t count, std::size_t size) {
-    return size != 0 && count > ~std::size_t{0} / size ? ~std::size_t{0} : count * size;
-  }
 
   GRMA_INLINE void check_alignment(std::size_t alignment, call where) {
     if (alignment == 0 || (alignment & (alignment - 1)) != 0 ||

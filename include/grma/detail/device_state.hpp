@@ -189,6 +189,13 @@ GRMA_INLINE constexpr std::uint64_t collective_stamp(std::uint64_t epoch, call c
   return (epoch << 8) | static_cast<std::uint64_t>(c);
 }
 
+// a * b, or ~0 where the product is beyond 64 bits: no symmetric slice
+// holds that many bytes, so a check or an allocation of them fails instead
+// of taking a wrapped-around size.
+GRMA_INLINE constexpr std::uint64_t product_or_most(std::uint64_t a, std::uint64_t b) {
+  return b != 0 && a > ~std::uint64_t{0} / b ? ~std::uint64_t{0} : a * b;
+}
+
 // Bytes from the first to the last of `count` elements of `element` bytes
 // that lie `stride` elements apart (strided RMA, alltoalls), or ~0 where that
 // is beyond 64 bits: no symmetric slice holds such a range, so its check
