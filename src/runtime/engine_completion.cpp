@@ -32,7 +32,7 @@ void engine_completion::acknowledged(const remote_command& c) {
   store_count(delivered_, c.origin, false, c.bytes);
 }
 
-void engine_completion::land_get(int from, const remote_command& c) {
+void engine_completion::land_get(int from, const remote_command& c, const unsigned char* bytes) {
   // Of the answers due into this destination (a program may get into one
   // buffer twice before its quiet), one of this size if there is one.
   const auto [begin, end] = gets_.equal_range({c.origin, c.address});
@@ -48,7 +48,7 @@ void engine_completion::land_get(int from, const remote_command& c) {
     return liveness_.malformed(from, origin, call::get_notify, "answered a get with a bad size");
   }
   if (c.inline_bytes != 0 || c.bytes == 0) {
-    cx_.memory->write(destination, c.data, c.inline_bytes);
+    cx_.memory->write(destination, bytes, c.inline_bytes);
     return count_landed(origin);
   }
   cx_.receive_data(from, destination, c.bytes, [this, origin] { count_landed(origin); });
@@ -66,6 +66,16 @@ void engine_completion::store_count(std::vector<std::uint64_t>& counts, int rank
   cx_.memory->signal(is_landed ? c.landed : c.delivered, signal_op::set, mine_count);
 }
 
+bool engine_completion::overlaps_put(int origin, const unsigned char* at,
+                                     std::uint64_t bytes) const {
+  for (const in_order& r : completing_[std::size_t(origin)]) {
+    if (!remote_is_put(r.c.op)) continue;
+    const unsigned char* start = r.range + r.c.offset;
+    if (at < start + r.c.bytes && start < at + bytes) return true;
+  }
+  return false;
+}
+
 // A rank's requests end in the order it issued them, whichever of their
 // data arrived first: its notifications keep their order, and a signal
 // never overtakes an earlier put's notification. Other ranks' requests,
@@ -74,15 +84,31 @@ void engine_completion::store_count(std::vector<std::uint64_t>& counts, int rank
 void engine_completion::complete_in_order(int origin) {
   std::deque<in_order>& queue = completing_[std::size_t(origin)];
   while (!queue.empty() && queue.front().ready) {
-    complete(queue.front().c, queue.front().range);
+    complete(queue.front());
     queue.pop_front();
   }
 }
 
 // The data is in place (or read): publish the notification or signal, then
 // acknowledge.
-void engine_completion::complete(const remote_command& c, unsigned char* range) {
+void engine_completion::complete(const in_order& r) {
+  const remote_command& c = r.c;
+  unsigned char* const range = r.range;
   const std::uint32_t number = host_operation_number(c);  // 0 for a rank
+  if (r.held) {
+    unsigned char* at = range + c.offset;
+    // An aligned word of 4 or 8 bytes (a p) is one store: ranks may poll it
+    // with wait_until while it lands.
+    const bool word = c.op == remote_op::put && (c.inline_bytes == 4 || c.inline_bytes == 8) &&
+                      reinterpret_cast<std::uintptr_t>(at) % c.inline_bytes == 0;
+    if (word) {
+      std::uint64_t value = 0;
+      std::memcpy(&value, c.data, c.inline_bytes);
+      cx_.memory->store_word(at, c.inline_bytes, value);
+    } else {
+      cx_.memory->write(at, r.bytes.empty() ? c.data : r.bytes.data(), c.bytes);
+    }
+  }
   if (c.op == remote_op::atomic) {
     void* word = range + c.offset;
     const auto op = remote_atomic(c.signal_op);
@@ -107,18 +133,6 @@ void engine_completion::complete(const remote_command& c, unsigned char* range) 
     return;
   }
   if (c.op == remote_op::put) {
-    unsigned char* at = range + c.offset;
-    // An aligned word of 4 or 8 bytes (a p) is one store: ranks may poll it
-    // with wait_until while it lands.
-    const bool word = (c.inline_bytes == 4 || c.inline_bytes == 8) &&
-                      reinterpret_cast<std::uintptr_t>(at) % c.inline_bytes == 0;
-    if (word) {
-      std::uint64_t value = 0;
-      std::memcpy(&value, c.data, c.inline_bytes);
-      cx_.memory->store_word(at, c.inline_bytes, value);
-    } else if (c.inline_bytes != 0) {
-      cx_.memory->write(at, c.data, c.inline_bytes);
-    }
     acknowledge(c.origin, number);
     return;
   }

@@ -30,6 +30,10 @@ class engine_completion {
     remote_command c;
     unsigned char* range;
     bool ready;
+    // A put whose bytes it writes when it completes: from `bytes`, or from
+    // c.data where they are inline and fit there.
+    bool held;
+    std::vector<unsigned char> bytes;
   };
 
   engine_completion(engine_context& cx, engine_intake& intake, engine_operations& operations,
@@ -44,23 +48,32 @@ class engine_completion {
   void count_landed(int origin) { store_count(landed_, origin, true, 1); }
   // wire_ack: the target has `c.bytes` operations of `c.origin` in place.
   void acknowledged(const remote_command& c);
-  // wire_get_reply: a get's data (or a fetching atomic's old value).
-  void land_get(int from, const remote_command& c);
+  // wire_get_reply: a get's data (or a fetching atomic's old value), its
+  // inline bytes at `bytes`.
+  void land_get(int from, const remote_command& c, const unsigned char* bytes);
 
   // ---- at the target ----
 
   // Queues request `c` (its origin checked) behind its origin's earlier
-  // ones; `range`: where its target's range starts. The callable returned
-  // marks its data in place (or read) and completes what may complete then.
-  auto queue_request(const remote_command& c, unsigned char* range) {
+  // ones; `range`: where its target's range starts; `held`: a put whose
+  // bytes the caller puts in the entry returned (its `bytes`, or c.data),
+  // to be written when it completes.
+  in_order& queue_request(const remote_command& c, unsigned char* range, bool held) {
     std::deque<in_order>& q = completing_[std::size_t(c.origin)];
-    q.push_back({c, range, false});
-    bool* ready = &q.back().ready;  // deque elements stay put while others come and go
-    return [this, origin = c.origin, ready] {
+    q.push_back({c, range, false, held, {}});
+    return q.back();  // deque elements stay put while others come and go
+  }
+  // The callable that marks request `r` (queued above) in place, or read,
+  // and completes what may complete then.
+  auto mark_ready(in_order& r) {
+    return [this, origin = r.c.origin, ready = &r.ready] {
       *ready = true;
       complete_in_order(origin);
     };
   }
+  // Whether a put of `origin` in progress (queued, not yet complete) may
+  // still change any of the `bytes` at `at`.
+  bool overlaps_put(int origin, const unsigned char* at, std::uint64_t bytes) const;
   bool publish_held();
   // This process's ranks have returned: notifications held for their full
   // rings will never be taken (as locally, the run's end drops them);
@@ -111,7 +124,7 @@ class engine_completion {
   // a later one, nor hold it back).
   void acknowledge(int origin, std::uint32_t key) { ++acks_[{origin, key}]; }
   void complete_in_order(int origin);
-  void complete(const remote_command& c, unsigned char* range);
+  void complete(const in_order& r);
   using outbox_map = std::map<std::pair<int, int>, outbox>;  // by (target, origin device)
   bool publish(outbox_map::iterator at);
 

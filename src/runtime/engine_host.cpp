@@ -58,9 +58,15 @@ void engine_host::start(const operation& op) {
   in_flight_.emplace(number, op);
   const int to = cx_.process_of_rank(c.target);
   if (to == cx_.nodes.process) return operations_.receive(to, c);
-  intake_.send_header(to, c);
   // A put's bytes from the host's buffer, which the operation holds until
-  // its acknowledgement (after they were sent).
+  // its acknowledgement: in its header where they fit (wire_format), else
+  // after it.
+  if (remote_sends_source(c) && c.bytes <= wire_carried_most) {
+    remote_command header = c;
+    header.inline_bytes = std::uint16_t(c.bytes);
+    return intake_.send_header(to, header, reinterpret_cast<const unsigned char*>(c.address));
+  }
+  intake_.send_header(to, c);
   if (remote_sends_source(c))
     cx_.send_data(
         to, reinterpret_cast<const unsigned char*>(c.address), c.bytes, [] {},
@@ -85,7 +91,7 @@ void engine_host::part_done(std::uint32_t number) {
   in_flight_.erase(it);
 }
 
-void engine_host::answer(int from, const remote_command& reply) {
+void engine_host::answer(int from, const remote_command& reply, const unsigned char* bytes) {
   const std::uint32_t number = host_operation_number(reply);
   const operation op = find(number);
   if (!op) return;
@@ -98,12 +104,12 @@ void engine_host::answer(int from, const remote_command& reply) {
                                "answered a host operation with a bad size");
   }
   if (op->old != nullptr) {  // a fetching atomic's old value: its word's bytes
-    std::memcpy(op->old, reply.data, op->c.bytes);
+    std::memcpy(op->old, bytes, op->c.bytes);
     return part_done(number);
   }
   auto* destination = reinterpret_cast<unsigned char*>(op->c.address);
   if (reply.inline_bytes != 0 || reply.bytes == 0) {
-    std::memcpy(destination, reply.data, reply.inline_bytes);
+    std::memcpy(destination, bytes, reply.inline_bytes);
     return part_done(number);
   }
   cx_.receive_data(

@@ -39,9 +39,9 @@ class engine_host {
   // by another process's engine, or by this one).
   void acknowledged(std::uint32_t number) { part_done(number); }
   // Process `from`'s answer to an operation (the number in its flags):
-  // inline (a get's data, an atomic's old value), or a get's data
-  // following on the data channel.
-  void answer(int from, const remote_command& reply);
+  // inline at `bytes` (a get's data, an atomic's old value), or a get's
+  // data following on the data channel.
+  void answer(int from, const remote_command& reply, const unsigned char* bytes);
   // The answer to operation `c` this engine served itself: a get's data
   // read from `at`, or an atomic's old value.
   void answer_here(const remote_command& c, const unsigned char* at);

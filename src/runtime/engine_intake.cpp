@@ -13,10 +13,6 @@ engine_intake::engine_intake(engine_context& cx, engine_completion& completion, 
     : cx_(cx), completion_(completion), arrivals_(arrivals) {
   for (const device_view* v : cx_.own) readers_.push_back(ring_reader{0, 0, v->commands->mask});
   outgoing_.resize(std::size_t(cx_.nodes.processes));
-  outgoing_bytes_.resize(std::size_t(cx_.nodes.processes), 0);
-  in_flight_.resize(std::size_t(cx_.nodes.processes), 0);
-  urgent_.resize(std::size_t(cx_.nodes.processes), 0);
-  waiting_since_.resize(std::size_t(cx_.nodes.processes));
 }
 
 bool engine_intake::take_commands() {
@@ -57,6 +53,11 @@ void engine_intake::start(const remote_command& c, const unsigned char* payload)
   }
   remote_command header = c;
   header.flags &= ~remote_flag_payload;
+  // Bytes that fit a message travel in their header (wire_format).
+  if (c.bytes <= wire_carried_most) {
+    header.inline_bytes = std::uint16_t(c.bytes);
+    return send_header(to, header, payload);
+  }
   send_header(to, header);
   send_payload(to, c, payload);
 }
@@ -84,48 +85,55 @@ void engine_intake::send_payload(int to, const remote_command& c, const unsigned
       to, copy.get(), c.bytes, [copy] {}, engine_context::memory_kind::host);
 }
 
-void engine_intake::send_header(int to, const remote_command& c) {
-  queue_header(to, c, false);
+void engine_intake::send_header(int to, const remote_command& c, const unsigned char* bytes) {
+  queue_header(to, c, bytes, false);
 }
 
 void engine_intake::send_header_soon(int to, const remote_command& c) {
-  queue_header(to, c, true);
+  queue_header(to, c, nullptr, true);
 }
 
-void engine_intake::queue_header(int to, const remote_command& c, bool soon) {
-  std::deque<outgoing_header>& queue = outgoing_[std::size_t(to)];
-  if (queue.empty()) waiting_since_[std::size_t(to)] = cx_.now;
-  queue.push_back({c, soon});
+void engine_intake::queue_header(int to, const remote_command& c, const unsigned char* bytes,
+                                 bool soon) {
+  outgoing& o = outgoing_[std::size_t(to)];
+  if (o.headers.empty()) o.waiting_since = cx_.now;
+  const std::size_t before = o.wire.size();
+  wire_append(o.wire, c, bytes);
+  o.headers.push_back({o.wire.size() - before, soon});
   ++queued_;
-  if (!soon) ++urgent_[std::size_t(to)];
-  outgoing_bytes_[std::size_t(to)] += wire_bytes(c);
-  if (outgoing_bytes_[std::size_t(to)] >= batch_bytes) flush_headers(to, false);
+  if (!soon) ++o.urgent;
+  if (o.bytes() >= batch_bytes) flush_headers(to, false);
 }
 
 void engine_intake::flush_headers(int to, bool now) {
-  std::deque<outgoing_header>& queue = outgoing_[std::size_t(to)];
-  int& in_flight = in_flight_[std::size_t(to)];
-  std::size_t& bytes = outgoing_bytes_[std::size_t(to)];
-  std::size_t& urgent = urgent_[std::size_t(to)];
+  outgoing& o = outgoing_[std::size_t(to)];
   // Headers that may wait go once something must, a batch is full, or
   // they were queued in an earlier turn.
-  const bool due =
-      now || urgent != 0 || bytes >= batch_bytes || waiting_since_[std::size_t(to)] != cx_.now;
-  while (
-      !queue.empty() && due &&
-      (now || in_flight == 0 || (bytes >= batch_bytes && in_flight < header_messages_in_flight))) {
-    auto message = std::make_shared<std::vector<unsigned char>>();
-    message->reserve(batch_bytes);
-    while (!queue.empty() && message->size() + wire_bytes(queue.front().c) <= batch_bytes) {
-      wire_append(*message, queue.front().c);
-      if (!queue.front().soon) --urgent;
-      queue.pop_front();
+  const bool due = now || o.urgent != 0 || o.bytes() >= batch_bytes || o.waiting_since != cx_.now;
+  while (!o.headers.empty() && due &&
+         (now || o.in_flight == 0 ||
+          (o.bytes() >= batch_bytes && o.in_flight < header_messages_in_flight))) {
+    std::size_t n = 0;
+    while (!o.headers.empty() && n + o.headers.front().bytes <= batch_bytes) {
+      n += o.headers.front().bytes;
+      if (!o.headers.front().soon) --o.urgent;
+      o.headers.pop_front();
       --queued_;
     }
-    bytes -= message->size();
-    ++in_flight;
+    const auto first = o.wire.begin() + std::ptrdiff_t(o.sent);
+    auto message = std::make_shared<std::vector<unsigned char>>(first, first + std::ptrdiff_t(n));
+    o.sent += n;
+    ++o.in_flight;
     cx_.net->send(to, channel::header, message->data(), message->size(), memory_place::host,
-                  [message, this, to] { --in_flight_[std::size_t(to)]; });
+                  [message, this, to] { --outgoing_[std::size_t(to)].in_flight; });
+  }
+  // The encoded headers move to the buffer's front once half of it is sent.
+  if (o.sent == o.wire.size()) {
+    o.wire.clear();
+    o.sent = 0;
+  } else if (o.sent > o.wire.size() / 2) {
+    o.wire.erase(o.wire.begin(), o.wire.begin() + std::ptrdiff_t(o.sent));
+    o.sent = 0;
   }
 }
 

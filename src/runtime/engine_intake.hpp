@@ -1,7 +1,7 @@
 // A network engine's intake: the commands its process's ranks queue for
-// other nodes, taken from their devices' command rings and sent, a put's
-// bytes after its header; and the batches of headers every piece of the
-// engine sends through.
+// other nodes, taken from their devices' command rings and sent (a put's
+// bytes in its header where they fit, else after it); and the batches of
+// headers every piece of the engine sends through.
 #pragma once
 
 #include <cstddef>
@@ -17,11 +17,6 @@ namespace grma::detail {
 class engine_arrivals;
 class engine_completion;
 
-// Headers for one process travel together, up to this many bytes in a
-// message (under Open MPI's shared-memory eager limit of 4 KiB, so a batch
-// costs the receiver one copy and no handshake): 32 of the longest headers
-// (wire_format), 60 of the shortest.
-inline constexpr std::size_t batch_bytes = 32 * wire_header_most;
 // Messages of headers in flight to one process at most, and headers queued
 // (for all processes, replies and acknowledgements too) beyond which the
 // engine takes no more commands: under load the ranks wait for room in
@@ -47,7 +42,9 @@ class engine_intake {
   // header_messages_in_flight, so under load many operations share a
   // message. Their data and records follow on channels of their own,
   // which the receiver takes in header order.
-  void send_header(int to, const remote_command& c);
+  // `bytes`: a header's inline bytes where they are more than c.data
+  // holds (wire_format), copied before the call returns.
+  void send_header(int to, const remote_command& c, const unsigned char* bytes = nullptr);
   // The same for a header that may wait for company: an acknowledgement
   // goes with the next header for its process (a ping-pong's answer, which
   // the target's rank issues within a turn of the notification that the
@@ -63,7 +60,24 @@ class engine_intake {
   bool full() const { return queued_ >= headers_queued_at_most; }
 
  private:
-  void queue_header(int to, const remote_command& c, bool soon);
+  // The headers for one process that are not sent yet, encoded.
+  struct outgoing {
+    std::vector<unsigned char> wire;  // from `sent` on
+    std::size_t sent = 0;
+    struct header {
+      std::size_t bytes;  // on the wire
+      bool soon;          // send_header_soon's
+    };
+    std::deque<header> headers;
+    // Headers that go at once (not send_header_soon's), and the turn
+    // (engine_context::now) the oldest of the others was queued in.
+    std::size_t urgent = 0;
+    engine_clock::time_point waiting_since;
+    int in_flight = 0;  // messages of headers
+    std::size_t bytes() const { return wire.size() - sent; }
+  };
+
+  void queue_header(int to, const remote_command& c, const unsigned char* bytes, bool soon);
   void flush_headers(int to, bool now);
   void start(const remote_command& c, const unsigned char* payload);
   void send_source(int to, const remote_command& c);
@@ -72,19 +86,9 @@ class engine_intake {
   engine_context& cx_;
   engine_completion& completion_;
   engine_arrivals& arrivals_;
-  std::vector<ring_reader> readers_;                    // of this process's command rings
-  struct outgoing_header {
-    remote_command c;
-    bool soon;  // send_header_soon's
-  };
-  std::vector<std::deque<outgoing_header>> outgoing_;  // by process: headers not sent yet
-  std::vector<std::size_t> outgoing_bytes_;           // by process: theirs on the wire
-  std::size_t queued_ = 0;                             // in outgoing_, all processes
-  std::vector<int> in_flight_;                         // by process: messages of headers
-  // By process: headers in outgoing_ that go at once (not send_header_soon's),
-  // and the turn (engine_context::now) the oldest of the others was queued in.
-  std::vector<std::size_t> urgent_;
-  std::vector<engine_clock::time_point> waiting_since_;
+  std::vector<ring_reader> readers_;  // of this process's command rings
+  std::vector<outgoing> outgoing_;    // by process
+  std::size_t queued_ = 0;            // headers in outgoing_, all processes
 };
 
 }  // namespace grma::detail

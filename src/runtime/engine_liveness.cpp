@@ -129,11 +129,9 @@ std::string engine_liveness::in_flight() const {
       if (entry.first.first != last) s << " " << (last = entry.first.first);
     s << ";";
   }
-  const std::vector<std::deque<remote_command>>& waiting = operations_.waiting();
   for (int p = 0; p < cx_.nodes.processes; ++p)
-    if (!waiting[std::size_t(p)].empty())
-      s << " " << waiting[std::size_t(p)].size() << " requests of process " << p
-        << " wait for a window;";
+    if (const std::size_t waiting = operations_.waiting(p); waiting != 0)
+      s << " " << waiting << " requests of process " << p << " wait for a window;";
   for (int origin = 0; origin < cx_.origins(); ++origin) {
     const std::deque<engine_completion::in_order>& queue = completion_.completing()[std::size_t(origin)];
     if (queue.empty()) continue;

@@ -1,6 +1,7 @@
 #include "engine_operations.hpp"
 
 #include <chrono>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -56,31 +57,34 @@ call call_of(const remote_command& c) {
 // piece of the engine that deals with each. Any other op is ignored.
 const engine_operations::handler_table engine_operations::handlers_ = [] {
   handler_table h{};
-  h.fill([](engine_operations&, int, const remote_command&) { return true; });
+  using bytes_at = const unsigned char*;
+  h.fill([](engine_operations&, int, const remote_command&, bytes_at) { return true; });
   for (const remote_op op : {remote_op::put_notify, remote_op::put_signal, remote_op::get_notify,
                              remote_op::put, remote_op::get, remote_op::atomic})
-    h[std::size_t(op)] = [](engine_operations& o, int from, const remote_command& c) {
-      return o.serve(from, c);
-    };
-  h[std::size_t(remote_op::arrive)] = [](engine_operations& o, int from, const remote_command& c) {
+    h[std::size_t(op)] = [](engine_operations& o, int from, const remote_command& c,
+                            bytes_at bytes) { return o.serve(from, c, bytes); };
+  h[std::size_t(remote_op::arrive)] = [](engine_operations& o, int from, const remote_command& c,
+                                         bytes_at) {
     o.arrivals_.receive(from, c);
     return true;
   };
-  h[std::size_t(wire_get_reply)] = [](engine_operations& o, int from, const remote_command& c) {
+  h[std::size_t(wire_get_reply)] = [](engine_operations& o, int from, const remote_command& c,
+                                      bytes_at bytes) {
     if (o.cx_.is_host_origin(c.origin))
-      o.host_.answer(from, c);
+      o.host_.answer(from, c, bytes);
     else
-      o.completion_.land_get(from, c);
+      o.completion_.land_get(from, c, bytes);
     return true;
   };
-  h[std::size_t(wire_ack)] = [](engine_operations& o, int, const remote_command& c) {
+  h[std::size_t(wire_ack)] = [](engine_operations& o, int, const remote_command& c, bytes_at) {
     if (o.cx_.is_host_origin(c.origin))
       o.host_.acknowledged(host_operation_number(c));
     else
       o.completion_.acknowledged(c);
     return true;
   };
-  h[std::size_t(wire_refused)] = [](engine_operations& o, int from, const remote_command& c) {
+  h[std::size_t(wire_refused)] = [](engine_operations& o, int from, const remote_command& c,
+                                    bytes_at) {
     if (o.cx_.is_host_origin(c.origin) && o.cx_.process_of_origin(c.origin) == o.cx_.nodes.process)
       o.host_.refused(from, c);
     else
@@ -88,15 +92,17 @@ const engine_operations::handler_table engine_operations::handlers_ = [] {
                             "refused an operation this process did not send");
     return true;
   };
-  h[std::size_t(wire_abort)] = [](engine_operations& o, int from, const remote_command& c) {
+  h[std::size_t(wire_abort)] = [](engine_operations& o, int from, const remote_command& c,
+                                  bytes_at) {
     o.liveness_.receive_abort(from, c.bytes);
     return true;
   };
-  h[std::size_t(wire_done)] = [](engine_operations& o, int from, const remote_command&) {
+  h[std::size_t(wire_done)] = [](engine_operations& o, int from, const remote_command&, bytes_at) {
     o.liveness_.receive_done(from);
     return true;
   };
-  h[std::size_t(wire_beat)] = [](engine_operations& o, int from, const remote_command& c) {
+  h[std::size_t(wire_beat)] = [](engine_operations& o, int from, const remote_command& c,
+                                 bytes_at) {
     o.liveness_.receive_beat(from, c.offset);
     return true;
   };
@@ -143,37 +149,41 @@ void engine_operations::take_headers() {
     const int from = r->from;
     liveness_.heard_from(from);
     // Decoded whole before any is handled: a batch is good or refused.
-    std::vector<remote_command>& headers = decoded_;
+    std::vector<header>& headers = decoded_;
     headers.clear();
     std::size_t at = 0;
     for (std::size_t n = 0; at < r->bytes; at += n) {
-      remote_command c;
-      n = wire_read(r->batch.data() + at, r->bytes - at, c);
+      header h;
+      n = wire_read(r->batch.data() + at, r->bytes - at, h.c, h.bytes);
       if (n == 0) break;
-      headers.push_back(c);
+      headers.push_back(h);
     }
     if (headers.empty() || at != r->bytes) {
       liveness_.malformed(from, -1, call::runtime, "sent a malformed batch of headers");
     } else {
-      for (const remote_command& c : headers) receive(from, c);
+      for (const header& h : headers) receive(from, h.c, h.bytes);
     }
     post_header_receive(std::move(r));
   }
 }
 
-void engine_operations::receive(int from, const remote_command& c) {
-  std::deque<remote_command>& queue = waiting_[std::size_t(from)];
-  if (!queue.empty() || !handle(from, c)) {
+void engine_operations::receive(int from, const remote_command& c, const unsigned char* bytes) {
+  if (bytes == nullptr) bytes = c.data;
+  std::deque<waiting_header>& queue = waiting_[std::size_t(from)];
+  if (!queue.empty() || !handle(from, c, bytes)) {
     if (queue.empty()) waiting_since_[std::size_t(from)] = cx_.now;
-    queue.push_back(c);
+    // Its bytes are the batch's, whose receive is posted again.
+    queue.push_back({c, std::vector<unsigned char>(bytes, bytes + c.inline_bytes)});
   }
 }
 
 bool engine_operations::handle_waiting() {
   bool any = false;
   for (int p = 0; p < cx_.nodes.processes; ++p) {
-    std::deque<remote_command>& queue = waiting_[std::size_t(p)];
-    while (!queue.empty() && handle(p, queue.front())) {
+    std::deque<waiting_header>& queue = waiting_[std::size_t(p)];
+    while (!queue.empty()) {
+      const waiting_header& w = queue.front();
+      if (!handle(p, w.c, w.bytes.empty() ? w.c.data : w.bytes.data())) break;
       queue.pop_front();
       waiting_since_[std::size_t(p)] = cx_.now;
       any = true;
@@ -191,9 +201,9 @@ bool engine_operations::waits_any() const {
 // False: the request names a window this node is about to create (its
 // collective ended on the origin's node first); it must wait, and so must
 // everything after it from that process (their data follows in order).
-bool engine_operations::handle(int from, const remote_command& c) {
+bool engine_operations::handle(int from, const remote_command& c, const unsigned char* bytes) {
   if (!liveness_.trusts(from)) return true;  // nothing more of it is used
-  return handlers_[std::size_t(c.op)](*this, from, c);
+  return handlers_[std::size_t(c.op)](*this, from, c, bytes);
 }
 
 // Whether window (slot, generation) is the next this node will create in
@@ -262,7 +272,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     const device_view& v = cx_.view_of(c.target);
     const std::uint64_t slice = v.symmetric_slice;
     if (c.offset > slice || c.bytes > slice - c.offset ||
-        (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes)))
+        (c.inline_bytes != 0 && c.inline_bytes != c.bytes))
       return refuse(refusal::outside_slice, slice);
     if (c.op == remote_op::atomic &&
         ((c.bytes != 4 && c.bytes != 8) || c.offset % c.bytes != 0 ||
@@ -284,7 +294,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
     return refuse(refusal::no_window, 0, true);  // freed while the request travelled
   const bool here = int(e.device) / cx_.nodes.devices_per_process == cx_.nodes.process;
   if (!here) return refuse(refusal::wrong_process, 0);
-  if (c.inline_bytes != 0 && (c.inline_bytes != c.bytes || c.bytes > remote_inline_bytes))
+  if (c.inline_bytes != 0 && c.inline_bytes != c.bytes)
     return refuse(refusal::outside_range, e.size);
   // No larger than the target's whole heap: the bytes dropped after a
   // refused put are bounded by it.
@@ -307,7 +317,7 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
 }
 
 // False: not yet (see handle).
-bool engine_operations::serve(int from, const remote_command& c) {
+bool engine_operations::serve(int from, const remote_command& c, const unsigned char* bytes) {
   unsigned char* range = nullptr;
   const verdict v = check(from, c, range);
   if (v != verdict::ok) return v == verdict::refused;
@@ -318,32 +328,52 @@ bool engine_operations::serve(int from, const remote_command& c) {
       !(c.op == remote_op::atomic && c.signal_op == std::uint8_t(remote_atomic::fetch)))
     liveness_.served_request();
   unsigned char* at = range + c.offset;
-  auto done = completion_.queue_request(c, range);  // c.origin checked: a rank of process `from`
-  // The core's operations change or read the target's memory itself, so
-  // they do it in order (complete): after the origin's requests before
-  // them, a small put's bytes after an earlier large put's (fence), an
-  // atomic or get after both. Only a large put's data lands on arrival:
-  // its receives are posted, and complete, in order.
-  if (c.op == remote_op::atomic || c.op == remote_op::get ||
-      (c.op == remote_op::put && (c.inline_bytes != 0 || c.bytes == 0))) {
-    done();
-    return true;
-  }
+  // The core's operations change or read the target's memory in one
+  // rank's order (fence is only a memory fence at the origin), so their
+  // writes wait for their turn (complete) where an earlier one may still
+  // change the same bytes: a put's inline bytes always (a p's word is one
+  // store then), a put's following data where an earlier put of its origin
+  // to any of the same bytes is still in progress (two receives in flight
+  // into the same bytes may land in either order, over MPI and UCX alike).
+  // Held bytes wait in the request's entry. Other data lands on arrival: a
+  // notified put's (its notification, not its data, keeps the order).
+  const bool ordered_put = c.op == remote_op::put || c.op == remote_op::put_signal;
+  const bool held = ordered_put && c.bytes != 0 &&
+                    ((c.op == remote_op::put && c.inline_bytes != 0) ||
+                     completion_.overlaps_put(c.origin, at, c.bytes));
+  // c.origin checked: a rank of process `from`.
+  engine_completion::in_order& request = completion_.queue_request(c, range, held);
+  auto done = completion_.mark_ready(request);
   if (c.op == remote_op::get_notify) {
     reply_to_get(from, c, at, done);
     return true;
   }
-  if (c.inline_bytes != 0 || c.bytes == 0) {
-    cx_.memory->write(at, c.data, c.inline_bytes);
+  if (c.op == remote_op::atomic || c.op == remote_op::get || c.bytes == 0) {
     done();
     return true;
   }
-  if (from == cx_.nodes.process) {  // this process's host: its buffer is here
-    cx_.memory->write(at, reinterpret_cast<const void*>(c.address), c.bytes);
+  const auto* source = c.inline_bytes != 0 ? bytes
+                       : from == cx_.nodes.process  // this process's host: its buffer is here
+                           ? reinterpret_cast<const unsigned char*>(c.address)
+                           : nullptr;  // the data follows
+  if (held) {
+    // In c.data where they fit there, else kept.
+    if (c.inline_bytes == 0 || c.inline_bytes > remote_inline_bytes) request.bytes.resize(c.bytes);
+    if (source == nullptr) {
+      cx_.receive_data(from, request.bytes.data(), c.bytes, done,
+                       engine_context::memory_kind::host);
+      return true;
+    }
+    if (!request.bytes.empty()) std::memcpy(request.bytes.data(), source, c.bytes);
     done();
     return true;
   }
-  cx_.receive_data(from, at, c.bytes, done);
+  if (source == nullptr) {
+    cx_.receive_data(from, at, c.bytes, done);
+    return true;
+  }
+  cx_.memory->write(at, source, c.bytes);
+  done();
   return true;
 }
 
@@ -383,10 +413,11 @@ void engine_operations::reply_to_get(int to, const remote_command& c, const unsi
   }
   remote_command reply = c;
   reply.op = wire_get_reply;
-  if (c.bytes <= remote_inline_bytes) {
-    cx_.memory->read(reply.data, at, c.bytes);
+  if (c.bytes <= wire_carried_most) {  // in the reply's header (wire_format)
+    answer_.resize(c.bytes);
+    cx_.memory->read(answer_.data(), at, c.bytes);
     reply.inline_bytes = std::uint16_t(c.bytes);
-    intake_.send_header(to, reply);
+    intake_.send_header(to, reply, answer_.data());
     return read();
   }
   reply.inline_bytes = 0;

@@ -45,13 +45,14 @@ class engine_operations {
   void listen();
   // Handles a request or message from process `from` (this engine's own
   // for a host operation it serves itself), or queues it behind those of
-  // `from` that wait for a window.
-  void receive(int from, const remote_command& c);
+  // `from` that wait for a window. `bytes`: its inline bytes (wire_read),
+  // or null where they are in c.data.
+  void receive(int from, const remote_command& c, const unsigned char* bytes = nullptr);
   // Handles what waits for a window its node has not created yet, in order.
   bool handle_waiting();
   bool waits_any() const;
   // By process: requests that wait for a window (see handle).
-  const std::vector<std::deque<remote_command>>& waiting() const { return waiting_; }
+  std::size_t waiting(int process) const { return waiting_[std::size_t(process)].size(); }
 
   // A host's notified operation whose notification the target's ranks
   // returned without taking (engine_completion::drop_held): its origin's
@@ -71,8 +72,20 @@ class engine_operations {
     bool arrived = false;
   };
 
+  // A header as received: its inline bytes are in the batch, or in c.data.
+  struct header {
+    remote_command c;
+    const unsigned char* bytes;
+  };
+  // One that waits for a window, with a copy of its inline bytes.
+  struct waiting_header {
+    remote_command c;
+    std::vector<unsigned char> bytes;
+  };
+
   // What a message's op does at this engine; false: not yet (see handle).
-  using handler = bool (*)(engine_operations& o, int from, const remote_command& c);
+  using handler = bool (*)(engine_operations& o, int from, const remote_command& c,
+                           const unsigned char* bytes);
   using handler_table = std::array<handler, 256>;  // by op, a byte
   static const handler_table handlers_;
 
@@ -80,10 +93,10 @@ class engine_operations {
 
   void post_header_receive(std::unique_ptr<header_receive> r);
   void take_headers();
-  bool handle(int from, const remote_command& c);
+  bool handle(int from, const remote_command& c, const unsigned char* bytes);
   bool about_to_exist(const window_slot& s, std::uint32_t generation, int from) const;
   verdict check(int from, const remote_command& c, unsigned char*& range);
-  bool serve(int from, const remote_command& c);
+  bool serve(int from, const remote_command& c, const unsigned char* bytes);
   void refuse_host_operation(int from, const remote_command& c, refusal why,
                              std::uint64_t registered);
 
@@ -95,8 +108,9 @@ class engine_operations {
   engine_host& host_;
   engine_windows windows_;
   std::deque<std::unique_ptr<header_receive>> inbound_;  // posted, oldest first
-  std::vector<remote_command> decoded_;  // a batch's headers (take_headers), kept for their room
-  std::vector<std::deque<remote_command>> waiting_;      // by process: see handle()
+  std::vector<header> decoded_;  // a batch's headers (take_headers), kept for their room
+  std::vector<std::deque<waiting_header>> waiting_;  // by process: see handle()
+  std::vector<unsigned char> answer_;                // a get's answer on its way into its header
   std::vector<engine_clock::time_point> waiting_since_;  // by process
 };
 

@@ -28,11 +28,20 @@ std::size_t padded(std::size_t n) {
   return (n + 7) & ~std::size_t{7};
 }
 
-// The inline bytes a header carries: a command's count, up to what it can
-// hold. A count beyond it (a rank's corrupted command) is sent as it is, so
-// that the receiver refuses the batch, but no byte past `data` is read.
-std::size_t carried(const remote_command& c) {
-  return c.inline_bytes < remote_inline_bytes ? c.inline_bytes : remote_inline_bytes;
+// A count no header carries: what a command's corrupted count (beyond its
+// `data`, with no bytes of its own) is sent as, so that the receiver
+// refuses the batch while no byte past `data` is read.
+constexpr std::uint16_t refused_count = 0xffff;
+
+// The inline count a header is sent with, and where its bytes are.
+std::uint16_t sent_count(const remote_command& c, const unsigned char*& bytes) {
+  if (bytes != nullptr) return c.inline_bytes;
+  bytes = c.data;
+  return c.inline_bytes <= remote_inline_bytes ? c.inline_bytes : refused_count;
+}
+
+std::size_t carried(std::uint16_t count) {
+  return count == refused_count ? remote_inline_bytes : count;
 }
 
 template <class T>
@@ -49,17 +58,19 @@ T field(const unsigned char* header, std::size_t at) {
 
 }  // namespace
 
-std::size_t wire_bytes(const remote_command& c) {
-  return wire_fields_bytes + padded(carried(c));
+std::size_t wire_bytes(const remote_command& c, const unsigned char* bytes) {
+  return wire_fields_bytes + padded(carried(sent_count(c, bytes)));
 }
 
-void wire_append(std::vector<unsigned char>& out, const remote_command& c) {
+void wire_append(std::vector<unsigned char>& out, const remote_command& c,
+                 const unsigned char* bytes) {
+  const std::uint16_t count = sent_count(c, bytes);
   const std::size_t start = out.size();
-  out.resize(start + wire_bytes(c), 0);
+  out.resize(start + wire_fields_bytes + padded(carried(count)), 0);
   unsigned char* h = out.data() + start;
   put_field(h, field_at::op, c.op);
   put_field(h, field_at::signal_op, c.signal_op);
-  put_field(h, field_at::inline_bytes, c.inline_bytes);
+  put_field(h, field_at::inline_bytes, count);
   put_field(h, field_at::flags, c.flags);
   put_field(h, field_at::origin, c.origin);
   put_field(h, field_at::window, c.window);
@@ -70,13 +81,14 @@ void wire_append(std::vector<unsigned char>& out, const remote_command& c) {
   put_field(h, field_at::address, c.address);
   put_field(h, field_at::signal_offset, c.signal_offset);
   put_field(h, field_at::signal_value, c.signal_value);
-  std::memcpy(h + wire_fields_bytes, c.data, carried(c));
+  std::memcpy(h + wire_fields_bytes, bytes, carried(count));
 }
 
-std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command& c) {
+std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command& c,
+                      const unsigned char*& bytes) {
   if (left < wire_fields_bytes) return 0;
   const auto inline_bytes = field<std::uint16_t>(at, field_at::inline_bytes);
-  if (inline_bytes > remote_inline_bytes) return 0;
+  if (inline_bytes > wire_carried_most) return 0;
   const std::size_t length = wire_fields_bytes + padded(inline_bytes);
   if (left < length) return 0;
   c = remote_command{};
@@ -93,7 +105,8 @@ std::size_t wire_read(const unsigned char* at, std::size_t left, remote_command&
   c.address = field<std::uint64_t>(at, field_at::address);
   c.signal_offset = field<std::uint64_t>(at, field_at::signal_offset);
   c.signal_value = field<std::uint64_t>(at, field_at::signal_value);
-  std::memcpy(c.data, at + wire_fields_bytes, inline_bytes);
+  bytes = at + wire_fields_bytes;
+  if (inline_bytes <= remote_inline_bytes) std::memcpy(c.data, bytes, inline_bytes);
   return length;
 }
 

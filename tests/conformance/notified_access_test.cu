@@ -623,8 +623,8 @@ GRMA_HOST_DEVICE inline int get_tag(int origin) {
   return 50 + origin;
 }
 
-// Every rank reads a range of every other group member's window into private
-// memory. The data arrives at the origin; each target matches exactly one
+// Every rank reads a range of every other group member's window (some
+// none of it) into private memory. The data arrives at the origin; each target matches exactly one
 // notification per origin, with the origin's rank and tag, and then reuses
 // the range at once. Windows on world and on device take turns.
 struct get_notify {
@@ -651,8 +651,11 @@ struct get_notify {
         const int target = g.member((g.index + k) % g.size);
         const std::size_t offset =
             mix(std::uint64_t(me), std::uint64_t(target), std::uint64_t(round)) % half;
+        // Some read nothing: they notify all the same.
         const std::size_t bytes =
-            1 + mix(std::uint64_t(target), std::uint64_t(me), std::uint64_t(round)) % half;
+            (round + k) % 7 == 0
+                ? 0
+                : 1 + mix(std::uint64_t(target), std::uint64_t(me), std::uint64_t(round)) % half;
         r.get_notify(w, target, offset, bytes, landing, get_tag(me));
         CONF_CHECK_PATTERN(r, rec, landing, bytes, mix(std::uint64_t(target), std::uint64_t(round)),
                            offset, round * 100000 + target);

@@ -1,8 +1,8 @@
 // The core's RMA without notification, portable: put and get (blocking and
 // nbi) move every byte at every size and alignment; iput and iget follow
-// their strides; fence orders a put before a flag written with p, and g
-// reads what p wrote; quiet on each of a rank's contexts completes that
-// context's puts (suite Contexts).
+// their strides; fence orders a put before a flag written with p and
+// before an overlapping put, and g reads what p wrote; quiet on each of a rank's contexts completes
+// that context's puts (suite Contexts).
 #include <cstddef>
 #include <cstdint>
 
@@ -221,11 +221,16 @@ TEST_P(RmaNbi, StridedPutsAndGetsFollowTheirStrides) {
 // rank's ack word, for which the sender waits before its next round. The
 // block is complete when the flag is seen. g reads the ack word back. The
 // flag and the ack are adjacent words of type T (8 bytes, then 4: across
-// nodes each width has its own store at the target).
+// nodes each width has its own store at the target). With `overwrite`, a
+// second put of that many bytes of another pattern follows the block's
+// after a fence, over its start: fence orders it after the first, which
+// is non-blocking (across nodes a put of up to a few KiB travels in its
+// header, while a larger one's data follows it).
 template <class T>
 struct fence_then_flag {
   int rounds;
   std::size_t bytes;
+  std::size_t overwrite = 0;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -236,30 +241,47 @@ struct fence_then_flag {
     T* ack = words + 1;
     auto* inbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
     auto* outbox = static_cast<std::uint8_t*>(r.alloc_symmetric(bytes));
+    auto* second = static_cast<std::uint8_t*>(r.alloc_symmetric(overwrite + 1));
     const int next = rank_after(r, me, 1), previous = rank_after(r, me, -1);
     for (int round = 1; round <= rounds; ++round) {
       const T value = T(round);
+      const auto seed = [&](int from, int put) {
+        return mix(std::uint64_t(from) * 2 + std::uint64_t(put), std::uint64_t(value));
+      };
       if (next != me) {
-        fill(r, outbox, bytes, mix(std::uint64_t(me), std::uint64_t(value)));
-        r.put(inbox, outbox, bytes, next);
+        fill(r, outbox, bytes, seed(me, 0));
+        // Non-blocking where a second put follows: a blocking one would
+        // return only once the first's data had left for the target.
+        if (overwrite != 0)
+          r.put_nbi(inbox, outbox, bytes, next);
+        else
+          r.put(inbox, outbox, bytes, next);
         r.fence();
+        if (overwrite != 0) {
+          fill(r, second, overwrite, seed(me, 1));
+          r.put(inbox, second, overwrite, next);
+          r.fence();
+        }
         if (r.thread() == 0) r.p(flag, value, next);
       }
       if (previous != me) {
         // Every thread waits: each then reads the block it checks.
         r.wait_until(flag, grma::cmp::eq, value);
-        CONF_CHECK_PATTERN(r, rec, inbox, bytes, mix(std::uint64_t(previous), std::uint64_t(value)),
-                           0, round);
+        CONF_CHECK_PATTERN(r, rec, inbox, overwrite, seed(previous, 1), 0, round);
+        CONF_CHECK_PATTERN(r, rec, inbox + overwrite, bytes - overwrite, seed(previous, 0),
+                           overwrite, round);
         if (r.thread() == 0) r.p(ack, value, previous);
       }
       if (next != me) {
         r.wait_until(ack, grma::cmp::eq, value);
         const T read = r.g(ack, me);
         CONF_EXPECT(r, rec, read == value, 1, round, read);
+        r.quiet();  // the source is the program's again
       }
       tally(r, rec, 0);
     }
     r.barrier(grma::world);
+    r.free_symmetric(second);
     r.free_symmetric(outbox);
     r.free_symmetric(inbox);
     r.free_symmetric(words);
@@ -275,6 +297,25 @@ TEST_P(RmaNbi, FenceOrdersAPutBeforeAFlag) {
   const std::size_t bytes = min_of<std::size_t>(j.symmetric_slice() / 4, 8192 + 40);
   if (j.run(fence_then_flag<std::uint64_t>{rounds, bytes}) &&
       j.run(fence_then_flag<std::uint32_t>{rounds, bytes})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int) { return unsigned(2 * rounds); }, "rounds");
+  }
+}
+
+TEST_P(RmaNbi, FenceOrdersOverlappingPuts) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(fence_then_flag<std::uint64_t>{});
+  j.prepare();
+  const int rounds = 30;
+  // A first put large enough that its data is still arriving at another
+  // node when the second's header comes.
+  const std::size_t bytes =
+      min_of<std::size_t>(j.symmetric_slice() / 4, (std::size_t(1) << 20) + 40);
+  // Past a command's inline bytes, and past what a header carries.
+  if (j.run(fence_then_flag<std::uint64_t>{rounds, bytes, min_of<std::size_t>(1000, bytes / 2)}) &&
+      j.run(fence_then_flag<std::uint64_t>{rounds, bytes, min_of<std::size_t>(3777, bytes / 2)})) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [&](int) { return unsigned(2 * rounds); }, "rounds");

@@ -919,36 +919,33 @@ TEST(Errors, TeamSlotsRunOut) {
                                   "team's members (a node has 29; team_destroy frees one)"));
 }
 
-TEST(Errors, MembersCallDifferentCollectives) {
-  const grma::error e = expect_failure([](auto& r) {
+// Rank 0 broadcasts `size0` elements from `root0`, rank 1 `size1` from
+// `root1`: each member checks the one before it, so either finds the
+// other's call, and the message names both members' size and root.
+void expect_broadcast_mismatch(std::size_t size0, int root0, std::size_t size1, int root1) {
+  const grma::error e = expect_failure([=](auto& r) {
     auto* block = static_cast<std::uint64_t*>(r.calloc_symmetric(8, 8));
-    if (r.rank(grma::world) == 0)
-      r.broadcast(grma::team_world, block + 4, block, 16, 0);
-    else
-      r.broadcast(grma::team_world, block + 4, block, 8, 0);
+    const bool first = r.rank(grma::world) == 0;
+    r.broadcast(grma::team_world, block + 4, block, first ? size0 : size1, first ? root0 : root1);
   });
-  // Each member checks the one before it: either finds the other's call.
-  EXPECT_THAT(e.what(),
-              AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
-                              "collective call: member 0 called broadcast with size 16 and "
-                              "root 0, this rank with size 8 and root 0"),
-                    HasSubstr("rank 0: broadcast: every member of team 0 must make the same "
-                              "collective call: member 1 called broadcast with size 8 and "
-                              "root 0, this rank with size 16 and root 0")));
+  const auto seen_by = [](int me, int member, std::size_t size, int root, std::size_t own_size,
+                          int own_root) {
+    return "rank " + std::to_string(me) +
+           ": broadcast: every member of team 0 must make the same collective call: member " +
+           std::to_string(member) + " called broadcast with size " + std::to_string(size) +
+           " and root " + std::to_string(root) + ", this rank with size " +
+           std::to_string(own_size) + " and root " + std::to_string(own_root);
+  };
+  EXPECT_THAT(e.what(), AnyOf(HasSubstr(seen_by(1, 0, size0, root0, size1, root1)),
+                              HasSubstr(seen_by(0, 1, size1, root1, size0, root0))));
+}
+
+TEST(Errors, MembersCallDifferentCollectives) {
+  expect_broadcast_mismatch(16, 0, 8, 0);
 }
 
 TEST(Errors, MembersCallBroadcastWithDifferentRoots) {
-  const grma::error e = expect_failure([](auto& r) {
-    auto* block = static_cast<std::uint64_t*>(r.calloc_symmetric(8, 8));
-    r.broadcast(grma::team_world, block + 4, block, 8, r.rank(grma::world) == 0 ? 1 : 0);
-  });
-  EXPECT_THAT(e.what(),
-              AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
-                              "collective call: member 0 called broadcast with size 8 and "
-                              "root 1, this rank with size 8 and root 0"),
-                    HasSubstr("rank 0: broadcast: every member of team 0 must make the same "
-                              "collective call: member 1 called broadcast with size 8 and "
-                              "root 0, this rank with size 8 and root 1")));
+  expect_broadcast_mismatch(8, 1, 8, 0);
 }
 
 // A reduction's operation and element type are part of the call: members

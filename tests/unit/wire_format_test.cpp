@@ -1,5 +1,6 @@
 // The engines' header encoding: every field and inline byte comes back as
-// sent, headers of a batch decode end to end at their own lengths, and
+// sent (more than a command holds too, handed out where they are in the
+// message), headers of a batch decode end to end at their own lengths, and
 // bytes that are no header (cut short, too many inline bytes) decode to
 // nothing.
 #include "runtime/wire_format.hpp"
@@ -72,12 +73,51 @@ TEST(WireFormat, ABatchDecodesEndToEndAsSent) {
   std::size_t at = 0;
   for (const remote_command& c : sent) {
     remote_command got;
-    const std::size_t n = grma::detail::wire_read(message.data() + at, message.size() - at, got);
+    const unsigned char* bytes = nullptr;
+    const std::size_t n =
+        grma::detail::wire_read(message.data() + at, message.size() - at, got, bytes);
     ASSERT_EQ(n, grma::detail::wire_bytes(c));
     expect_same(c, got);
+    EXPECT_EQ(bytes, message.data() + at + 64);
     at += n;
   }
   EXPECT_EQ(at, message.size());
+}
+
+// A put's bytes beyond what a command holds travel in its header, between
+// others, up to the most a batch has room for.
+TEST(WireFormat, BytesBeyondACommandTravelInTheirHeader) {
+  using grma::detail::wire_carried_most;
+  std::vector<unsigned char> large(wire_carried_most);
+  for (std::size_t i = 0; i < large.size(); ++i) large[i] = static_cast<unsigned char>(i * 7 + 1);
+  std::vector<unsigned char> message;
+  const remote_command before = sample(remote_op::put_notify, 8, 1);
+  grma::detail::wire_append(message, before);
+  for (const std::size_t n : {std::size_t(57), std::size_t(100), wire_carried_most}) {
+    remote_command c = sample(remote_op::put, 0, n);
+    c.inline_bytes = std::uint16_t(n);
+    c.bytes = n;
+    const std::size_t at = message.size();
+    grma::detail::wire_append(message, c, large.data());
+    EXPECT_EQ(message.size() - at, grma::detail::wire_bytes(c, large.data()));
+    EXPECT_EQ(message.size() - at, 64 + (n + 7) / 8 * 8) << n << " bytes";
+    remote_command got;
+    const unsigned char* bytes = nullptr;
+    ASSERT_EQ(grma::detail::wire_read(message.data() + at, message.size() - at, got, bytes),
+              message.size() - at);
+    EXPECT_EQ(got.inline_bytes, n);
+    EXPECT_EQ(got.bytes, n);
+    EXPECT_EQ(got.origin, c.origin);
+    EXPECT_EQ(bytes, message.data() + at + 64);
+    EXPECT_EQ(0, std::memcmp(bytes, large.data(), n)) << n << " bytes";
+    for (unsigned char b : got.data) EXPECT_EQ(b, 0) << "c.data holds no part of them";
+  }
+  EXPECT_EQ(64 + wire_carried_most, grma::detail::batch_bytes)
+      << "the longest header fills a batch";
+  remote_command got;
+  const unsigned char* bytes = nullptr;
+  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got, bytes), 72u);
+  expect_same(before, got);
 }
 
 // The layout itself, which a round trip cannot pin: both ends may be built
@@ -109,30 +149,38 @@ TEST(WireFormat, FieldsSitAtTheirPlaces) {
   for (std::size_t i = 67; i < 72; ++i) EXPECT_EQ(message[i], 0) << "padding at byte " << i;
 }
 
-// A command whose inline count is beyond what a header holds (corrupted on
-// its way from the rank) goes out without a byte past its data, and its
-// receiver refuses it.
+// A command whose inline count is beyond what it holds, with no bytes of
+// its own (corrupted on its way from the rank), goes out without a byte
+// past its data, and its receiver refuses it, also where the count is one
+// a header may carry (the receiver would take the next headers for its
+// bytes).
 TEST(WireFormat, AnOversizedInlineCountIsSentCutAndRefused) {
-  remote_command c = sample(remote_op::put, 0, 9);
-  c.inline_bytes = 4000;
-  std::vector<unsigned char> message;
-  grma::detail::wire_append(message, c);
-  EXPECT_EQ(message.size(), grma::detail::wire_header_most);
-  remote_command got;
-  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got), 0u);
+  for (const std::uint16_t count : {std::uint16_t(57), std::uint16_t(1000), std::uint16_t(4000)}) {
+    remote_command c = sample(remote_op::put, 0, 9);
+    c.inline_bytes = count;
+    std::vector<unsigned char> message;
+    grma::detail::wire_append(message, c);
+    EXPECT_EQ(message.size(), grma::detail::wire_header_most);
+    for (int more = 0; more < 40; ++more)
+      grma::detail::wire_append(message, sample(remote_op::put, 0, 2));
+    remote_command got;
+    const unsigned char* bytes = nullptr;
+    EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got, bytes), 0u) << count;
+  }
 }
 
 TEST(WireFormat, BytesThatAreNoHeaderDecodeToNothing) {
   std::vector<unsigned char> message;
   grma::detail::wire_append(message, sample(remote_op::put, 40, 3));
   remote_command got;
-  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size() - 1, got),
-            0u);                                                    // cut in its data
-  EXPECT_EQ(grma::detail::wire_read(message.data(), 63, got), 0u);  // cut in its fields
-  const std::uint16_t too_many = grma::detail::remote_inline_bytes + 1;
+  const unsigned char* bytes = nullptr;
+  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size() - 1, got, bytes),
+            0u);                                                           // cut in its data
+  EXPECT_EQ(grma::detail::wire_read(message.data(), 63, got, bytes), 0u);  // cut in its fields
+  const std::uint16_t too_many = grma::detail::wire_carried_most + 1;
   std::memcpy(message.data() + 2, &too_many, sizeof too_many);  // the inline count's place
-  message.resize(message.size() + 64, 0);
-  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got), 0u);
+  message.resize(message.size() + grma::detail::batch_bytes, 0);
+  EXPECT_EQ(grma::detail::wire_read(message.data(), message.size(), got, bytes), 0u);
 }
 
 }  // namespace
