@@ -22,9 +22,12 @@ namespace {
 class HostAccess : public testing::TestWithParam<config> {};
 
 // Per host (a process's host threads), into every rank's window.
-constexpr std::size_t small_bytes = 40;    // inside the command
-constexpr std::size_t large_bytes = 1500;  // after it
-constexpr std::size_t notify_bytes = 24;
+// Across nodes: inside the command; inside its header on the wire, past
+// the command's room; after its header (more than a header carries); a
+// get's answer inside its header.
+constexpr std::size_t small_bytes = 40;
+constexpr std::size_t notify_bytes = 600;
+constexpr std::size_t large_bytes = 4000;
 constexpr std::size_t get_bytes = 1000;
 constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
