@@ -66,12 +66,16 @@ void engine_completion::store_count(std::vector<std::uint64_t>& counts, int rank
   cx_.memory->signal(is_landed ? c.landed : c.delivered, signal_op::set, mine_count);
 }
 
-bool engine_completion::overlaps_put(int origin, const unsigned char* at,
-                                     std::uint64_t bytes) const {
+bool engine_completion::overlaps_earlier_write(int origin, const unsigned char* at,
+                                               std::uint64_t bytes) const {
+  const auto overlaps = [&](const unsigned char* start, std::uint64_t n) {
+    return n != 0 && at < start + n && start < at + bytes;
+  };
   for (const in_order& r : completing_[std::size_t(origin)]) {
-    if (!remote_is_put(r.c.op)) continue;
-    const unsigned char* start = r.range + r.c.offset;
-    if (at < start + r.c.bytes && start < at + bytes) return true;
+    if ((remote_is_put(r.c.op) || r.c.op == remote_op::atomic) &&
+        overlaps(r.range + r.c.offset, r.c.bytes))
+      return true;
+    if (r.c.op == remote_op::put_signal && overlaps(r.range + r.c.signal_offset, 8)) return true;
   }
   return false;
 }

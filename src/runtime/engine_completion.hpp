@@ -71,9 +71,10 @@ class engine_completion {
       complete_in_order(origin);
     };
   }
-  // Whether a put of `origin` in progress (queued, not yet complete) may
-  // still change any of the `bytes` at `at`.
-  bool overlaps_put(int origin, const unsigned char* at, std::uint64_t bytes) const;
+  // Whether a request of `origin` in progress (queued, not yet complete)
+  // may still change any of the `bytes` at `at`: a put's data, an
+  // atomic's word, a put_signal's signal word.
+  bool overlaps_earlier_write(int origin, const unsigned char* at, std::uint64_t bytes) const;
   bool publish_held();
   // This process's ranks have returned: notifications held for their full
   // rings will never be taken (as locally, the run's end drops them);

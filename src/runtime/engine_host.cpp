@@ -95,8 +95,10 @@ void engine_host::answer(int from, const remote_command& reply, const unsigned c
   const std::uint32_t number = host_operation_number(reply);
   const operation op = find(number);
   if (!op) return;
+  // A fetching atomic's old value comes only inline.
   if (reply.bytes != op->c.bytes ||
-      (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes)) {
+      (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes) ||
+      (op->old != nullptr && reply.inline_bytes != reply.bytes)) {
     fail(op, "process " + std::to_string(from) + " answered it with a bad size");
     in_flight_.erase(number);
     // Its data channel is out of step now: nothing more of it is used.

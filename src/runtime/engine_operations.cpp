@@ -332,15 +332,16 @@ bool engine_operations::serve(int from, const remote_command& c, const unsigned 
   // rank's order (fence is only a memory fence at the origin), so their
   // writes wait for their turn (complete) where an earlier one may still
   // change the same bytes: a put's inline bytes always (a p's word is one
-  // store then), a put's following data where an earlier put of its origin
-  // to any of the same bytes is still in progress (two receives in flight
-  // into the same bytes may land in either order, over MPI and UCX alike).
+  // store then), a put's following data where an earlier put, atomic or
+  // signal of its origin that writes any of the same bytes is still in
+  // progress (two receives in flight into the same bytes may land in
+  // either order, over MPI and UCX alike).
   // Held bytes wait in the request's entry. Other data lands on arrival: a
   // notified put's (its notification, not its data, keeps the order).
   const bool ordered_put = c.op == remote_op::put || c.op == remote_op::put_signal;
   const bool held = ordered_put && c.bytes != 0 &&
                     ((c.op == remote_op::put && c.inline_bytes != 0) ||
-                     completion_.overlaps_put(c.origin, at, c.bytes));
+                     completion_.overlaps_earlier_write(c.origin, at, c.bytes));
   // c.origin checked: a rank of process `from`.
   engine_completion::in_order& request = completion_.queue_request(c, range, held);
   auto done = completion_.mark_ready(request);
@@ -414,9 +415,13 @@ void engine_operations::reply_to_get(int to, const remote_command& c, const unsi
   remote_command reply = c;
   reply.op = wire_get_reply;
   if (c.bytes <= wire_carried_most) {  // in the reply's header (wire_format)
+    reply.inline_bytes = std::uint16_t(c.bytes);
+    if (c.bytes == 0) {
+      intake_.send_header(to, reply);
+      return read();
+    }
     answer_.resize(c.bytes);
     cx_.memory->read(answer_.data(), at, c.bytes);
-    reply.inline_bytes = std::uint16_t(c.bytes);
     intake_.send_header(to, reply, answer_.data());
     return read();
   }

@@ -28,16 +28,17 @@ std::size_t padded(std::size_t n) {
   return (n + 7) & ~std::size_t{7};
 }
 
-// A count no header carries: what a command's corrupted count (beyond its
-// `data`, with no bytes of its own) is sent as, so that the receiver
-// refuses the batch while no byte past `data` is read.
+// A count no header carries: what a corrupted count (beyond a command's
+// `data` with no bytes of its own, or beyond what a header carries) is
+// sent as, so that the receiver refuses the batch while no byte past what
+// the sender holds is read.
 constexpr std::uint16_t refused_count = 0xffff;
 
 // The inline count a header is sent with, and where its bytes are.
 std::uint16_t sent_count(const remote_command& c, const unsigned char*& bytes) {
-  if (bytes != nullptr) return c.inline_bytes;
-  bytes = c.data;
-  return c.inline_bytes <= remote_inline_bytes ? c.inline_bytes : refused_count;
+  const std::size_t room = bytes != nullptr ? wire_carried_most : remote_inline_bytes;
+  if (bytes == nullptr) bytes = c.data;
+  return c.inline_bytes <= room ? c.inline_bytes : refused_count;
 }
 
 std::size_t carried(std::uint16_t count) {
