@@ -61,11 +61,9 @@ void engine_host::start(const operation& op) {
   // A put's bytes from the host's buffer, which the operation holds until
   // its acknowledgement: in its header where they fit (wire_format), else
   // after it.
-  if (remote_sends_source(c) && c.bytes <= wire_carried_most) {
-    remote_command header = c;
-    header.inline_bytes = std::uint16_t(c.bytes);
-    return intake_.send_header(to, header, reinterpret_cast<const unsigned char*>(c.address));
-  }
+  if (remote_sends_source(c) &&
+      intake_.send_carrying(to, c, reinterpret_cast<const unsigned char*>(c.address)))
+    return;
   intake_.send_header(to, c);
   if (remote_sends_source(c))
     cx_.send_data(
@@ -95,10 +93,9 @@ void engine_host::answer(int from, const remote_command& reply, const unsigned c
   const std::uint32_t number = host_operation_number(reply);
   const operation op = find(number);
   if (!op) return;
-  // A fetching atomic's old value comes only inline.
+  // Inline bytes are all of the answer; a fetching atomic's comes only inline.
   if (reply.bytes != op->c.bytes ||
-      (reply.inline_bytes != 0 && reply.inline_bytes != reply.bytes) ||
-      (op->old != nullptr && reply.inline_bytes != reply.bytes)) {
+      (reply.inline_bytes != reply.bytes && (reply.inline_bytes != 0 || op->old != nullptr))) {
     fail(op, "process " + std::to_string(from) + " answered it with a bad size");
     in_flight_.erase(number);
     // Its data channel is out of step now: nothing more of it is used.

@@ -53,11 +53,7 @@ void engine_intake::start(const remote_command& c, const unsigned char* payload)
   }
   remote_command header = c;
   header.flags &= ~remote_flag_payload;
-  // Bytes that fit a message travel in their header (wire_format).
-  if (c.bytes <= wire_carried_most) {
-    header.inline_bytes = std::uint16_t(c.bytes);
-    return send_header(to, header, payload);
-  }
+  if (send_carrying(to, header, payload)) return;
   send_header(to, header);
   send_payload(to, c, payload);
 }
@@ -87,6 +83,13 @@ void engine_intake::send_payload(int to, const remote_command& c, const unsigned
 
 void engine_intake::send_header(int to, const remote_command& c, const unsigned char* bytes) {
   queue_header(to, c, bytes, false);
+}
+
+bool engine_intake::send_carrying(int to, remote_command c, const unsigned char* bytes) {
+  if (c.bytes > wire_carried_most) return false;
+  c.inline_bytes = std::uint16_t(c.bytes);
+  send_header(to, c, bytes);
+  return true;
 }
 
 void engine_intake::send_header_soon(int to, const remote_command& c) {

@@ -45,6 +45,10 @@ class engine_intake {
   // `bytes`: a header's inline bytes where they are more than c.data
   // holds (wire_format), copied before the call returns.
   void send_header(int to, const remote_command& c, const unsigned char* bytes = nullptr);
+  // Sends put `c`'s header with its c.bytes of data from `bytes` inside it,
+  // where they fit one (wire_carried_most); false where they do not, and
+  // nothing is sent.
+  bool send_carrying(int to, remote_command c, const unsigned char* bytes);
   // The same for a header that may wait for company: an acknowledgement
   // goes with the next header for its process (a ping-pong's answer, which
   // the target's rank issues within a turn of the notification that the

@@ -416,13 +416,13 @@ void engine_operations::reply_to_get(int to, const remote_command& c, const unsi
   reply.op = wire_get_reply;
   if (c.bytes <= wire_carried_most) {  // in the reply's header (wire_format)
     reply.inline_bytes = std::uint16_t(c.bytes);
-    if (c.bytes == 0) {
-      intake_.send_header(to, reply);
-      return read();
+    const unsigned char* answer = nullptr;  // none: the header's own data
+    if (c.bytes != 0) {
+      answer_.resize(c.bytes);
+      cx_.memory->read(answer_.data(), at, c.bytes);
+      answer = answer_.data();
     }
-    answer_.resize(c.bytes);
-    cx_.memory->read(answer_.data(), at, c.bytes);
-    intake_.send_header(to, reply, answer_.data());
+    intake_.send_header(to, reply, answer);
     return read();
   }
   reply.inline_bytes = 0;

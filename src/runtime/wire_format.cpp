@@ -59,10 +59,6 @@ T field(const unsigned char* header, std::size_t at) {
 
 }  // namespace
 
-std::size_t wire_bytes(const remote_command& c, const unsigned char* bytes) {
-  return wire_fields_bytes + padded(carried(sent_count(c, bytes)));
-}
-
 void wire_append(std::vector<unsigned char>& out, const remote_command& c,
                  const unsigned char* bytes) {
   const std::uint16_t count = sent_count(c, bytes);

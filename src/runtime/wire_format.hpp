@@ -9,9 +9,8 @@
 // A header's inline bytes may be more than a command holds (its `data`):
 // up to wire_carried_most, read from and handed out as a pointer of their
 // own (a put's bytes from its payload slot, a get's answer). Bytes that
-// travel in their header cost no message of their own on the data channel:
-// a message is a send and a receive to complete at each end, which made a
-// 64-byte put's round trip across nodes twice an 8-byte one's.
+// travel in their header cost no message of their own on the data channel
+// (a message is a send and a receive to complete at each end).
 #pragma once
 
 #include <cstddef>
@@ -33,10 +32,6 @@ inline constexpr std::size_t batch_bytes = 32 * wire_header_most;
 inline constexpr std::size_t wire_carried_most = batch_bytes - wire_fields_bytes;
 static_assert(wire_carried_most % 8 == 0 && wire_carried_most < 0xffff,
               "a header's inline count is 16 bits, and no padding takes a header past a batch");
-
-// The bytes `c` takes on the wire with its inline bytes (c.inline_bytes of
-// them) at `bytes`, or in c.data where `bytes` is null.
-std::size_t wire_bytes(const remote_command& c, const unsigned char* bytes = nullptr);
 
 // Appends `c`'s encoding to `out`, its inline bytes from `bytes` (where
 // they are more than c.data holds: at most wire_carried_most) or c.data.
