@@ -1,10 +1,10 @@
 // Host access (papers/003): host threads of every process put into, get
 // from, signal, notify and update every rank's window while the ranks
-// compute, taking no part (a put over a word just signalled lands last);
-// the data is checked byte for byte on both sides,
-// every notification counted once, every atomic's old value accounted for.
-// On every path: the host's own process, another process of the node and
-// another node.
+// compute, taking no part (a put over a word just signalled, or over an
+// earlier put, lands last); the data is checked byte for byte on both
+// sides, every notification counted once, every atomic's old value
+// accounted for. On every path: the host's own process, another process of
+// the node and another node.
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
@@ -29,6 +29,7 @@ constexpr std::size_t small_bytes = 40;
 constexpr std::size_t notify_bytes = 600;
 constexpr std::size_t large_bytes = 4000;
 constexpr std::size_t get_bytes = 1000;
+constexpr std::size_t ordered_bytes = 64 << 10;    // then large_bytes over its start
 constexpr std::size_t huge_bytes = (5 << 20) / 2;  // refused: past every range
 constexpr int adds = 3;  // fetch_adds per host and rank
 constexpr int overwrites = 4;  // words per host and rank signalled, then put over
@@ -40,14 +41,14 @@ constexpr int most_hosts = 4;  // the suite's largest job has 4 processes
 constexpr std::uint32_t narrow_start = 0xfffffffeu;
 
 // A rank's window: for each host its small, large and notified put and the
-// words it overwrites; the bytes hosts get; the words atomics and the signal
-// change (`narrow`: a 4-byte word swapped, a 4-byte counter, a float
-// swapped).
+// words it overwrites, and the bytes it puts twice; the bytes hosts get; the words atomics and the
+// signal change (`narrow`: a 4-byte word swapped, a 4-byte counter, a float swapped).
 struct host_slots {
   static constexpr std::size_t puts = (small_bytes + large_bytes + notify_bytes + 7) / 8 * 8;
   static constexpr std::size_t per_host = round64(puts + overwrites * sizeof(std::uint64_t));
   static constexpr std::size_t first_put = 0;
-  static constexpr std::size_t gets = first_put + most_hosts * per_host;
+  static constexpr std::size_t first_ordered = first_put + most_hosts * per_host;
+  static constexpr std::size_t gets = first_ordered + most_hosts * ordered_bytes;
   static constexpr std::size_t counter = gets + get_bytes + 8 - get_bytes % 8;
   static constexpr std::size_t swapped = counter + 8;
   static constexpr std::size_t bits = swapped + 8;
@@ -62,6 +63,9 @@ struct host_slots {
   }
   GRMA_HOST_DEVICE static constexpr std::size_t notified(int host) {
     return large(host) + large_bytes;
+  }
+  GRMA_HOST_DEVICE static constexpr std::size_t ordered(int host) {
+    return first_ordered + std::size_t(host) * ordered_bytes;
   }
   GRMA_HOST_DEVICE static constexpr std::size_t overwritten(int host, int k) {
     return small(host) + puts + std::size_t(k) * sizeof(std::uint64_t);
@@ -162,6 +166,11 @@ struct computing_target {
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 1), 0, h);
       CONF_CHECK_PATTERN(r, rec, base + host_slots::large(h), large_bytes,
                          mix(std::uint64_t(h) + 1, std::uint64_t(me), 2), 0, 100 + h);
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::ordered(h), large_bytes,
+                         mix(std::uint64_t(h) + 1, std::uint64_t(me), 10), 0, 400 + h);
+      CONF_CHECK_PATTERN(r, rec, base + host_slots::ordered(h) + large_bytes,
+                         ordered_bytes - large_bytes,
+                         mix(std::uint64_t(h) + 1, std::uint64_t(me), 9), large_bytes, 500 + h);
       for (int k = 0; k < overwrites; ++k)
         CONF_CHECK_PATTERN(r, rec, base + host_slots::overwritten(h, k), sizeof(std::uint64_t),
                            mix(std::uint64_t(h) + 1, std::uint64_t(me), 6 + k), 0,
@@ -284,6 +293,13 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
         };
         requests.push_back(
             running.put(w, target, host_slots::small(me), pattern(small_bytes, 1), small_bytes));
+        // A put, then a smaller one over its start, which lands last
+        // (across nodes its data may arrive while the first's is still
+        // being received).
+        requests.push_back(running.put(w, target, host_slots::ordered(me),
+                                       pattern(ordered_bytes, 9), ordered_bytes));
+        requests.push_back(
+            running.put(w, target, host_slots::ordered(me), pattern(large_bytes, 10), large_bytes));
         requests.push_back(
             running.put(w, target, host_slots::large(me), pattern(large_bytes, 2), large_bytes));
         requests.push_back(running.put_notify(w, target, host_slots::notified(me),

@@ -225,12 +225,14 @@ TEST_P(RmaNbi, StridedPutsAndGetsFollowTheirStrides) {
 // second put of that many bytes of another pattern follows the block's
 // after a fence, over its start: fence orders it after the first, which
 // is non-blocking (across nodes a put of up to a few KiB travels in its
-// header, while a larger one's data follows it).
+// header, while a larger one's data follows it). With `signalled` (T of 8
+// bytes), that second put is a put_signal that sets the flag itself.
 template <class T>
 struct fence_then_flag {
   int rounds;
   std::size_t bytes;
   std::size_t overwrite = 0;
+  bool signalled = false;
 
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -259,10 +261,18 @@ struct fence_then_flag {
         r.fence();
         if (overwrite != 0) {
           fill(r, second, overwrite, seed(me, 1));
-          r.put(inbox, second, overwrite, next);
+          if constexpr (sizeof(T) == sizeof(std::uint64_t)) {
+            if (signalled)
+              r.put_signal(inbox, second, overwrite, reinterpret_cast<std::uint64_t*>(flag),
+                           std::uint64_t(value), grma::signal_op::set, next);
+            else
+              r.put(inbox, second, overwrite, next);
+          } else {
+            r.put(inbox, second, overwrite, next);
+          }
           r.fence();
         }
-        if (r.thread() == 0) r.p(flag, value, next);
+        if (r.thread() == 0 && !signalled) r.p(flag, value, next);
       }
       if (previous != me) {
         // Every thread waits: each then reads the block it checks.
@@ -313,12 +323,17 @@ TEST_P(RmaNbi, FenceOrdersOverlappingPuts) {
   // node when the second's header comes.
   const std::size_t bytes =
       min_of<std::size_t>(j.symmetric_slice() / 4, (std::size_t(1) << 20) + 40);
-  // Past a command's inline bytes, and past what a header carries.
-  if (j.run(fence_then_flag<std::uint64_t>{rounds, bytes, min_of<std::size_t>(1000, bytes / 2)}) &&
-      j.run(fence_then_flag<std::uint64_t>{rounds, bytes, min_of<std::size_t>(3777, bytes / 2)})) {
+  // Past a command's inline bytes, and past what a header carries; a put,
+  // then a put_signal.
+  bool ran = true;
+  for (const bool signalled : {false, true})
+    for (const std::size_t second : {std::size_t(1000), std::size_t(3777)})
+      ran = ran && j.run(fence_then_flag<std::uint64_t>{
+                       rounds, bytes, min_of<std::size_t>(second, bytes / 2), signalled});
+  if (ran) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
-        0, [&](int) { return unsigned(2 * rounds); }, "rounds");
+        0, [&](int) { return unsigned(4 * rounds); }, "rounds");
   }
 }
 
