@@ -763,15 +763,22 @@ TEST(Errors, GaspiAllreduceUserWhoseOperationFails) {
       "grma: rank 0: gaspi_allreduce_user: allreduce_user's operation returned status: -1");
 }
 
+// proc_init, then group {1, 2}, made and filled (not committed).
+template <class Handle>
+gaspi::group_t initialized_with_pair(Handle& g) {
+  g.proc_init(gaspi::block);
+  gaspi::group_t pair = 0;
+  g.group_create(&pair);
+  g.group_add(pair, 1);
+  g.group_add(pair, 2);
+  return pair;
+}
+
 TEST(Errors, GaspiAllreduceWhileAnotherGroupsIsUnfinished) {
   const grma::error e = expect_failure(
       [](auto& r) {
         gaspi::handle g(r);
-        g.proc_init(gaspi::block);
-        gaspi::group_t pair = 0;
-        g.group_create(&pair);
-        g.group_add(pair, 1);
-        g.group_add(pair, 2);
+        const gaspi::group_t pair = initialized_with_pair(g);
         long one = 1, total = 0;
         // Rank 1's allreduce over every rank finds rank 0 missing and
         // returns timeout; its allreduce over {1, 2} then is refused.
@@ -795,11 +802,7 @@ TEST(Errors, GaspiDeleteOfAGroupWithAnUnfinishedAllreduce) {
   const grma::error e = expect_failure(
       [](auto& r) {
         gaspi::handle g(r);
-        g.proc_init(gaspi::block);
-        gaspi::group_t pair = 0;
-        g.group_create(&pair);
-        g.group_add(pair, 1);
-        g.group_add(pair, 2);
+        const gaspi::group_t pair = initialized_with_pair(g);
         const int me = r.rank(grma::world);
         if (me == 1 || me == 2) g.group_commit(pair, gaspi::block);
         // Rank 2 does not take part: rank 1's allreduce returns timeout.

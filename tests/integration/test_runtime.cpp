@@ -196,6 +196,13 @@ TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {
   rt.run([](grma::cpu_rank& r) { r.barrier(grma::world); });
 }
 
+// The job's world windows, once its ranks have made the first.
+std::vector<grma::window> world_windows_once_made(const grma::job& j) {
+  std::vector<grma::window> windows;
+  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  return windows;
+}
+
 // Host access is for jobs launched with it; an offset the host cannot check
 // (the target's range is the target engine's to know) fails that request
 // alone, with the target engine's refusal, and the job goes on.
@@ -225,8 +232,7 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
         r.window_free(w);
       },
       {.host_access = true});
-  std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::vector<grma::window> windows = world_windows_once_made(j);
   const std::uint64_t bytes[3] = {1, 2, 3};
   const grma::host_request beyond = j.put(windows[0], 1, 48, bytes, sizeof bytes);
   const grma::host_request signal_beyond =
@@ -282,8 +288,7 @@ TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
         if (r.rank(grma::world) == 0) r.wait_signal(w, 0, grma::cmp::ge, 1);
       },
       {.host_access = true});
-  std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::vector<grma::window> windows = world_windows_once_made(j);
   const std::uint64_t data[3] = {1, 2, 3};
   std::vector<grma::host_request> notified;
   for (int k = 0; k < 3; ++k)
@@ -324,8 +329,7 @@ TEST(Runtime, SlowHostRequestsAreProgress) {
         r.window_free(w);
       },
       {.host_access = true});
-  std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::vector<grma::window> windows = world_windows_once_made(j);
   for (int k = 0; k < 6; ++k) {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     j.atomic_add(windows[0], 0, 0, std::uint64_t{1}).wait();
@@ -402,8 +406,7 @@ TEST(Runtime, RanksMatchAHostAsASource) {
         r.window_free(w);
       },
       {.host_access = true});
-  std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::vector<grma::window> windows = world_windows_once_made(j);
   EXPECT_EQ(j.host_source(), 2);
   for (std::uint64_t go = 0; go == 0;) j.atomic_fetch(windows[0], 0, 0, &go).wait();
   const std::uint64_t none = 0;
@@ -456,8 +459,7 @@ TEST(Runtime, HostNotificationsBehindAFullQueueCompleteOnTheirOwn) {
         r.window_free(w);
       },
       {.host_access = true});
-  std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  const std::vector<grma::window> windows = world_windows_once_made(j);
   const grma::window w = windows[0];
   std::uint64_t values[notifications];
   std::vector<grma::host_request> notified;
