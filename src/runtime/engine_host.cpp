@@ -37,9 +37,9 @@ constexpr std::size_t host_operations_per_turn =
 }  // namespace
 
 bool engine_host::take() {
-  std::deque<operation> taken;
-  if (!port_ || intake_.full() || !port_->take(taken, host_operations_per_turn)) return false;
-  for (const operation& op : taken) start(op);
+  if (!port_ || intake_.full() || !port_->take(taken_, host_operations_per_turn)) return false;
+  for (const operation& op : taken_) start(op);
+  taken_.clear();
   return true;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -72,6 +73,7 @@ class engine_host {
   engine_operations& operations_;
   engine_liveness& liveness_;
   std::map<std::uint32_t, operation> in_flight_;  // by number
+  std::deque<operation> taken_;                   // a turn's, kept for its room
   std::uint32_t next_number_ = 1;
 };
 

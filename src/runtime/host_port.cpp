@@ -25,6 +25,8 @@ void host_port::submit(std::shared_ptr<host_operation> op) {
                 "grma: host operation before the job's network engine started (no world "
                 "window exists yet)");
   submitted_.push_back(std::move(op));
+  // Under the mutex, which the engine takes before it moves the operation.
+  any_submitted_.store(true, std::memory_order_relaxed);
 }
 
 std::vector<window> host_port::world_windows() const {
@@ -64,12 +66,16 @@ void host_port::attach(const job_shape& shape) {
 }
 
 bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into, std::size_t most) {
+  // Relaxed: a submission it misses is taken at the next turn; the mutex
+  // orders the operation itself.
+  if (!any_submitted_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   if (submitted_.empty()) return false;
   for (; most != 0 && !submitted_.empty(); --most) {
     into.push_back(std::move(submitted_.front()));
     submitted_.pop_front();
   }
+  any_submitted_.store(!submitted_.empty(), std::memory_order_relaxed);
   return true;
 }
 

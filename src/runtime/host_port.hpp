@@ -99,6 +99,9 @@ class host_port {
   bool closed_ = false;
   std::string closed_why_;
   std::deque<std::shared_ptr<host_operation>> submitted_;
+  // Whether submitted_ may hold any: the engine looks every turn, and
+  // takes the mutex only when it does.
+  std::atomic<bool> any_submitted_{false};
 };
 
 }  // namespace grma::detail
