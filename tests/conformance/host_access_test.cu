@@ -200,6 +200,15 @@ struct computing_target {
   }
 };
 
+// The job's world windows once its ranks have made one (none after 30 s).
+std::vector<grma::window> world_windows_within_30s(const grma::job& running) {
+  std::vector<grma::window> windows;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((windows = running.world_windows()).empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return windows;
+}
+
 // What one host thread issued to one target, checked after completion.
 struct issued {
   int target;
@@ -225,10 +234,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
   const int me = info.process_index;
 
   grma::job running = rt.launch(computing_target{mem, hosts, ranks}, j.options());
-  std::vector<grma::window> windows;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while ((windows = running.world_windows()).empty() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const std::vector<grma::window> windows = world_windows_within_30s(running);
   ASSERT_EQ(windows.size(), 1u);
   const grma::window w = windows[0];
   EXPECT_EQ(running.host_source(), ranks + me);
@@ -461,11 +467,7 @@ TEST_P(HostAccess, AHostsPutOverItsEarlierPutLandsLast) {
   const grma::rank_info info = rt.info(overwritten_target{}, j.options());
   grma::job running = rt.launch(overwritten_target{mem, bytes}, j.options());
   if (info.process_index == 0) {
-    std::vector<grma::window> windows;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while ((windows = running.world_windows()).empty() &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    const std::vector<grma::window> windows = world_windows_within_30s(running);
     ASSERT_EQ(windows.size(), 1u);
     std::vector<std::vector<unsigned char>> sources;  // kept until complete
     std::vector<grma::host_request> requests;

@@ -5,6 +5,7 @@
 // that context's puts (suite Contexts).
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "support.hpp"
 
@@ -225,8 +226,8 @@ TEST_P(RmaNbi, StridedPutsAndGetsFollowTheirStrides) {
 // second put of that many bytes of another pattern follows the block's
 // after a fence, over its start: fence orders it after the first, which
 // is non-blocking (across nodes a put of up to a few KiB travels in its
-// header, while a larger one's data follows it). With `signalled` (T of 8
-// bytes), that second put is a put_signal that sets the flag itself.
+// header, while a larger one's data follows it). With `signalled` (T is
+// std::uint64_t), that second put is a put_signal that sets the flag itself.
 template <class T>
 struct fence_then_flag {
   int rounds;
@@ -261,15 +262,10 @@ struct fence_then_flag {
         r.fence();
         if (overwrite != 0) {
           fill(r, second, overwrite, seed(me, 1));
-          if constexpr (sizeof(T) == sizeof(std::uint64_t)) {
+          if constexpr (std::is_same_v<T, std::uint64_t>)
             if (signalled)
-              r.put_signal(inbox, second, overwrite, reinterpret_cast<std::uint64_t*>(flag),
-                           std::uint64_t(value), grma::signal_op::set, next);
-            else
-              r.put(inbox, second, overwrite, next);
-          } else {
-            r.put(inbox, second, overwrite, next);
-          }
+              r.put_signal(inbox, second, overwrite, flag, value, grma::signal_op::set, next);
+          if (!signalled) r.put(inbox, second, overwrite, next);
           r.fence();
         }
         if (r.thread() == 0 && !signalled) r.p(flag, value, next);
