@@ -583,7 +583,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       }
       if constexpr (Drains)
         if (publishes_ && spins_ % drain_spins == drain_spins - 1) r_.take_own_arrivals();
-      P::relax(spins_, r_.view().waits_spin != 0);
+      P::relax(spins_, r_.view().waits);
     }
 
    private:

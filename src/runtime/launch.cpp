@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -90,7 +93,54 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
   return group_of;
 }
 
-bool cores_to_spare(int polling, const std::string& which, int process, int sharing) {
+namespace {
+
+// The cores a group's CPU quota allows where one is set there: cgroup v2's
+// cpu.max ("max 100000" or "200000 100000"), v1's cpu.cfs_quota_us (-1 for
+// none) over cpu.cfs_period_us. 0 where none is.
+double quota_in(const std::string& group, bool v2) {
+  double quota = 0, period = 0;
+  if (v2) {
+    std::ifstream max(group + "/cpu.max");
+    std::string first;
+    if (!(max >> first >> period) || first == "max") return 0;
+    quota = std::atof(first.c_str());
+  } else {
+    std::ifstream q(group + "/cpu.cfs_quota_us"), p(group + "/cpu.cfs_period_us");
+    if (!(q >> quota) || !(p >> period)) return 0;
+  }
+  return quota > 0 && period > 0 ? quota / period : 0;
+}
+
+}  // namespace
+
+int quota_cores(const std::string& groups, const std::string& mounts) {
+  std::ifstream self(groups);
+  std::string line;
+  double least = 0;
+  while (std::getline(self, line)) {  // hierarchy:controllers:path
+    const std::size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = line.substr(first + 1, second - first - 1);
+    const bool v2 = controllers.empty();
+    std::stringstream list(controllers);
+    std::string controller;
+    bool cpu = v2;
+    while (!cpu && std::getline(list, controller, ',')) cpu = controller == "cpu";
+    if (!cpu) continue;
+    const std::string root = v2 ? mounts : mounts + "/" + controllers;
+    for (std::string path = line.substr(second + 1);;) {
+      const double cores = quota_in(root + (path == "/" ? "" : path), v2);
+      if (cores > 0 && (least == 0 || cores < least)) least = cores;
+      const std::size_t slash = path.rfind('/');
+      if (path == "/" || slash == std::string::npos) break;
+      path = slash == 0 ? "/" : path.substr(0, slash);
+    }
+  }
+  return least == 0 ? 0 : std::max(1, int(least));
+}
+
+wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing) {
   // Online cores, which the affinity mask does not limit (as it may
   // hardware_concurrency).
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -99,15 +149,28 @@ bool cores_to_spare(int polling, const std::string& which, int process, int shar
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
+  // An unbound process shares the machine with its node's others; a bound
+  // one is taken to have its cores to itself. A quota is its group's:
+  // the node's processes, started together, share it.
+  bool shared = cores >= machine;
+  const int quota = quota_cores("/proc/self/cgroup", "/sys/fs/cgroup");
+  const bool quota_limits = quota > 0 && quota < cores;
+  if (quota_limits) {
+    cores = quota;
+    shared = true;
+  }
+  // Where the affinity is what limits it, the user can lift it: say so.
+  // A quota is the container's, and the waits sleep under it.
   static std::atomic<bool> said{false};
-  if (cores < polling && cores < machine && !said.exchange(true))
+  if (!quota_limits && cores < polling && cores < machine && !said.exchange(true))
     std::fprintf(stderr,
                  "grma: process %d may use %d of this machine's %d cores (its CPU affinity) for %d "
                  "threads that wait by polling (%s): every wait shares them. Start it unbound "
                  "(mpirun --bind-to none) or with a core for each thread (mpirun --map-by "
                  "slot:PE=%d).\n",
                  process, cores, machine, polling, which.c_str(), polling);
-  return cores >= polling * (cores >= machine ? sharing : 1);
+  if (cores >= polling * (shared ? sharing : 1)) return wait_style::spin;
+  return quota_limits ? wait_style::yield_then_sleep : wait_style::yield;
 }
 
 }  // namespace grma::detail

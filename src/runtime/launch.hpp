@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "grma/detail/device_state.hpp"
 #include "grma/settings.hpp"
 #include "grma/types.hpp"
 #include "process_group.hpp"
@@ -37,16 +38,30 @@ std::uint64_t agree_on_shape(const process_group& group, const settings& s,
 std::vector<int> split_by_reach(const std::vector<int>& node_of,
                                 const std::function<bool(int, int)>& reaches);
 
-// Whether this process has a core for each of its `polling` threads, which
-// wait by polling memory (`which` names them: a CPU backend's ranks and
-// network engines; a GPU process's engine and the thread that waits for
-// the kernel): then they may spin rather than yield. An unbound process
+// The cores that the CPU quotas of a process's control groups allow, as
+// `groups` lists them (its /proc/<pid>/cgroup) under `mounts` (the usual
+// /sys/fs/cgroup: cgroup v2 there, v1's controllers in folders named after
+// them): the least along each group's path to its root, rounded down and at
+// least 1; 0 where no quota limits it. A container's CPU limit is such a
+// quota: every core stays online and in the affinity mask, but the group's
+// threads together may run only so long per period, and are all stopped
+// until the next when they have (a thread that spins or yields on a core
+// of its own counts in full).
+int quota_cores(const std::string& groups, const std::string& mounts);
+
+// How this process's `polling` threads, which wait by polling memory
+// (`which` names them: a CPU backend's ranks and network engines; a GPU
+// process's engine and the thread that waits for the kernel), pass their
+// turns: spin where it has a core for each, else yield (and sleep, where a
+// CPU quota is what limits it). An unbound process
 // shares the machine's cores with the `sharing` processes of its node
 // (itself included, each with as many threads); a bound one is taken to
-// have its cores to itself. Where its CPU affinity leaves it fewer cores
+// have its cores to itself. A CPU quota of its control groups (a
+// container's limit) counts as that many cores, shared by the node's
+// processes. Where its CPU affinity leaves it fewer cores
 // than the machine has and than it needs, it says so on stderr, once per
 // process: Open MPI's mpirun binds each process to one core when it starts
 // two, and then every wait of the process takes turns on that core.
-bool cores_to_spare(int polling, const std::string& which, int process, int sharing);
+wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing);
 
 }  // namespace grma::detail

@@ -1,12 +1,17 @@
 // How a job's processes become nodes when some GPUs of a host cannot reach
-// each other peer to peer (split_by_reach).
-#include <gtest/gtest.h>
+// each other peer to peer (split_by_reach), and how many cores a control
+// group's CPU quota leaves a process (quota_cores).
+#include "runtime/launch.hpp"
 
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
-
-#include "runtime/launch.hpp"
 
 namespace {
 
@@ -39,6 +44,69 @@ TEST(SplitByReach, NeverJoinsProcessesOfDifferentHosts) {
   // Numbered by first process: host 1's split groups come after host 0's first.
   auto odd_alone = [](int p, int q) { return p == q || (p % 2 == 0 && q % 2 == 0) || p == 1 || q == 1; };
   EXPECT_EQ(split_by_reach({0, 1, 1, 1}, odd_alone), (std::vector<int>{0, 1, 1, 2}));
+}
+
+// A made-up /sys/fs/cgroup and /proc/self/cgroup in a folder of their own.
+class fake_groups {
+ public:
+  fake_groups()
+      : root_(std::filesystem::temp_directory_path() /
+              ("grma-quota-" + std::to_string(::getpid()) + "-" +
+               ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    std::filesystem::remove_all(root_);
+    std::filesystem::create_directories(root_ / "mounts");
+  }
+  ~fake_groups() { std::filesystem::remove_all(root_); }
+  void write(const std::string& file, const std::string& text) const {
+    const std::filesystem::path path = root_ / file;
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  int cores(const std::string& self) const {
+    write("self", self);
+    return grma::detail::quota_cores((root_ / "self").string(), (root_ / "mounts").string());
+  }
+
+ private:
+  std::filesystem::path root_;
+};
+
+TEST(QuotaCores, ReadsCgroupV2sCpuMaxRoundedDownAtLeastOne) {
+  fake_groups g;
+  g.write("mounts/job/cpu.max", "250000 100000\n");
+  EXPECT_EQ(g.cores("0::/job\n"), 2);
+  g.write("mounts/job/cpu.max", "50000 100000\n");
+  EXPECT_EQ(g.cores("0::/job\n"), 1);
+  g.write("mounts/job/cpu.max", "max 100000\n");
+  EXPECT_EQ(g.cores("0::/job\n"), 0);
+}
+
+TEST(QuotaCores, TheLeastQuotaOnTheWayToTheRootLimits) {
+  fake_groups g;
+  g.write("mounts/cpu.max", "800000 100000\n");  // a namespace's root has one
+  g.write("mounts/outer/cpu.max", "300000 100000\n");
+  g.write("mounts/outer/inner/cpu.max", "max 100000\n");
+  EXPECT_EQ(g.cores("0::/outer/inner\n"), 3);
+  EXPECT_EQ(g.cores("0::/\n"), 8);
+}
+
+TEST(QuotaCores, ReadsCgroupV1sQuotaOverPeriodInTheCpuControllersFolder) {
+  fake_groups g;
+  g.write("mounts/cpu,cpuacct/job/cpu.cfs_quota_us", "400000\n");
+  g.write("mounts/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
+  g.write("mounts/memory/job/cpu.cfs_quota_us", "100000\n");  // not the cpu controller's
+  g.write("mounts/memory/job/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(g.cores("12:memory:/job\n4:cpu,cpuacct:/job\n0::/\n"), 4);
+  g.write("mounts/cpu,cpuacct/job/cpu.cfs_quota_us", "-1\n");
+  EXPECT_EQ(g.cores("12:memory:/job\n4:cpu,cpuacct:/job\n"), 0);
+}
+
+TEST(QuotaCores, NoQuotaWhereTheFilesAreMissingOrUnreadable) {
+  fake_groups g;
+  EXPECT_EQ(g.cores("0::/nowhere\n"), 0);
+  EXPECT_EQ(g.cores("not a cgroup line\n"), 0);
+  g.write("mounts/job/cpu.max", "garbage\n");
+  EXPECT_EQ(g.cores("0::/job\n"), 0);
 }
 
 }  // namespace

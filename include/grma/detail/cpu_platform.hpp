@@ -70,21 +70,28 @@ struct cpu_platform {
 #endif
   }
 
-  // Spin briefly, then give the core away where ranks outnumber cores
-  // (`spin` false). With a core for every waiting thread (`spin`), keep
-  // spinning and yield only now and then: another process may share them.
-  GRMA_INLINE static void relax(std::uint32_t& spins, bool spin) {
+  // Spin briefly, then as `style` says (wait_style): with a core for every
+  // waiting thread keep spinning and yield only now and then (another
+  // process may share them); otherwise give the core away, and under a CPU
+  // quota, past sleep_after turns, sleep. Only there: where the cores are
+  // simply too few, a yield already hands them to the threads with work,
+  // and a sleeping wait would answer late (a lock handed from rank to rank
+  // across nodes took 20 times as long).
+  static constexpr std::uint32_t sleep_after = 256;
+  GRMA_INLINE static void relax(std::uint32_t& spins, wait_style style) {
 #if !GRMA_DEVICE_CODE
-    if (++spins < 32 || (spin && spins % 1024 != 0)) {
+    if (++spins < 32 || (style == wait_style::spin && spins % 1024 != 0)) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-    } else {
+    } else if (style != wait_style::yield_then_sleep || spins < sleep_after) {
       std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
 #else
     (void)spins;
-    (void)spin;
+    (void)style;
 #endif
   }
 

@@ -220,11 +220,11 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   const int ranks = per_process * info.ranks_per_device;
   // The processes of this one's node, whose threads share the machine when unbound.
   const int node_processes = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(me)]));
-  const bool spin = cores_to_spare(ranks + engines,
-                                   std::to_string(ranks) + " ranks, " + std::to_string(engines) +
-                                       " network engines",
-                                   me, node_processes);
-  for (device_view& v : views) v.waits_spin = spin ? 1u : 0u;
+  const wait_style waits = choose_wait_style(
+      ranks + engines,
+      std::to_string(ranks) + " ranks, " + std::to_string(engines) + " network engines", me,
+      node_processes);
+  for (device_view& v : views) v.waits = waits;
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)
     beats.push_back(here(p * per_process) ? views[std::size_t(p * per_process)].control : nullptr);
@@ -278,7 +278,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       for (node_here& n : on)
         n.network = std::make_unique<remote_engine>(
             job_nodes{parts, n.part, per_part, node_of, o.host_access}, n.reachable,
-            make_host_engine_memory(spin), make_transport(kind, hub, n.part),
+            make_host_engine_memory(waits == wait_style::spin), make_transport(kind, hub, n.part),
             n.part == mine_parts[0] ? port : nullptr);
     });
     for (node_here& n : on) n.network->start();

@@ -486,8 +486,9 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     arena->copy_to_heap(view.userdata_offset, o.userdata, o.userdata_size, stream->get());
   std::unique_ptr<remote_engine> network;
   if (nodes > 1 || o.host_access) {
-    // The engine spins, and so may this thread while it waits for the kernel.
-    cores_to_spare(2, "the network engine, the thread that waits for the kernel", me, 1);
+    // The engine spins, and so may this thread while it waits for the kernel:
+    // asked only to warn where the process's affinity leaves too few cores.
+    choose_wait_style(2, "the network engine, the thread that waits for the kernel", me, 1);
     // Its own step: the engine's constructor makes MPI calls every process must make.
     std::unique_ptr<engine_memory> memory;
     transport_kind kind{};
@@ -610,7 +611,8 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   // first, whose proxy writes the others' memory through peer access.
   std::unique_ptr<remote_engine> network;
   if (o.host_access) {
-    cores_to_spare(1 + devices, "the network engine, the threads that wait for the kernels", 0, 1);
+    choose_wait_style(1 + devices, "the network engine, the threads that wait for the kernels", 0,
+                      1);
     network = std::make_unique<remote_engine>(
         job_nodes{1, 0, devices, {0}, true},
         std::vector<const device_view*>(host_views.begin(), host_views.end()),
