@@ -314,7 +314,7 @@ TEST_P(RmaNbi, FenceOrdersOverlappingPuts) {
   job j(rt, GetParam());
   j.resolve(fence_then_flag<std::uint64_t>{});
   j.prepare();
-  const int rounds = 30;
+  const int rounds = 10;
   // A first put large enough that its data is still arriving at another
   // node when the second's header comes.
   const std::size_t bytes =

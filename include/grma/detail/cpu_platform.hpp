@@ -73,11 +73,15 @@ struct cpu_platform {
   // Spin briefly, then as `style` says (wait_style): with a core for every
   // waiting thread keep spinning and yield only now and then (another
   // process may share them); otherwise give the core away, and under a CPU
-  // quota, past sleep_after turns, sleep. Only there: where the cores are
-  // simply too few, a yield already hands them to the threads with work,
-  // and a sleeping wait would answer late (a lock handed from rank to rank
-  // across nodes took 20 times as long).
+  // quota, past sleep_after turns, sleep, 20 us longer each turn up to
+  // 500 us: a sleeping thread's every wake spends the quota too (a few
+  // microseconds; 32 threads that each woke every 70 us, what a 20 us
+  // sleep lasts, would spend more than a core). Only there: where the
+  // cores are simply too few, a yield already hands them to the threads
+  // with work, and a sleeping wait would answer late (a lock handed from
+  // rank to rank across nodes took 20 times as long).
   static constexpr std::uint32_t sleep_after = 256;
+  static constexpr std::uint32_t sleep_steps = 25;
   GRMA_INLINE static void relax(std::uint32_t& spins, wait_style style) {
 #if !GRMA_DEVICE_CODE
     if (++spins < 32 || (style == wait_style::spin && spins % 1024 != 0)) {
@@ -87,7 +91,9 @@ struct cpu_platform {
     } else if (style != wait_style::yield_then_sleep || spins < sleep_after) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      const std::uint32_t step = spins - sleep_after + 1;
+      std::this_thread::sleep_for(std::chrono::microseconds(20) *
+                                  (step < sleep_steps ? step : sleep_steps));
     }
 #else
     (void)spins;
