@@ -137,7 +137,8 @@ int quota_cores(const std::string& groups, const std::string& mounts) {
       path = slash == 0 ? "/" : path.substr(0, slash);
     }
   }
-  return least == 0 ? 0 : std::max(1, int(least));
+  // At most a million: a quota may be any number, and an int holds this.
+  return least == 0 ? 0 : int(std::clamp(least, 1.0, 1e6));
 }
 
 wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing) {

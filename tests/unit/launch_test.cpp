@@ -79,6 +79,8 @@ TEST(QuotaCores, ReadsCgroupV2sCpuMaxRoundedDownAtLeastOne) {
   EXPECT_EQ(g.cores("0::/job\n"), 1);
   g.write("mounts/job/cpu.max", "max 100000\n");
   EXPECT_EQ(g.cores("0::/job\n"), 0);
+  g.write("mounts/job/cpu.max", "1e300 1\n");  // counted up to a million cores
+  EXPECT_EQ(g.cores("0::/job\n"), 1000000);
 }
 
 TEST(QuotaCores, TheLeastQuotaOnTheWayToTheRootLimits) {
