@@ -141,37 +141,40 @@ int quota_cores(const std::string& groups, const std::string& mounts) {
   return least == 0 ? 0 : int(std::clamp(least, 1.0, 1e6));
 }
 
+wait_style wait_style_for(int polling, int sharing, int machine, int affinity, int quota) {
+  // An unbound process shares the machine with its node's others; a bound
+  // one is taken to have its cores to itself. A quota is its group's:
+  // the node's processes, started together, share it.
+  const bool quota_limits = quota > 0 && quota < affinity;
+  const int cores = quota_limits ? quota : affinity;
+  const bool shared = quota_limits || affinity >= machine;
+  if (cores >= polling * (shared ? sharing : 1)) return wait_style::spin;
+  return quota_limits ? wait_style::yield_then_sleep : wait_style::yield;
+}
+
 wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing) {
   // Online cores, which the affinity mask does not limit (as it may
   // hardware_concurrency).
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   const int machine = online > 0 ? int(online) : int(std::thread::hardware_concurrency());
-  int cores = machine;
+  int affinity = machine;
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0) cores = CPU_COUNT(&set);
-  // An unbound process shares the machine with its node's others; a bound
-  // one is taken to have its cores to itself. A quota is its group's:
-  // the node's processes, started together, share it.
-  bool shared = cores >= machine;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) affinity = CPU_COUNT(&set);
   const int quota = quota_cores("/proc/self/cgroup", "/sys/fs/cgroup");
-  const bool quota_limits = quota > 0 && quota < cores;
-  if (quota_limits) {
-    cores = quota;
-    shared = true;
-  }
+  const wait_style style = wait_style_for(polling, sharing, machine, affinity, quota);
   // Where the affinity is what limits it, the user can lift it: say so.
   // A quota is the container's, and the waits sleep under it.
   static std::atomic<bool> said{false};
-  if (!quota_limits && cores < polling && cores < machine && !said.exchange(true))
+  if (style == wait_style::yield && affinity < polling && affinity < machine &&
+      !said.exchange(true))
     std::fprintf(stderr,
                  "grma: process %d may use %d of this machine's %d cores (its CPU affinity) for %d "
                  "threads that wait by polling (%s): every wait shares them. Start it unbound "
                  "(mpirun --bind-to none) or with a core for each thread (mpirun --map-by "
                  "slot:PE=%d).\n",
-                 process, cores, machine, polling, which.c_str(), polling);
-  if (cores >= polling * (shared ? sharing : 1)) return wait_style::spin;
-  return quota_limits ? wait_style::yield_then_sleep : wait_style::yield;
+                 process, affinity, machine, polling, which.c_str(), polling);
+  return style;
 }
 
 }  // namespace grma::detail

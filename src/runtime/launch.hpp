@@ -53,15 +53,19 @@ int quota_cores(const std::string& groups, const std::string& mounts);
 // (`which` names them: a CPU backend's ranks and network engines; a GPU
 // process's engine and the thread that waits for the kernel), pass their
 // turns: spin where it has a core for each, else yield (and sleep, where a
-// CPU quota is what limits it). An unbound process
-// shares the machine's cores with the `sharing` processes of its node
-// (itself included, each with as many threads); a bound one is taken to
-// have its cores to itself. A CPU quota of its control groups (a
-// container's limit) counts as that many cores, shared by the node's
-// processes. Where its CPU affinity leaves it fewer cores
-// than the machine has and than it needs, it says so on stderr, once per
-// process: Open MPI's mpirun binds each process to one core when it starts
-// two, and then every wait of the process takes turns on that core.
+// CPU quota is what limits it). An unbound process shares the machine's
+// cores with the `sharing` processes of its node (itself included, each
+// with as many threads); a bound one is taken to have its cores to itself.
+// A CPU quota of its control groups (a container's limit) counts as that
+// many cores, shared by the node's processes. Where its CPU affinity
+// leaves it fewer cores than the machine has and than it needs, it says so
+// on stderr, once per process: Open MPI's mpirun binds each process to one
+// core when it starts two, and then every wait of the process takes turns
+// on that core.
 wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing);
+// Its choice, for a machine of `machine` online cores of which the
+// process's affinity leaves it `affinity`, under a quota of `quota` cores
+// (0: none).
+wait_style wait_style_for(int polling, int sharing, int machine, int affinity, int quota);
 
 }  // namespace grma::detail

@@ -1,6 +1,7 @@
 // How a job's processes become nodes when some GPUs of a host cannot reach
-// each other peer to peer (split_by_reach), and how many cores a control
-// group's CPU quota leaves a process (quota_cores).
+// each other peer to peer (split_by_reach), how many cores a control
+// group's CPU quota leaves a process (quota_cores), and how its waits pass
+// their turns (wait_style_for).
 #include "runtime/launch.hpp"
 
 #include <gtest/gtest.h>
@@ -109,6 +110,30 @@ TEST(QuotaCores, NoQuotaWhereTheFilesAreMissingOrUnreadable) {
   EXPECT_EQ(g.cores("not a cgroup line\n"), 0);
   g.write("mounts/job/cpu.max", "garbage\n");
   EXPECT_EQ(g.cores("0::/job\n"), 0);
+}
+
+using grma::detail::wait_style;
+using grma::detail::wait_style_for;
+
+TEST(WaitStyleFor, SpinsWithACoreForEachPollingThreadOfTheNodesProcesses) {
+  // polling, sharing, machine, affinity, quota
+  EXPECT_EQ(wait_style_for(4, 2, 8, 8, 0), wait_style::spin);
+  EXPECT_EQ(wait_style_for(5, 2, 8, 8, 0), wait_style::yield);  // 10 threads on the node
+}
+
+TEST(WaitStyleFor, ABoundProcessHasItsCoresToItself) {
+  EXPECT_EQ(wait_style_for(4, 2, 8, 4, 0), wait_style::spin);
+  EXPECT_EQ(wait_style_for(4, 2, 8, 2, 0), wait_style::yield);
+}
+
+TEST(WaitStyleFor, AQuotaCountsAsCoresSharedByTheNodesProcessesAndItsWaitsSleep) {
+  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 2), wait_style::spin);
+  EXPECT_EQ(wait_style_for(32, 1, 64, 64, 2), wait_style::yield_then_sleep);
+  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 2), wait_style::yield_then_sleep);
+  // Bound to fewer cores than the quota: the affinity limits, and the
+  // waits only yield.
+  EXPECT_EQ(wait_style_for(4, 1, 64, 2, 8), wait_style::yield);
+  EXPECT_EQ(wait_style_for(2, 1, 64, 2, 8), wait_style::spin);
 }
 
 }  // namespace
