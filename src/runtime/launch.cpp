@@ -114,7 +114,7 @@ double quota_in(const std::string& group, bool v2) {
 
 }  // namespace
 
-int quota_cores(const std::string& groups, const std::string& mounts) {
+double quota_cores(const std::string& groups, const std::string& mounts) {
   std::ifstream self(groups);
   std::string line;
   double least = 0;
@@ -137,19 +137,16 @@ int quota_cores(const std::string& groups, const std::string& mounts) {
       path = slash == 0 ? "/" : path.substr(0, slash);
     }
   }
-  // At most a million: a quota may be any number, and an int holds this.
-  return least == 0 ? 0 : int(std::clamp(least, 1.0, 1e6));
+  // At most a million: a quota may be any number, and a core count is an int.
+  return std::min(least, 1e6);
 }
 
-wait_style wait_style_for(int polling, int sharing, int machine, int affinity, int quota) {
-  // An unbound process shares the machine with its node's others; a bound
-  // one is taken to have its cores to itself. A quota is its group's:
-  // the node's processes, started together, share it.
-  const bool quota_limits = quota > 0 && quota < affinity;
-  const int cores = quota_limits ? quota : affinity;
-  const bool shared = quota_limits || affinity >= machine;
-  if (cores >= polling * (shared ? sharing : 1)) return wait_style::spin;
-  return quota_limits ? wait_style::yield_then_sleep : wait_style::yield;
+wait_style wait_style_for(int polling, int sharing, int machine, int affinity, double quota) {
+  const bool unbound = affinity >= machine;
+  const bool cores_enough = affinity >= polling * (unbound ? sharing : 1);
+  const bool quota_enough = quota == 0 || quota >= double(polling) * sharing + 1;
+  if (cores_enough && quota_enough) return wait_style::spin;
+  return quota_enough ? wait_style::yield : wait_style::yield_then_sleep;
 }
 
 wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing) {
@@ -161,13 +158,12 @@ wait_style choose_wait_style(int polling, const std::string& which, int process,
   cpu_set_t set;
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) affinity = CPU_COUNT(&set);
-  const int quota = quota_cores("/proc/self/cgroup", "/sys/fs/cgroup");
+  const double quota = quota_cores("/proc/self/cgroup", "/sys/fs/cgroup");
   const wait_style style = wait_style_for(polling, sharing, machine, affinity, quota);
-  // Where the affinity is what limits it, the user can lift it: say so.
-  // A quota is the container's, and the waits sleep under it.
+  // Where the affinity limits it, the user can lift it: say so. A quota
+  // is the container's, and the waits sleep under it.
   static std::atomic<bool> said{false};
-  if (style == wait_style::yield && affinity < polling && affinity < machine &&
-      !said.exchange(true))
+  if (affinity < polling && affinity < machine && !said.exchange(true))
     std::fprintf(stderr,
                  "grma: process %d may use %d of this machine's %d cores (its CPU affinity) for %d "
                  "threads that wait by polling (%s): every wait shares them. Start it unbound "

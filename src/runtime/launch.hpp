@@ -41,31 +41,34 @@ std::vector<int> split_by_reach(const std::vector<int>& node_of,
 // The cores that the CPU quotas of a process's control groups allow, as
 // `groups` lists them (its /proc/<pid>/cgroup) under `mounts` (the usual
 // /sys/fs/cgroup: cgroup v2 there, v1's controllers in folders named after
-// them): the least along each group's path to its root, rounded down and at
-// least 1; 0 where no quota limits it. A container's CPU limit is such a
-// quota: every core stays online and in the affinity mask, but the group's
-// threads together may run only so long per period, and are all stopped
-// until the next when they have (a thread that spins or yields on a core
-// of its own counts in full).
-int quota_cores(const std::string& groups, const std::string& mounts);
+// them): the least along each group's path to its root (a fraction, as
+// 0.5 for a quota of half a core, at most a million); 0 where no quota
+// limits it. A container's CPU limit is such a quota: every core stays
+// online and in the affinity mask, but the group's threads together may
+// run only so long per period, and are all stopped until the next when
+// they have (a thread that spins or yields on a core of its own counts in
+// full).
+double quota_cores(const std::string& groups, const std::string& mounts);
 
 // How this process's `polling` threads, which wait by polling memory
 // (`which` names them: a CPU backend's ranks and network engines; a GPU
 // process's engine and the thread that waits for the kernel), pass their
-// turns: spin where it has a core for each, else yield (and sleep, where a
-// CPU quota is what limits it). An unbound process shares the machine's
-// cores with the `sharing` processes of its node (itself included, each
-// with as many threads); a bound one is taken to have its cores to itself.
-// A CPU quota of its control groups (a container's limit) counts as that
-// many cores, shared by the node's processes. Where its CPU affinity
-// leaves it fewer cores than the machine has and than it needs, it says so
-// on stderr, once per process: Open MPI's mpirun binds each process to one
-// core when it starts two, and then every wait of the process takes turns
-// on that core.
+// turns. They spin where the process has a core for each: an unbound
+// process shares the machine's cores with the `sharing` processes of its
+// node (itself included, each with as many threads), a bound one is taken
+// to have its cores to itself; and under a CPU quota (a container's limit,
+// which the node's processes share, bound or not) only where the quota
+// leaves a core to spare beside all of them, for the process's other
+// threads: a group that passes its quota stops whole. Otherwise they
+// yield, and under a quota too small, yield and then sleep. Where its CPU
+// affinity leaves it fewer cores than the machine has and than it needs,
+// it says so on stderr, once per process: Open MPI's mpirun binds each
+// process to one core when it starts two, and then every wait of the
+// process takes turns on that core.
 wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing);
 // Its choice, for a machine of `machine` online cores of which the
 // process's affinity leaves it `affinity`, under a quota of `quota` cores
 // (0: none).
-wait_style wait_style_for(int polling, int sharing, int machine, int affinity, int quota);
+wait_style wait_style_for(int polling, int sharing, int machine, int affinity, double quota);
 
 }  // namespace grma::detail

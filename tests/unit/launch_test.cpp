@@ -63,7 +63,7 @@ class fake_groups {
     std::filesystem::create_directories(path.parent_path());
     std::ofstream(path) << text;
   }
-  int cores(const std::string& self) const {
+  double cores(const std::string& self) const {
     write("self", self);
     return grma::detail::quota_cores((root_ / "self").string(), (root_ / "mounts").string());
   }
@@ -72,16 +72,16 @@ class fake_groups {
   std::filesystem::path root_;
 };
 
-TEST(QuotaCores, ReadsCgroupV2sCpuMaxRoundedDownAtLeastOne) {
+TEST(QuotaCores, ReadsCgroupV2sCpuMaxAsAFractionOfCores) {
   fake_groups g;
   g.write("mounts/job/cpu.max", "250000 100000\n");
-  EXPECT_EQ(g.cores("0::/job\n"), 2);
-  g.write("mounts/job/cpu.max", "50000 100000\n");
-  EXPECT_EQ(g.cores("0::/job\n"), 1);
+  EXPECT_DOUBLE_EQ(g.cores("0::/job\n"), 2.5);
+  g.write("mounts/job/cpu.max", "50000 100000\n");  // Kubernetes' 500m
+  EXPECT_DOUBLE_EQ(g.cores("0::/job\n"), 0.5);
   g.write("mounts/job/cpu.max", "max 100000\n");
   EXPECT_EQ(g.cores("0::/job\n"), 0);
   g.write("mounts/job/cpu.max", "1e300 1\n");  // counted up to a million cores
-  EXPECT_EQ(g.cores("0::/job\n"), 1000000);
+  EXPECT_EQ(g.cores("0::/job\n"), 1e6);
 }
 
 TEST(QuotaCores, TheLeastQuotaOnTheWayToTheRootLimits) {
@@ -91,15 +91,22 @@ TEST(QuotaCores, TheLeastQuotaOnTheWayToTheRootLimits) {
   g.write("mounts/outer/inner/cpu.max", "max 100000\n");
   EXPECT_EQ(g.cores("0::/outer/inner\n"), 3);
   EXPECT_EQ(g.cores("0::/\n"), 8);
+  // A group whose folder is not there (v1 in a container without a cgroup
+  // namespace: the host's path, the container's group mounted as the root).
+  EXPECT_EQ(g.cores("0::/host/path/of/the/container\n"), 8);
 }
 
 TEST(QuotaCores, ReadsCgroupV1sQuotaOverPeriodInTheCpuControllersFolder) {
   fake_groups g;
   g.write("mounts/cpu,cpuacct/job/cpu.cfs_quota_us", "400000\n");
   g.write("mounts/cpu,cpuacct/job/cpu.cfs_period_us", "100000\n");
-  g.write("mounts/memory/job/cpu.cfs_quota_us", "100000\n");  // not the cpu controller's
-  g.write("mounts/memory/job/cpu.cfs_period_us", "100000\n");
-  EXPECT_EQ(g.cores("12:memory:/job\n4:cpu,cpuacct:/job\n0::/\n"), 4);
+  // Not the cpu controller's: memory, cpuacct alone, a named hierarchy.
+  for (const char* other : {"memory", "cpuacct", "name=systemd"}) {
+    g.write(std::string("mounts/") + other + "/job/cpu.cfs_quota_us", "100000\n");
+    g.write(std::string("mounts/") + other + "/job/cpu.cfs_period_us", "100000\n");
+  }
+  EXPECT_EQ(g.cores("12:memory:/job\n3:cpuacct:/job\n1:name=systemd:/job\n"), 0);
+  EXPECT_EQ(g.cores("12:memory:/job\n4:cpu,cpuacct:/job\n1:name=systemd:/job\n0::/\n"), 4);
   g.write("mounts/cpu,cpuacct/job/cpu.cfs_quota_us", "-1\n");
   EXPECT_EQ(g.cores("12:memory:/job\n4:cpu,cpuacct:/job\n"), 0);
 }
@@ -126,14 +133,23 @@ TEST(WaitStyleFor, ABoundProcessHasItsCoresToItself) {
   EXPECT_EQ(wait_style_for(4, 2, 8, 2, 0), wait_style::yield);
 }
 
-TEST(WaitStyleFor, AQuotaCountsAsCoresSharedByTheNodesProcessesAndItsWaitsSleep) {
-  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 2), wait_style::spin);
+TEST(WaitStyleFor, AQuotaMustLeaveACoreBesideEveryPollingThreadOfTheNode) {
+  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 3), wait_style::spin);
+  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 2.5), wait_style::yield_then_sleep);
+  EXPECT_EQ(wait_style_for(1, 1, 64, 64, 0.5), wait_style::yield_then_sleep);
   EXPECT_EQ(wait_style_for(32, 1, 64, 64, 2), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 2), wait_style::yield_then_sleep);
-  // Bound to fewer cores than the quota: the affinity limits, and the
-  // waits only yield.
+  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 4), wait_style::yield_then_sleep);
+  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 5), wait_style::spin);
+}
+
+TEST(WaitStyleFor, BoundProcessesShareTheQuotaStill) {
+  // mpirun's two processes, each bound to a core, under a quota of one.
+  EXPECT_EQ(wait_style_for(1, 2, 64, 1, 1), wait_style::yield_then_sleep);
+  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 8), wait_style::yield_then_sleep);
+  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 9), wait_style::spin);
+  // Bound to fewer cores than it needs under a quota that would do: the
+  // affinity limits, and the waits only yield.
   EXPECT_EQ(wait_style_for(4, 1, 64, 2, 8), wait_style::yield);
-  EXPECT_EQ(wait_style_for(2, 1, 64, 2, 8), wait_style::spin);
 }
 
 }  // namespace

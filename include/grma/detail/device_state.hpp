@@ -528,10 +528,11 @@ enum class wait_style : std::uint32_t {
   // system call, about 1 us in a virtual machine, on the path of every
   // message).
   spin,
-  // Fewer cores than waiting threads under a CPU quota (a container's): a
-  // wait yields, then sleeps. A thread that yields on a core with nothing
-  // else to run keeps running and spends the quota, and once the group has
-  // spent it every thread stops until the next period (100 ms by default).
+  // A CPU quota (a container's) that leaves no core to spare beside the
+  // node's waiting threads: a wait yields, then sleeps. A thread that
+  // yields on a core with nothing else to run keeps running and spends the
+  // quota, and once the group has spent it every thread stops until the
+  // next period (100 ms by default).
   yield_then_sleep,
 };
 
