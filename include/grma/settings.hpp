@@ -19,6 +19,11 @@ const char* to_string(transport_kind t);
 // The transports this grma was built with (loopback always), as grma-info lists them.
 std::vector<transport_kind> transports_built();
 
+// How a CPU-backend rank's wait passes its turns (docs/configuration.md).
+// automatic: spin where the process has a core for each polling thread,
+// else yield, and under a CPU quota too small yield and then sleep.
+enum class waits_kind { automatic, spin, yield, sleep };
+
 struct settings {
   backend_kind backend = backend_kind::automatic;  // GRMA_BACKEND=auto|cpu|cuda
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default
@@ -33,6 +38,7 @@ struct settings {
   int nodes = 1;                             // GRMA_NODES: nodes one process plays (CPU backend, loopback)
   transport_kind transport = transport_kind::automatic;  // GRMA_TRANSPORT=auto|mpi|ucx|loopback
   bool engine_proxy = true;                  // GRMA_ENGINE_PROXY=1|0, GPUs across nodes: see docs/configuration.md
+  waits_kind waits = waits_kind::automatic;  // GRMA_WAITS=auto|spin|yield|sleep, CPU backend
 
   // Settings from name/value pairs named like the environment variables
   // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors.

@@ -103,6 +103,17 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       else if (value == "ucx") s.transport = transport_kind::ucx;
       else if (value == "loopback") s.transport = transport_kind::loopback;
       else bad(name, value, "auto, mpi, ucx or loopback");
+    } else if (name == "GRMA_WAITS") {
+      if (value == "auto")
+        s.waits = waits_kind::automatic;
+      else if (value == "spin")
+        s.waits = waits_kind::spin;
+      else if (value == "yield")
+        s.waits = waits_kind::yield;
+      else if (value == "sleep")
+        s.waits = waits_kind::sleep;
+      else
+        bad(name, value, "auto, spin, yield or sleep");
     } else if (name == "GRMA_HEAP_SIZE") {
       s.heap_size = parse_bytes(name, value);
       if (s.heap_size < least_heap || s.heap_size > most_bytes) bad(name, value, heap_range);

@@ -157,6 +157,17 @@ TEST(Settings, EngineProxy) {
     EXPECT_EQ(parse_error("GRMA_ENGINE_PROXY", bad), invalid("GRMA_ENGINE_PROXY", bad, "a number from 0 to 1"));
 }
 
+TEST(Settings, Waits) {
+  EXPECT_EQ(grma::settings{}.waits, grma::waits_kind::automatic);
+  EXPECT_EQ(parse_one("GRMA_WAITS", "auto").waits, grma::waits_kind::automatic);
+  EXPECT_EQ(parse_one("GRMA_WAITS", "spin").waits, grma::waits_kind::spin);
+  EXPECT_EQ(parse_one("GRMA_WAITS", "yield").waits, grma::waits_kind::yield);
+  EXPECT_EQ(parse_one("GRMA_WAITS", "sleep").waits, grma::waits_kind::sleep);
+  for (const char* bad : {"", "block", "Sleep"})
+    EXPECT_EQ(parse_error("GRMA_WAITS", bad),
+              invalid("GRMA_WAITS", bad, "auto, spin, yield or sleep"));
+}
+
 TEST(Settings, TransportAndNodesInAProcess) {
   EXPECT_EQ(grma::settings{}.transport, grma::transport_kind::automatic);
   EXPECT_EQ(grma::settings{}.nodes, 1);

@@ -220,10 +220,14 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   const int ranks = per_process * info.ranks_per_device;
   // The processes of this one's node, whose threads share the machine when unbound.
   const int node_processes = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(me)]));
-  const wait_style waits = choose_wait_style(
+  const wait_style chosen = choose_wait_style(
       ranks + engines,
       std::to_string(ranks) + " ranks, " + std::to_string(engines) + " network engines", me,
       node_processes);
+  const wait_style waits = s.waits == waits_kind::spin    ? wait_style::spin
+                           : s.waits == waits_kind::yield ? wait_style::yield
+                           : s.waits == waits_kind::sleep ? wait_style::yield_then_sleep
+                                                          : chosen;
   for (device_view& v : views) v.waits = waits;
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)
