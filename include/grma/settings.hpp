@@ -19,11 +19,6 @@ const char* to_string(transport_kind t);
 // The transports this grma was built with (loopback always), as grma-info lists them.
 std::vector<transport_kind> transports_built();
 
-// How a CPU-backend rank's wait passes its turns (docs/configuration.md).
-// automatic: spin where the process has a core for each polling thread,
-// else yield, and under a CPU quota too small yield and then sleep.
-enum class waits_kind { automatic, spin, yield, sleep };
-
 struct settings {
   backend_kind backend = backend_kind::automatic;  // GRMA_BACKEND=auto|cpu|cuda
   int ranks_per_device = 0;                  // GRMA_RANKS_PER_DEVICE; 0 = backend default

@@ -135,6 +135,25 @@ struct rank_info {
 // automatic: cuda when grma was built with it and a GPU is visible, else cpu.
 enum class backend_kind { automatic, cpu, cuda };
 
+// How a CPU-backend rank's wait passes its turns (GRMA_WAITS,
+// docs/configuration.md); a job resolves automatic to one of the others.
+enum class waits_kind : std::uint32_t {
+  // Spin where the process has a core for each polling thread, else
+  // yield, and under a CPU quota too small yield and then sleep.
+  automatic,
+  // Keep the core: a yield is a system call, about 1 us in a virtual
+  // machine, on the path of every message. A wait still yields once every
+  // 1024 spins, for other processes.
+  spin,
+  // Give the core to the threads with work.
+  yield,
+  // Yield, then sleep: a thread that yields on a core with nothing else to
+  // run keeps running, and under a CPU quota (a container's) spends it;
+  // once the group has spent it every thread stops until the next period
+  // (100 ms by default).
+  sleep,
+};
+
 // How to run a rank program. Zero means "the backend's default" (or the
 // GRMA_* variable that sets it).
 struct launch_options {

@@ -33,7 +33,7 @@ class engine_memory {
   // Whether the engine's thread may spin while idle, not yield: a GPU's
   // ranks leave the host's cores to it (a yield measured 3 us, on the path
   // of every message), while the CPU backend's ranks are threads that need
-  // them unless the process has cores to spare (wait_style::spin).
+  // them unless the process has cores to spare (waits_kind::spin).
   virtual bool spin_when_idle() const = 0;
 
   // Where the devices' memory is, for the network to read and write it

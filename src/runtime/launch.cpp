@@ -141,15 +141,15 @@ double quota_cores(const std::string& groups, const std::string& mounts) {
   return std::min(least, 1e6);
 }
 
-wait_style wait_style_for(int polling, int sharing, int machine, int affinity, double quota) {
+waits_kind wait_style_for(int polling, int sharing, int machine, int affinity, double quota) {
   const bool unbound = affinity >= machine;
   const bool cores_enough = affinity >= polling * (unbound ? sharing : 1);
   const bool quota_enough = quota == 0 || quota >= double(polling) * sharing + 1;
-  if (cores_enough && quota_enough) return wait_style::spin;
-  return quota_enough ? wait_style::yield : wait_style::yield_then_sleep;
+  if (cores_enough && quota_enough) return waits_kind::spin;
+  return quota_enough ? waits_kind::yield : waits_kind::sleep;
 }
 
-wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing) {
+waits_kind choose_wait_style(int polling, const std::string& which, int process, int sharing) {
   // Online cores, which the affinity mask does not limit (as it may
   // hardware_concurrency).
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -159,7 +159,7 @@ wait_style choose_wait_style(int polling, const std::string& which, int process,
   CPU_ZERO(&set);
   if (sched_getaffinity(0, sizeof set, &set) == 0) affinity = CPU_COUNT(&set);
   const double quota = quota_cores("/proc/self/cgroup", "/sys/fs/cgroup");
-  const wait_style style = wait_style_for(polling, sharing, machine, affinity, quota);
+  const waits_kind style = wait_style_for(polling, sharing, machine, affinity, quota);
   // Where the affinity limits it, the user can lift it: say so. A quota
   // is the container's, and the waits sleep under it.
   static std::atomic<bool> said{false};

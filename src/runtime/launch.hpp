@@ -65,10 +65,10 @@ double quota_cores(const std::string& groups, const std::string& mounts);
 // it says so on stderr, once per process: Open MPI's mpirun binds each
 // process to one core when it starts two, and then every wait of the
 // process takes turns on that core.
-wait_style choose_wait_style(int polling, const std::string& which, int process, int sharing);
+waits_kind choose_wait_style(int polling, const std::string& which, int process, int sharing);
 // Its choice, for a machine of `machine` online cores of which the
 // process's affinity leaves it `affinity`, under a quota of `quota` cores
 // (0: none).
-wait_style wait_style_for(int polling, int sharing, int machine, int affinity, double quota);
+waits_kind wait_style_for(int polling, int sharing, int machine, int affinity, double quota);
 
 }  // namespace grma::detail

@@ -119,37 +119,37 @@ TEST(QuotaCores, NoQuotaWhereTheFilesAreMissingOrUnreadable) {
   EXPECT_EQ(g.cores("0::/job\n"), 0);
 }
 
-using grma::detail::wait_style;
+using grma::waits_kind;
 using grma::detail::wait_style_for;
 
 TEST(WaitStyleFor, SpinsWithACoreForEachPollingThreadOfTheNodesProcesses) {
   // polling, sharing, machine, affinity, quota
-  EXPECT_EQ(wait_style_for(4, 2, 8, 8, 0), wait_style::spin);
-  EXPECT_EQ(wait_style_for(5, 2, 8, 8, 0), wait_style::yield);  // 10 threads on the node
+  EXPECT_EQ(wait_style_for(4, 2, 8, 8, 0), waits_kind::spin);
+  EXPECT_EQ(wait_style_for(5, 2, 8, 8, 0), waits_kind::yield);  // 10 threads on the node
 }
 
 TEST(WaitStyleFor, ABoundProcessHasItsCoresToItself) {
-  EXPECT_EQ(wait_style_for(4, 2, 8, 4, 0), wait_style::spin);
-  EXPECT_EQ(wait_style_for(4, 2, 8, 2, 0), wait_style::yield);
+  EXPECT_EQ(wait_style_for(4, 2, 8, 4, 0), waits_kind::spin);
+  EXPECT_EQ(wait_style_for(4, 2, 8, 2, 0), waits_kind::yield);
 }
 
 TEST(WaitStyleFor, AQuotaMustLeaveACoreBesideEveryPollingThreadOfTheNode) {
-  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 3), wait_style::spin);
-  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 2.5), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(1, 1, 64, 64, 0.5), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(32, 1, 64, 64, 2), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 4), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 5), wait_style::spin);
+  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 3), waits_kind::spin);
+  EXPECT_EQ(wait_style_for(2, 1, 64, 64, 2.5), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(1, 1, 64, 64, 0.5), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(32, 1, 64, 64, 2), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 4), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(2, 2, 64, 64, 5), waits_kind::spin);
 }
 
 TEST(WaitStyleFor, BoundProcessesShareTheQuotaStill) {
   // mpirun's two processes, each bound to a core, under a quota of one.
-  EXPECT_EQ(wait_style_for(1, 2, 64, 1, 1), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 8), wait_style::yield_then_sleep);
-  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 9), wait_style::spin);
+  EXPECT_EQ(wait_style_for(1, 2, 64, 1, 1), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 8), waits_kind::sleep);
+  EXPECT_EQ(wait_style_for(4, 2, 64, 4, 9), waits_kind::spin);
   // Bound to fewer cores than it needs under a quota that would do: the
   // affinity limits, and the waits only yield.
-  EXPECT_EQ(wait_style_for(4, 1, 64, 2, 8), wait_style::yield);
+  EXPECT_EQ(wait_style_for(4, 1, 64, 2, 8), waits_kind::yield);
 }
 
 }  // namespace

@@ -70,7 +70,7 @@ struct cpu_platform {
 #endif
   }
 
-  // Spin briefly, then as `style` says (wait_style): with a core for every
+  // Spin briefly, then as `style` says (waits_kind): with a core for every
   // waiting thread keep spinning and yield only now and then (another
   // process may share them); otherwise give the core away, and under a CPU
   // quota, past sleep_after turns, sleep, 20 us longer each turn up to
@@ -82,13 +82,13 @@ struct cpu_platform {
   // rank to rank across nodes took 20 times as long).
   static constexpr std::uint32_t sleep_after = 256;
   static constexpr std::uint32_t sleep_steps = 25;
-  GRMA_INLINE static void relax(std::uint32_t& spins, wait_style style) {
+  GRMA_INLINE static void relax(std::uint32_t& spins, waits_kind style) {
 #if !GRMA_DEVICE_CODE
-    if (++spins < 32 || (style == wait_style::spin && spins % 1024 != 0)) {
+    if (++spins < 32 || (style == waits_kind::spin && spins % 1024 != 0)) {
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
 #endif
-    } else if (style != wait_style::yield_then_sleep || spins < sleep_after) {
+    } else if (style != waits_kind::sleep || spins < sleep_after) {
       std::this_thread::yield();
     } else {
       const std::uint32_t step = spins - sleep_after + 1;

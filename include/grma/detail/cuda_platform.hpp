@@ -279,7 +279,7 @@ struct cuda_platform {
   // Spin (a wait that ends soon ends at memory speed), then sleep in growing
   // steps up to a microsecond, so long waits leave issue slots and memory
   // bandwidth to working blocks. (The wait style is the CPU backend's.)
-  GRMA_INLINE static void relax(std::uint32_t& spins, wait_style) {
+  GRMA_INLINE static void relax(std::uint32_t& spins, waits_kind) {
 #if GRMA_DEVICE_CODE
     constexpr std::uint32_t spin_only = 4096;
     if (++spins > spin_only) __nanosleep(spins - spin_only < 1024 ? spins - spin_only : 1024);

@@ -13,12 +13,13 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "grma/error.hpp"
 #include "grma/detail/heap.hpp"
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
 #include "grma/detail/symmetric_table.hpp"
 #include "grma/detail/team_table.hpp"
+#include "grma/error.hpp"
+#include "grma/types.hpp"
 
 namespace grma::detail {
 
@@ -517,25 +518,6 @@ static_assert(sizeof(ring_slot<log_record>) == 256, "a log slot is 256 bytes");
 
 // ---- the view ranks get ------------------------------------------------------------
 
-// How the CPU backend's waits pass their turns, chosen per process at
-// launch from the cores it may use (choose_wait_style).
-enum class wait_style : std::uint32_t {
-  // Fewer cores than waiting threads: a wait gives its core to the others
-  // (a yield; a spinning wait would keep them from the work it waits for).
-  yield,
-  // A core for each thread that waits (the ranks, the network engines): a
-  // wait keeps spinning rather than give its core away (a yield is a
-  // system call, about 1 us in a virtual machine, on the path of every
-  // message).
-  spin,
-  // A CPU quota (a container's) that leaves no core to spare beside the
-  // node's waiting threads: a wait yields, then sleeps. A thread that
-  // yields on a core with nothing else to run keeps running and spends the
-  // quota, and once the group has spent it every thread stops until the
-  // next period (100 ms by default).
-  yield_then_sleep,
-};
-
 struct device_view {
   unsigned char* heap;  // this device's
   std::uint64_t heap_size;
@@ -600,9 +582,9 @@ struct device_view {
   std::uint32_t node_devices;
   std::int32_t nodes;
   std::int32_t node_leader;
-  // CPU backend: how a rank's wait passes its turns (wait_style::yield on
-  // GPUs, where it is not read).
-  wait_style waits;
+  // CPU backend: how a rank's wait passes its turns, resolved (never
+  // automatic); not read on GPUs.
+  waits_kind waits;
 
   GRMA_INLINE bool on_node(int device) const { return (node_devices >> device) & 1u; }
   // The payload slot of command ticket `ticket`: the rank that holds the

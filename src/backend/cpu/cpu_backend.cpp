@@ -220,14 +220,12 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   const int ranks = per_process * info.ranks_per_device;
   // The processes of this one's node, whose threads share the machine when unbound.
   const int node_processes = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(me)]));
-  const wait_style chosen = choose_wait_style(
+  // Chosen even where GRMA_WAITS says: it warns of a narrow affinity.
+  const waits_kind chosen = choose_wait_style(
       ranks + engines,
       std::to_string(ranks) + " ranks, " + std::to_string(engines) + " network engines", me,
       node_processes);
-  const wait_style waits = s.waits == waits_kind::spin    ? wait_style::spin
-                           : s.waits == waits_kind::yield ? wait_style::yield
-                           : s.waits == waits_kind::sleep ? wait_style::yield_then_sleep
-                                                          : chosen;
+  const waits_kind waits = s.waits == waits_kind::automatic ? chosen : s.waits;
   for (device_view& v : views) v.waits = waits;
   std::vector<job_control*> beats;  // each process's first device's own block
   for (int p = 0; p < processes; ++p)
@@ -282,7 +280,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       for (node_here& n : on)
         n.network = std::make_unique<remote_engine>(
             job_nodes{parts, n.part, per_part, node_of, o.host_access}, n.reachable,
-            make_host_engine_memory(waits == wait_style::spin), make_transport(kind, hub, n.part),
+            make_host_engine_memory(waits == waits_kind::spin), make_transport(kind, hub, n.part),
             n.part == mine_parts[0] ? port : nullptr);
     });
     for (node_here& n : on) n.network->start();
