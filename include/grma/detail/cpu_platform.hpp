@@ -72,14 +72,11 @@ struct cpu_platform {
 
   // Spin briefly, then as `style` says (waits_kind): with a core for every
   // waiting thread keep spinning and yield only now and then (another
-  // process may share them); otherwise give the core away, and under a CPU
-  // quota, past sleep_after turns, sleep, 20 us longer each turn up to
-  // 500 us: a sleeping thread's every wake spends the quota too (a few
+  // process may share them); otherwise give the core away, and where the
+  // job chose sleep (a CPU quota), past sleep_after turns, sleep, 20 us
+  // longer each turn up to 500 us: every wake spends the quota too (a few
   // microseconds; 32 threads that each woke every 70 us, what a 20 us
-  // sleep lasts, would spend more than a core). Only there: where the
-  // cores are simply too few, a yield already hands them to the threads
-  // with work, and a sleeping wait would answer late (a lock handed from
-  // rank to rank across nodes took 20 times as long).
+  // sleep lasts, would spend more than a core). Decision 047.
   static constexpr std::uint32_t sleep_after = 256;
   static constexpr std::uint32_t sleep_steps = 25;
   GRMA_INLINE static void relax(std::uint32_t& spins, waits_kind style) {
