@@ -34,6 +34,13 @@ std::string progress_engine::watchdog_report() const {
   return report_;
 }
 
+std::string progress_engine::first_report(const std::vector<const progress_engine*>& engines) {
+  const progress_engine* first = nullptr;
+  for (const progress_engine* e : engines)
+    if (!e->report_.empty() && (first == nullptr || e->fired_at_ < first->fired_at_)) first = e;
+  return first == nullptr ? std::string() : first->report_;
+}
+
 bool progress_engine::drain_log() {
   bool any = false;
   log_record record;
@@ -79,6 +86,7 @@ void progress_engine::loop() {
         {
           std::lock_guard<std::mutex> lock(report_mutex_);
           report_ = std::move(report);
+          fired_at_ = clock::now();
         }
         // Release: the report is stored (here and in the control block)
         // before ranks leave their waits and engines forward the abort.

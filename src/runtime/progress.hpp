@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -36,6 +37,11 @@ class progress_engine {
   // The watchdog's report when it ended the run, else empty.
   std::string watchdog_report() const;
 
+  // Of `engines` (stopped) whose watchdogs fired, the report of the first to
+  // fire, else empty. A later one may have built its report after the first
+  // one's abort had let ranks leave their waits: the first saw them all.
+  static std::string first_report(const std::vector<const progress_engine*>& engines);
+
  private:
   void loop();
   bool drain_log();
@@ -49,6 +55,8 @@ class progress_engine {
   std::atomic<bool> stopping_{false};
   mutable std::mutex report_mutex_;
   std::string report_;
+  // When the watchdog fired: after its report was built, before its abort.
+  std::chrono::steady_clock::time_point fired_at_;
   std::thread thread_;
 };
 

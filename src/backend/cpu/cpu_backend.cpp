@@ -305,11 +305,12 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     if (n.network) n.network->ranks_done();
   for (node_here& n : on)
     if (n.network) n.network->finish();
-  std::string report;
+  std::vector<const progress_engine*> watchdogs;
   for (auto& p : progress) {
     p->stop();
-    if (report.empty()) report = p->watchdog_report();
+    watchdogs.push_back(p.get());
   }
+  std::string report = progress_engine::first_report(watchdogs);
   // The control block of the node whose error the job ends with (each
   // node records the first error it sees), else of this process's first.
   const job_control* control = mine[0]->control;

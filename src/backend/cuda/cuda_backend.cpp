@@ -633,11 +633,12 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
   for (std::thread& t : host_threads) t.join();
   if (network) network->finish();
 
-  std::string report;
+  std::vector<const progress_engine*> watchdogs;
   for (gpu_part& g : parts) {
     g.progress->stop();
-    if (report.empty()) report = g.progress->watchdog_report();
+    watchdogs.push_back(g.progress.get());
   }
+  const std::string report = progress_engine::first_report(watchdogs);
   for (gpu_part& g : parts) {
     if (g.outcome.status == 0) continue;
     // A failing rank wrote its record to mapped host memory before trapping.
