@@ -21,9 +21,10 @@ struct cpu_platform {
 
   static constexpr scope memory_scope = scope::device;
   // Spins before a waiting rank publishes its state for the watchdog, and
-  // between its looks at the abort flag: cheap here, so soon and often.
+  // between its looks at the abort flag: cheap here, so soon and often
+  // (a wait that sleeps, under a quota, sees an abort within 32 ms).
   static constexpr std::uint32_t quiet_spins = 64;
-  static constexpr std::uint32_t abort_spins = 1024;
+  static constexpr std::uint32_t abort_spins = 64;
   // Calls between a rank's publications of its progress: every one (a
   // store to memory the watchdog's thread reads), so that a rank that
   // sends slowly to one that waits long counts as progress.
