@@ -122,6 +122,7 @@ enum class call : std::int32_t {
   gaspi_passive_send,
   gaspi_passive_receive,
   gaspi_state_vec_get,
+  gaspi_proc_query,
   count_  // number of calls, keep last
 };
 
@@ -184,7 +185,8 @@ enum class errc : std::int32_t {
   segment_range,         // v0 offset, v1 size, v2 segment bytes, v3 segment id, v4 rank
   notification_range,    // v0 first id, v1 ids, v2 ids of each segment, v3 segment id
   notification_zero,     // v0 notification id
-  argument_range,        // v0 value, v1 lowest, v2 highest; text: the argument
+  argument_range,        // v0 value, v1 lowest, v2 highest, v3 1 for sizes (unsigned); text: the
+                         // argument
   argument_refused,      // v0 value; text: why
   group_state,           // v0 group, v1 its stage (0 none, 1 built, 2 committing, 3 committed)
   group_mismatch,        // v0 group, v1 the member whose members differ

@@ -25,8 +25,9 @@
 //
 // Statuses: every call returns success, or timeout where its time limit
 // (a timeout_t: block, test or milliseconds) passed first, or queue_full
-// where the queue has queue_size_max operations posted since its last
-// wait; a call that returned timeout is called again with the same
+// where its operations would take the queue past queue_size_max since its
+// last wait (a _notify form counts its notification too; an empty queue
+// takes any one call); a call that returned timeout is called again with the same
 // arguments to go on (the collectives resume where they stopped). Bad
 // arguments end the job with an error naming the rank, the call and the
 // values, as everywhere in grma, and so does a lost process: `error` is
@@ -109,7 +110,8 @@ struct config {
   int notification_num = 1024;  // notification ids of each segment (1 to 65536)
   int queue_num = queue_max;    // queues (1 to 16)
   int queue_size_max = 1024;    // operations a queue holds until its wait (at least 1)
-  std::size_t passive_transfer_size_max = 2048;  // a passive message's bytes (8 to 1 MiB)
+  // A passive message's bytes (8 to 1 MiB), rounded up to a multiple of 8.
+  std::size_t passive_transfer_size_max = 2048;
 };
 
 namespace layer {
@@ -275,8 +277,8 @@ class handle {
     in_range(where, "config.notification_num", c.notification_num, 1, notification_num_max);
     in_range(where, "config.queue_num", c.queue_num, 1, queue_max);
     in_range(where, "config.queue_size_max", c.queue_size_max, 1, 1 << 30);
-    in_range(where, "config.passive_transfer_size_max", std::int64_t(c.passive_transfer_size_max),
-             8, 1 << 20);
+    size_in_range(where, "config.passive_transfer_size_max", c.passive_transfer_size_max, 8,
+                  1 << 20);
     const int n = r.size(world);
     in_range(where, "ranks of the job (the layer's barriers take 2^16)", n, 1,
              1 << layer::barrier_rounds);
@@ -336,11 +338,11 @@ class handle {
   }
 
   GRMA_INLINE status proc_rank(rank_t* rank) const {
-    *rank = r_->rank(world);
+    result_at(call::gaspi_proc_query, rank) = r_->rank(world);
     return success;
   }
   GRMA_INLINE status proc_num(rank_t* ranks) const {
-    *ranks = r_->size(world);
+    result_at(call::gaspi_proc_query, ranks) = r_->size(world);
     return success;
   }
 
@@ -373,9 +375,7 @@ class handle {
              group_all);
     in_range(where, "segment_create's policy", int(policy), 0, 1);
     const std::size_t slot_bytes = (std::size_t(l.cfg.notification_num) * 8 + 255) / 256 * 256;
-    if (size > ~std::size_t{0} / 2 - slot_bytes)
-      out_of_range(where, "segment size", std::int64_t(size), 0,
-                   std::int64_t(~std::size_t{0} / 2 - slot_bytes));
+    size_in_range(where, "segment size", size, 0, ~std::size_t{0} / 2 - slot_bytes);
     auto* memory = static_cast<unsigned char*>(r.alloc_symmetric(slot_bytes + size, 256));
     auto* slots = reinterpret_cast<std::uint64_t*>(memory);
     for (std::size_t i = std::size_t(r.thread()); i < slot_bytes / 8; i += std::size_t(r.threads()))
@@ -413,20 +413,22 @@ class handle {
   }
 
   GRMA_INLINE status segment_ptr(segment_id_t id, void** pointer) {
-    *pointer = segment(call::gaspi_segment_query, id).data;
+    void* data = segment(call::gaspi_segment_query, id).data;
+    result_at(call::gaspi_segment_query, pointer) = data;
     return success;
   }
   // Every rank's copy has the same size.
   GRMA_INLINE status segment_size(segment_id_t id, rank_t rank, std::size_t* size) {
     check_rank(call::gaspi_segment_query, rank);
-    *size = segment(call::gaspi_segment_query, id).bytes;
+    const std::size_t bytes = segment(call::gaspi_segment_query, id).bytes;
+    result_at(call::gaspi_segment_query, size) = bytes;
     return success;
   }
   GRMA_INLINE status segment_num(int* count) {
     layer::local_state& l = state_of(call::gaspi_segment_query);
     int n = 0;
     for (int id = 0; id < segment_max; ++id) n += l.segments[id].alive != 0 ? 1 : 0;
-    *count = n;
+    result_at(call::gaspi_segment_query, count) = n;
     return success;
   }
   // The ids of the first `count` live segments, in order.
@@ -438,12 +440,13 @@ class handle {
       if (l.segments[id].alive != 0) ids[n++] = id;
     return success;
   }
-  GRMA_INLINE static status segment_max_get(int* count) {
-    *count = segment_max;
+  GRMA_INLINE status segment_max_get(int* count) const {
+    result_at(call::gaspi_segment_query, count) = segment_max;
     return success;
   }
   GRMA_INLINE status notification_num(int* count) {
-    *count = state_of(call::gaspi_segment_query).cfg.notification_num;
+    const int ids = state_of(call::gaspi_segment_query).cfg.notification_num;
+    result_at(call::gaspi_segment_query, count) = ids;
     return success;
   }
 
@@ -511,7 +514,7 @@ class handle {
                                 const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list;
-    check_list(where, count, queue, 0, segments_local, offsets_local, rank, segments_remote,
+    check_list(where, count, queue, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
     if (!post(where, queue, count)) return queue_full;
     list(where, true, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
@@ -528,7 +531,7 @@ class handle {
                                        notification_t value, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_write_list_notify;
-    check_list(where, count, queue, 1, segments_local, offsets_local, rank, segments_remote,
+    check_list(where, count, queue, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
     std::uint64_t* slot = notification_slot(where, segment_notification, id, value, rank);
     if (!post(where, queue, count + 1)) return queue_full;
@@ -545,7 +548,7 @@ class handle {
                                const std::size_t* sizes, queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list;
-    check_list(where, count, queue, 0, segments_local, offsets_local, rank, segments_remote,
+    check_list(where, count, queue, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
     if (!post(where, queue, count)) return queue_full;
     list(where, false, count, segments_local, offsets_local, rank, segments_remote, offsets_remote,
@@ -579,7 +582,7 @@ class handle {
                                       queue_id_t queue, timeout_t limit) {
     (void)limit;
     const call where = call::gaspi_read_list_notify;
-    check_list(where, count, queue, 1, segments_local, offsets_local, rank, segments_remote,
+    check_list(where, count, queue, segments_local, offsets_local, rank, segments_remote,
                offsets_remote, sizes);
     std::uint64_t* slot = notification_slot(where, segment_notification, id, 1, r_->rank(world));
     if (!post(where, queue, count + 1)) return queue_full;
@@ -594,12 +597,14 @@ class handle {
 
   // Waits until one of notifications first .. first + count - 1 of this
   // rank's segment is not 0; *first_id is its id (the lowest such id when
-  // several are). It leaves the value: notify_reset takes it.
+  // several are). It leaves the value: notify_reset takes it. A count of 0
+  // returns success at once.
   GRMA_INLINE status notify_waitsome(segment_id_t segment_local, notification_id_t first, int count,
                                      notification_id_t* first_id, timeout_t limit) {
     const call where = call::gaspi_notify_waitsome;
     layer::segment_entry& e = segment(where, segment_local);
     if (first_id == nullptr) failed(errc::null_buffer, where, count);
+    if (count == 0) return success;  // GPI-2's: nothing to wait for (*first_id is left)
     check_ids(where, segment_local, first, count);
     Rank& r = *r_;
     std::size_t index = core::no_word;
@@ -656,15 +661,17 @@ class handle {
   GRMA_INLINE status queue_size(queue_id_t queue, int* posted) {
     layer::local_state& l = state_of(call::gaspi_queue_query);
     check_queue(call::gaspi_queue_query, queue);
-    *posted = int(l.posted[queue]);
+    result_at(call::gaspi_queue_query, posted) = int(l.posted[queue]);
     return success;
   }
   GRMA_INLINE status queue_size_max(int* most) {
-    *most = state_of(call::gaspi_queue_query).cfg.queue_size_max;
+    const int entries = state_of(call::gaspi_queue_query).cfg.queue_size_max;
+    result_at(call::gaspi_queue_query, most) = entries;
     return success;
   }
   GRMA_INLINE status queue_num(int* queues) {
-    *queues = state_of(call::gaspi_queue_query).cfg.queue_num;
+    const int n = state_of(call::gaspi_queue_query).cfg.queue_num;
+    result_at(call::gaspi_queue_query, queues) = n;
     return success;
   }
 
@@ -705,6 +712,7 @@ class handle {
     Rank& r = *r_;
     const int id = l.groups_made;
     in_range(where, "group id (ids are not reused after group_delete)", id, 1, group_max - 1);
+    group_t& made = result_at(where, group);
     r.sync_threads();
     if (r.thread() == 0) {
       l.groups_made = id + 1;
@@ -712,7 +720,7 @@ class handle {
       l.groups[id].pending = int(call::none);
     }
     r.sync_threads();
-    *group = id;
+    made = id;
     return success;
   }
   GRMA_INLINE status group_add(group_t group, rank_t rank) {
@@ -778,7 +786,8 @@ class handle {
     return success;
   }
   GRMA_INLINE status group_size(group_t group, int* size) {
-    *size = group_at(call::gaspi_group_query, group, 0).size;
+    const int n = group_at(call::gaspi_group_query, group, 0).size;
+    result_at(call::gaspi_group_query, size) = n;
     return success;
   }
   // The members' world ranks, ascending.
@@ -788,8 +797,8 @@ class handle {
     for (int i = 0; i < n; ++i) ranks[i] = world_of(group, i);  // by every thread
     return success;
   }
-  GRMA_INLINE static status group_max_get(int* count) {
-    *count = group_max;
+  GRMA_INLINE status group_max_get(int* count) const {
+    result_at(call::gaspi_group_query, count) = group_max;
     return success;
   }
 
@@ -860,8 +869,8 @@ class handle {
                                     timeout_t limit) {
     const call where = call::gaspi_allreduce_user;
     in_range(where, "allreduce_user's num", num, 1, allreduce_buf_size);
-    in_range(where, "allreduce_user's element_size", std::int64_t(element_size), 1,
-             allreduce_buf_size / num);
+    size_in_range(where, "allreduce_user's element_size", element_size, 1,
+                  std::size_t(allreduce_buf_size / num));
     Rank& r = *r_;
     return reduce_members(where, send, recv, std::size_t(num) * element_size, group, limit, [&] {
       status result = success;
@@ -875,12 +884,12 @@ class handle {
     });
   }
   // The bytes an allreduce_user reduces at most.
-  GRMA_INLINE static status allreduce_buf_size_get(std::size_t* bytes) {
-    *bytes = allreduce_buf_size;
+  GRMA_INLINE status allreduce_buf_size_get(std::size_t* bytes) const {
+    result_at(call::gaspi_allreduce_user, bytes) = allreduce_buf_size;
     return success;
   }
-  GRMA_INLINE static status allreduce_elem_max_get(int* count) {
-    *count = allreduce_elem_max;
+  GRMA_INLINE status allreduce_elem_max_get(int* count) const {
+    result_at(call::gaspi_allreduce, count) = allreduce_elem_max;
     return success;
   }
 
@@ -900,8 +909,7 @@ class handle {
     const int me = r.rank(world);
     check_rank(where, rank);
     if (rank == me) refuse(where, "passive_send's rank is the sender's own", rank);
-    in_range(where, "passive_send's size", std::int64_t(size), 1,
-             std::int64_t(l.cfg.passive_transfer_size_max));
+    size_in_range(where, "passive_send's size", size, 1, l.cfg.passive_transfer_size_max);
     const auto* from =
         static_cast<const unsigned char*>(place(where, segment_local, offset_local, size, me));
     status result = success;
@@ -976,7 +984,8 @@ class handle {
     return success;
   }
   GRMA_INLINE status passive_transfer_size_max(std::size_t* bytes) {
-    *bytes = state_of(call::gaspi_passive_send).cfg.passive_transfer_size_max;
+    const std::size_t most = state_of(call::gaspi_passive_send).cfg.passive_transfer_size_max;
+    result_at(call::gaspi_passive_send, bytes) = most;
     return success;
   }
 
@@ -996,12 +1005,20 @@ class handle {
                             std::int64_t highest) const {
     if (value < lowest || value > highest) out_of_range(where, what, value, lowest, highest);
   }
+  // A size (named unsigned, as it was given).
+  GRMA_INLINE void size_in_range(call where, const char* what, std::size_t value,
+                                 std::size_t lowest, std::size_t highest) const {
+    if (value < lowest || value > highest)
+      out_of_range(where, what, std::int64_t(value), std::int64_t(lowest), std::int64_t(highest),
+                   true);
+  }
   // The failing branches, out of line: a call's fast path is its compares.
   [[noreturn]] GRMA_COLD void out_of_range(call where, const char* what, std::int64_t value,
-                                           std::int64_t lowest, std::int64_t highest) const {
+                                           std::int64_t lowest, std::int64_t highest,
+                                           bool is_size = false) const {
     std::uint32_t n = 0;
     while (what[n] != 0) ++n;
-    r_->fail(errc::argument_range, where, value, lowest, highest, 0, 0, what, n);
+    r_->fail(errc::argument_range, where, value, lowest, highest, is_size ? 1 : 0, 0, what, n);
   }
   [[noreturn]] GRMA_COLD void failed(errc code, call where, std::int64_t v0 = 0,
                                      std::int64_t v1 = 0, std::int64_t v2 = 0, std::int64_t v3 = 0,
@@ -1014,6 +1031,13 @@ class handle {
     while (what[n] != 0) ++n;
     r_->fail(errc::argument_refused, where, value, 0, 0, 0, 0, what, n);
   }
+  // Where a query's result goes: a null pointer is a bad argument, as a
+  // null buffer is (its size: the result's).
+  template <class T>
+  GRMA_INLINE T& result_at(call where, T* pointer) const {
+    if (pointer == nullptr) failed(errc::null_buffer, where, std::int64_t(sizeof(T)));
+    return *pointer;
+  }
   GRMA_INLINE void check_rank(call where, rank_t rank) const {
     const int n = r_->size(world);
     if (rank < 0 || rank >= n) failed(errc::rank_out_of_range, where, rank, n, world.id);
@@ -1023,15 +1047,15 @@ class handle {
     if (queue < 0 || queue >= queue_max || queue >= queues)  // queue_max: the compiler's bound too
       out_of_range(where, "queue", queue, 0, queues - 1);
   }
-  // A list of `count` operations and `extra` more (its notification) fits
-  // an empty queue, its arrays are there, and every entry is inside its
-  // segments: checked before anything is posted.
-  GRMA_INLINE void check_list(call where, int count, queue_id_t queue, int extra,
+  // A list of `count` operations fits an empty queue (its notification,
+  // where it has one, may go past: post), its arrays are there, and every
+  // entry is inside its segments: checked before anything is posted.
+  GRMA_INLINE void check_list(call where, int count, queue_id_t queue,
                               const segment_id_t* segments_local, const offset_t* offsets_local,
                               rank_t rank, const segment_id_t* segments_remote,
                               const offset_t* offsets_remote, const std::size_t* sizes) const {
     check_queue(where, queue);
-    in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max - extra);
+    in_range(where, "list's count", count, 1, state_of(where).cfg.queue_size_max);
     if (segments_local == nullptr || offsets_local == nullptr || segments_remote == nullptr ||
         offsets_remote == nullptr || sizes == nullptr)
       failed(errc::null_buffer, where, count);
@@ -1082,14 +1106,17 @@ class handle {
   GRMA_INLINE context context_of(queue_id_t queue) const { return l_->queues[queue]; }
 
   // Whether the queue has room for `entries` more operations; where it has,
-  // they are counted. Every thread reads the count before thread 0 changes
+  // they are counted. An empty queue takes any one call, so that a call
+  // that counts more than the queue holds (a _notify form's two on a queue
+  // of one) posts after a wait. Every thread reads the count before thread 0 changes
   // it, and the core's rank-level call that follows ends with the threads
   // met (rma.hpp) before any reads it again.
   GRMA_INLINE bool post(call where, queue_id_t queue, int entries) {
     check_queue(where, queue);
     layer::local_state& l = *l_;
+    const std::uint32_t posted = l.posted[queue];
     const bool room =
-        l.posted[queue] + std::uint32_t(entries) <= std::uint32_t(l.cfg.queue_size_max);
+        posted == 0 || posted + std::uint32_t(entries) <= std::uint32_t(l.cfg.queue_size_max);
     r_->sync_threads();
     if (room && r_->thread() == 0) l.posted[queue] += std::uint32_t(entries);
     return room;

@@ -158,6 +158,8 @@ const char* call_name(call c) {
       return "gaspi_passive_receive";
     case call::gaspi_state_vec_get:
       return "gaspi_state_vec_get";
+    case call::gaspi_proc_query:
+      return "gaspi_proc_rank/num";
     case call::count_: break;
   }
   return "unknown call";
@@ -436,7 +438,11 @@ std::string describe_values(const error_record& r) {
       s << "notification " << v[0] << " with value 0 (a notification's value is not 0)";
       break;
     case errc::argument_range:
-      s << r.text << " " << v[0] << " is outside " << v[1] << " to " << v[2];
+      s << r.text << " ";
+      if (v[3] != 0)  // sizes, unsigned
+        s << u(v[0]) << " is outside " << u(v[1]) << " to " << u(v[2]);
+      else
+        s << v[0] << " is outside " << v[1] << " to " << v[2];
       break;
     case errc::argument_refused:
       s << r.text << ": " << v[0];

@@ -273,6 +273,71 @@ TEST_P(Gaspi, QueuesFillAndTheirWaitEmptiesThem) {
   }
 }
 
+// A queue of one takes any one call while empty, a _notify form's two
+// entries and a list's notification too, and the next call waits for its
+// wait. Each rank sends two words to the next, with notifications 1 and 2.
+struct gaspi_queue_of_one {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    gaspi::handle g(r);
+    gaspi::config c = gaspi::handle<Rank>::config_get();
+    c.queue_size_max = 1;
+    GASPI_OK(r, rec, g.proc_init(c, gaspi::block));
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int next = (me + 1) % n, previous = (me + n - 1) % n;
+    GASPI_OK(r, rec, g.segment_create(0, 64, gaspi::group_all, gaspi::block));
+    void* pointer = nullptr;
+    GASPI_OK(r, rec, g.segment_ptr(0, &pointer));
+    auto* words = static_cast<std::uint64_t*>(pointer);
+    if (r.thread() == 0) {
+      words[0] = mix(std::uint64_t(me), 1);
+      words[1] = mix(std::uint64_t(me), 2);
+    }
+    r.sync_threads();
+    GASPI_OK(r, rec, g.write_notify(0, 0, next, 0, 16, 8, 1, 1, 0, gaspi::block));
+    int posted = 0;
+    GASPI_OK(r, rec, g.queue_size(0, &posted));
+    CONF_EXPECT(r, rec,
+                posted == 2 && g.write(0, 8, next, 0, 24, 8, 0, gaspi::test) == gaspi::queue_full,
+                posted, 0, 0);
+    GASPI_OK(r, rec, g.wait(0, gaspi::block));
+    const gaspi::segment_id_t segments[1] = {0};
+    const gaspi::offset_t from[1] = {8}, to[1] = {24};
+    const std::size_t sizes[1] = {8};
+    GASPI_OK(r, rec,
+             g.write_list_notify(1, segments, from, next, segments, to, sizes, 0, 2, 2, 0,
+                                 gaspi::block));
+    GASPI_OK(r, rec, g.wait(0, gaspi::block));
+    for (gaspi::notification_id_t expected = 1; expected <= 2; ++expected) {
+      gaspi::notification_id_t id = -1;
+      gaspi::notification_t value = 0;
+      GASPI_OK(r, rec, g.notify_waitsome(0, expected, 1, &id, gaspi::block));
+      GASPI_OK(r, rec, g.notify_reset(0, id, &value));
+      const std::uint64_t word = *static_cast<volatile std::uint64_t*>(words + 1 + expected);
+      CONF_EXPECT(r, rec,
+                  id == expected && value == gaspi::notification_t(expected) &&
+                      word == mix(std::uint64_t(previous), std::uint64_t(expected)),
+                  id, value, expected);
+    }
+    tally(r, rec, 0);
+    GASPI_OK(r, rec, g.barrier(gaspi::group_all, gaspi::block));
+    GASPI_OK(r, rec, g.proc_term(gaspi::block));
+  }
+};
+
+TEST_P(Gaspi, AQueueOfOneTakesAnyOneCall) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(gaspi_queue_of_one{});
+  j.prepare();
+  if (j.run(gaspi_queue_of_one{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 1u; }, "programs finished");
+  }
+}
+
 // ---- notifications under contention ------------------------------------------------------
 
 // Ranks 1 .. senders notify rank 0, each at its own id, `rounds` times
@@ -317,6 +382,10 @@ struct gaspi_notifications {
       // Nothing is left over.
       CONF_EXPECT(r, rec, g.notify_waitsome(0, 1, senders, &id, gaspi::test) == gaspi::timeout, id,
                   0, 0);
+      // A wait for no ids returns at once and leaves the id (GPI-2's).
+      id = -2;
+      GASPI_OK(r, rec, g.notify_waitsome(0, 1, 0, &id, gaspi::block));
+      CONF_EXPECT(r, rec, id == -2, id, 0, 0);
       tally(r, rec, 1, (unsigned long long)(senders)*rounds);
     } else if (me <= senders) {
       for (int round = 1; round <= rounds; ++round) {

@@ -715,6 +715,23 @@ TEST(Errors, GaspiCommitByARankOutsideTheGroup) {
                "group: 1");
 }
 
+// A query's result pointer is checked as a buffer is: a null one is a bad
+// argument of the call, not a crash.
+TEST(Errors, GaspiQueriesWithANullResultPointer) {
+  const grma::error segment =
+      expect_failure(gaspi_program([](auto& g) { g.segment_ptr(0, nullptr); }));
+  EXPECT_EQ(segment.code(), grma::errc::null_buffer);
+  EXPECT_STREQ(segment.what(),
+               "grma: rank 1: gaspi_segment_ptr/size/num/list: buffer is null but size is 8");
+  const grma::error rank = expect_failure(gaspi_program([](auto& g) { g.proc_rank(nullptr); }));
+  EXPECT_STREQ(rank.what(), "grma: rank 1: gaspi_proc_rank/num: buffer is null but size is 4");
+  const grma::error group = expect_failure(gaspi_program([](auto& g) { g.group_create(nullptr); }));
+  EXPECT_STREQ(group.what(), "grma: rank 1: gaspi_group_create: buffer is null but size is 4");
+  const grma::error size = expect_failure(gaspi_program([](auto& g) { g.queue_size(0, nullptr); }));
+  EXPECT_STREQ(size.what(),
+               "grma: rank 1: gaspi_queue_size/size_max/num: buffer is null but size is 4");
+}
+
 TEST(Errors, GaspiCallBeforeProcInit) {
   const grma::error e = expect_failure([](auto& r) {
     gaspi::handle g(r);
@@ -824,10 +841,10 @@ TEST(Errors, GaspiSegmentOfAWrappingSize) {
     g.segment_create(1, ~std::size_t{0} - 4096, gaspi::group_all, gaspi::block);
   }));
   EXPECT_EQ(e.code(), grma::errc::argument_range);
-  // A size past half the address space shows as the negative number it is as a signed one.
+  // A size is named as it was given, unsigned.
   EXPECT_STREQ(e.what(),
-               "grma: rank 1: gaspi_segment_create: segment size -4097 is outside 0 to "
-               "9223372036854767615");
+               "grma: rank 1: gaspi_segment_create: segment size 18446744073709547519 is outside 0 "
+               "to 9223372036854767615");
 }
 
 TEST(Errors, GaspiSegmentIdsThatDiffer) {
@@ -889,6 +906,48 @@ TEST(Errors, TeamUsedAfterDestroy) {
   EXPECT_STREQ(e.what(),
                "grma: rank 0: barrier: team 3 (generation 1) is not a live team (used after "
                "team_destroy, or never created)");
+}
+
+// Every collective names itself when its team is bad, the ones that size
+// their buffers by the team's members too.
+TEST(Errors, CollectivesOverADestroyedTeamNameThemselves) {
+  const auto after_destroy = [](auto collective) {
+    return expect_failure([collective](auto& r) {
+      auto* block = static_cast<std::int64_t*>(r.alloc_symmetric(64));
+      grma::team t = r.team_split_strided(grma::team_world, 0, 1, 2);
+      const grma::team kept = t;
+      r.team_destroy(t);
+      if (r.rank(grma::world) == 0) collective(r, kept, block);
+      r.barrier(grma::team_world);
+    });
+  };
+  const std::string stale =
+      ": team 3 (generation 1) is not a live team (used after team_destroy, or never created)";
+  EXPECT_EQ(after_destroy([](auto& r, grma::team t, std::int64_t* b) {
+              r.allreduce(t, b + 4, b, 2, grma::reduce_op::sum);
+            }).what(),
+            "grma: rank 0: allreduce" + stale);
+  EXPECT_EQ(after_destroy([](auto& r, grma::team t, std::int64_t* b) {
+              r.alltoall(t, b + 4, b, 8);
+            }).what(),
+            "grma: rank 0: alltoall" + stale);
+  EXPECT_EQ(after_destroy([](auto& r, grma::team t, std::int64_t* b) {
+              r.alltoalls(t, b + 4, b, 1, 1, 1);
+            }).what(),
+            "grma: rank 0: alltoalls" + stale);
+}
+
+// A broadcast's root is a member of the team: out of range, the message
+// gives the team's members, not a communicator.
+TEST(Errors, BroadcastRootOutsideTheTeam) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::int64_t*>(r.alloc_symmetric(64));
+    grma::team t = r.team_split_strided(grma::team_world, 0, 1, 2);
+    if (r.rank(grma::world) == 1) r.broadcast(t, block + 4, block, 2, 2);
+    r.barrier(grma::team_world);
+  });
+  EXPECT_EQ(e.code(), grma::errc::argument_range);
+  EXPECT_STREQ(e.what(), "grma: rank 1: broadcast: root 2 is outside 0 to 1");
 }
 
 TEST(Errors, SplitOutsideTheParent) {

@@ -64,6 +64,18 @@ TEST(SymmetricTable, ReportsTheLargestGapWhenNothingFits) {
   EXPECT_EQ(why.largest_free, 2048u);  // after the second block; the first gap is 1024
 }
 
+// The largest block named is the largest one at the alignment asked: a
+// gap whose start is not aligned gives up its first bytes, and a request of
+// exactly what is named fits.
+TEST(SymmetricTable, ReportsTheLargestGapAtTheAlignmentAsked) {
+  table_with_room t(8);
+  symmetric_failure why{};
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 64, 64, 0, why), 0u);  // the gap starts at 64
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, 8192 - 64 - 192 + 1, 256, 0, why), none);
+  EXPECT_EQ(why.largest_free, 8192u - 256);  // from 256: 64 .. 256 is lost to the alignment
+  EXPECT_EQ(symmetric_allocate(t.table, 0, 8192, why.largest_free, 256, 0, why), 256u);
+}
+
 TEST(SymmetricTable, KeepsTheReservedStart) {
   table_with_room t(4);
   symmetric_failure why{};

@@ -73,8 +73,9 @@ class collective_calls {
   // into block i of member j's `dest`. dest and source may not overlap.
   GRMA_INLINE void alltoall(team t, void* dest, const void* source, std::size_t bytes) {
     Rank& r = self();
-    run(t, call::alltoall, source, bytes * std::size_t(r.team_size(t)), bytes, 0,
-        [&](const detail::team_members& m, int me) {
+    // Resolved under this call's name: a bad team is this call's error.
+    run(t, call::alltoall, source, bytes * std::size_t(r.resolve_team(t, call::alltoall).size),
+        bytes, 0, [&](const detail::team_members& m, int me) {
           const std::uint64_t from = r.symmetric_offset_of(source, bytes * std::size_t(m.size), call::alltoall) +
                                      std::uint64_t(me) * bytes;
           for (int i = 0; i < m.size; ++i)
@@ -141,7 +142,7 @@ class collective_calls {
         std::int64_t(source_stride) < 0)
       r.fail(errc::invalid_stride, call::alltoalls, std::int64_t(dest_stride),
              std::int64_t(source_stride));
-    const std::uint64_t members = std::uint64_t(r.team_size(t));
+    const std::uint64_t members = std::uint64_t(r.resolve_team(t, call::alltoalls).size);
     // Every block's elements, the last one's (members * count - 1) * stride elements in.
     const std::uint64_t elements = detail::product_or_most(members, count);
     const std::uint64_t extent = detail::strided_extent(elements, source_stride, sizeof(T));
@@ -232,7 +233,10 @@ class collective_calls {
     Rank& r = self();
     const detail::team_members m = r.resolve_team(t, where);
     const int me = r.team_member(m, where);
-    if (root < 0 || root >= m.size) r.fail(errc::rank_out_of_range, where, root, m.size, t.slot);
+    if (root < 0 || root >= m.size) {
+      constexpr char what[] = "root";  // a member of the team
+      r.fail(errc::argument_range, where, root, 0, m.size - 1, 0, 0, what, sizeof what - 1);
+    }
     if (source_bytes != 0) r.symmetric_offset_of(source, source_bytes, where);
     r.team_collective_begin(m, me, where, size, root, kind);
     if (size != 0) body(m, me);
@@ -249,7 +253,7 @@ class collective_calls {
     if (std::uint32_t(op) > std::uint32_t(reduce_op::bit_xor) ||
         (!std::is_integral_v<T> && std::uint32_t(op) >= std::uint32_t(reduce_op::bit_and)))
       r.fail(errc::invalid_reduce_op, where, std::int64_t(op), std::is_integral_v<T> ? 0 : 1);
-    const int members = r.team_size(t);
+    const int members = r.resolve_team(t, where).size;
     const bool scatter = where == call::reduce_scatter;
     const std::size_t total = scatter ? count * std::size_t(members) : count;
     // Where the others store results, dest must be symmetric.

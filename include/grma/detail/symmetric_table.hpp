@@ -55,7 +55,8 @@ GRMA_INLINE std::uint64_t symmetric_block_size(std::uint64_t bytes) {
 
 // The first gap of at least `bytes` at `alignment` (a power of two) in
 // [first, slice), changing nothing: its offset, or ~0 when there is none or
-// the table is full (why.largest_free tells which).
+// the table is full (why.largest_free tells which: the most bytes a block
+// at that alignment could have, so a request that is more never fits).
 GRMA_INLINE std::uint64_t symmetric_first_fit(const symmetric_table& t, std::uint64_t first,
                                               std::uint64_t slice, std::uint64_t bytes,
                                               std::uint64_t alignment, symmetric_failure& why) {
@@ -66,7 +67,7 @@ GRMA_INLINE std::uint64_t symmetric_first_fit(const symmetric_table& t, std::uin
   for (std::uint32_t i = 0; i <= *t.count; ++i) {
     const std::uint64_t next = i < *t.count ? t.blocks[i].offset : slice < first ? first : slice;
     const std::uint64_t at = align_up(end, alignment);
-    if (next > end && next - end > largest) largest = next - end;
+    if (at <= next && next - at > largest) largest = next - at;
     if (at <= next && next - at >= size) {
       if (*t.count == t.capacity) break;
       return at;
