@@ -2,10 +2,12 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "grma/error.hpp"
 #include "loopback_transport.hpp"
 #include "mpi_transport.hpp"
+#include "process_group.hpp"
 #include "ucx_transport.hpp"
 
 namespace grma {
@@ -86,6 +88,23 @@ transport_kind choose_transport(const settings& s, int nodes) {
   if (s.transport == transport_kind::automatic) return transport_kind::ucx;
 #endif
   return transport_kind::mpi;
+}
+
+transport_kind agree_on_transport(const process_group& group, const settings& s,
+                                  int nodes_in_process) {
+  transport_kind kind{};
+  on_all_processes(group, "while choosing its transport (GRMA_TRANSPORT)",
+                   [&] { kind = choose_transport(s, nodes_in_process); });
+  const int mine = int(kind);
+  std::vector<int> all(std::size_t(group.count()));
+  group.all_gather(&mine, sizeof mine, all.data());
+  for (int p = 1; p < group.count(); ++p)
+    if (all[std::size_t(p)] != all[0])
+      unusable(
+          "processes 0 and " + std::to_string(p) +
+          " chose different transports (GRMA_TRANSPORT): " + to_string(transport_kind(all[0])) +
+          " and " + to_string(transport_kind(all[std::size_t(p)])));
+  return kind;
 }
 
 std::unique_ptr<transport> make_transport(transport_kind kind, std::shared_ptr<loopback_hub> hub,

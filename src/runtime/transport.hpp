@@ -81,6 +81,16 @@ int nodes_in_process(const settings& s, int processes, int devices);
 // processes on different nodes. An unusable choice is an error that says why.
 transport_kind choose_transport(const settings& s, int nodes_in_process);
 
+class process_group;
+
+// Collective over `group`'s processes: the transport every one of them
+// chose (choose_transport), or, where one could not choose or they chose
+// differently (GRMA_TRANSPORT set on some processes only), an error on
+// every process that names both choices. Transports meet in collectives
+// of their own: processes that made different ones would wait for ever.
+transport_kind agree_on_transport(const process_group& group, const settings& s,
+                                  int nodes_in_process);
+
 // Endpoint `index` of `kind`, which choose_transport gave: mpi (collective:
 // see make_mpi_transport), or loopback over `hub`.
 std::unique_ptr<transport> make_transport(transport_kind kind, std::shared_ptr<loopback_hub> hub,

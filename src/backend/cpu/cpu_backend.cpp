@@ -273,7 +273,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     // A job of one process on one node has no other engine to reach: its
     // engine gets a loopback endpoint of its own.
     const bool alone = parts == 1;
-    const transport_kind kind = alone ? transport_kind::loopback : choose_transport(s, played);
+    const transport_kind kind =
+        alone ? transport_kind::loopback : agree_on_transport(group, s, played);
     std::shared_ptr<loopback_hub> hub = played > 1 || alone ? make_loopback_hub(parts) : nullptr;
     // Collective where the transport joins processes (MPI).
     on_all_processes(group, "while starting its network engine", [&] {

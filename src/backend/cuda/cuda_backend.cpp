@@ -491,10 +491,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     choose_wait_style(2, "the network engine, the thread that waits for the kernel", me, 1);
     // Its own step: the engine's constructor makes MPI calls every process must make.
     std::unique_ptr<engine_memory> memory;
-    transport_kind kind{};
-    on_all_processes(group, "while preparing its network engine", [&] {
-      kind = choose_transport(s, /*nodes_in_process=*/1);
-    });
+    const transport_kind kind = agree_on_transport(group, s, /*nodes_in_process=*/1);
     std::unique_ptr<transport> net = make_transport(kind, nullptr, me);
     on_all_processes(group, "while starting its network engine", [&] {
       const device_view& own = arena->view();
