@@ -141,19 +141,19 @@ enum class errc : std::int32_t {
   invalid_free,                  // v0 address
   double_free,                   // v0 address
   null_buffer,                   // v0 size
-  collective_mismatch,           // v0 communicator, v1 other rank, v2 other call, v3 epoch
-  invalid_comm,                  // v0 communicator id
-  signal_misaligned,             // v0 offset
-  invalid_enum,                  // v0 value (signal_op or cmp)
-  assertion_failed,              // text "file:line: expression"
-  aborted,                       // v0 rank whose failure stopped the job
-  timeout,                       // the watchdog's report is in the message
-  invalid_config,                // host side; message built on the host
-  backend_unavailable,           // host side
-  device_error,                  // host side: a CUDA call failed
-  process_failed,                // host side: another process of the job exited or hung
-  request_refused,  // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window
-                    // slot
+  collective_mismatch,  // v0 communicator, v1 other rank (world's), v2 other call, v3 epoch
+  invalid_comm,         // v0 communicator id
+  signal_misaligned,    // v0 offset
+  invalid_enum,         // v0 value (signal_op or cmp)
+  assertion_failed,     // text "file:line: expression"
+  aborted,              // v0 rank whose failure stopped the job
+  timeout,              // the watchdog's report is in the message
+  invalid_config,       // host side; message built on the host
+  backend_unavailable,  // host side
+  device_error,         // host side: a CUDA call failed
+  process_failed,       // host side: another process of the job exited or hung
+  request_refused,      // v0 origin, v1 refusal, v2 offset, v3 size, v4 registered bytes, v5 window
+                        // slot
   shared_size_mismatch,     // v0 bytes, v1 first device rank that differs from rank 0, v2 rank 0's
                             // bytes (low 40 bits)
   shared_pointer_mismatch,  // v0 this rank's pointer, v1 first device rank that differs from rank 0
@@ -193,6 +193,8 @@ enum class errc : std::int32_t {
   collective_pending,    // v0 group, v1 the call under way
   passive_message_size,  // v0 message bytes, v1 receive bytes, v2 sender
   no_host_source,        // v0 process, v1 the job's host sources
+  rank_exception,        // a CPU rank's program threw; text: what() (the other ranks' and
+                         // processes' record of it: the rank's own process rethrows it)
   count_                 // keep last
 };
 

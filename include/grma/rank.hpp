@@ -277,7 +277,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           return std::uint64_t{0};
         });
     if (mismatch != 0)
-      fail(errc::collective_mismatch, call::window_free, c.id, std::int64_t(mismatch - 1),
+      fail(errc::collective_mismatch, call::window_free, c.id, world_rank_in(c, int(mismatch - 1)),
            std::int64_t(call::window_free), local().epoch[comm_index(c)]);
     // Every put to this window was published before its origin entered the
     // collective, so all its notifications are here now: drop them.
@@ -648,6 +648,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (c == device) return {view().ranks, device_rank()};
     fail(errc::invalid_comm, where, c.id);
   }
+  // Rank i of communicator c as the world numbers it (errors and the
+  // watchdog name world ranks): a device's ranks are numbered from its first.
+  GRMA_INLINE int world_rank_in(comm c, int i) const {
+    return c == world ? i : view().first_rank + i;
+  }
 
  public:
   // Ends the job with a bad argument's error: the record names this rank,
@@ -892,13 +897,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       // engine writes it.
       auto await = [&](int i) {
         std::uint64_t stamp = 0;
-        block_until(what, {c.id, i, std::int64_t(epoch), 0}, [&] {
+        block_until(what, {c.id, world_rank_in(c, i), std::int64_t(epoch), 0}, [&] {
           stamp = detail::load_acquire<Sc>(arrivals[i].stamp);
           return (stamp >> 8) >= epoch;
         });
         if (stamp != detail::collective_stamp(epoch, what))
-          fail(errc::collective_mismatch, what, c.id, i, std::int64_t(stamp & 0xff),
-               std::int64_t(epoch));
+          fail(errc::collective_mismatch, what, c.id, world_rank_in(c, i),
+               std::int64_t(stamp & 0xff), std::int64_t(epoch));
       };
       for (int i = P::thread_index(); i < l.size; i += P::thread_count())
         if (!across || view().on_node(view().device_of(i))) await(i);
@@ -923,7 +928,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         }
       }
     } else if (leader()) {
-      block_until(what, {c.id, -1, std::int64_t(epoch), 0},
+      // -1 - the rank that releases it, for the watchdog.
+      block_until(what, {c.id, -1 - world_rank_in(c, gatherer), std::int64_t(epoch), 0},
                   [&] { return detail::load_acquire<Sc>(st.release) >= epoch; });
       result = detail::load_relaxed<Sc>(st.result);
     }

@@ -466,6 +466,9 @@ std::string describe_values(const error_record& r) {
       s << "the passive message of " << u(v[0]) << " bytes from rank " << v[2]
         << " does not fit the " << u(v[1]) << " bytes passive_receive was given";
       break;
+    case errc::rank_exception:
+      s << "the rank's program threw: " << r.text;
+      break;
     case errc::no_host_source:
       s << "process " << v[0] << " has no host source: ";
       if (v[1] == 0)

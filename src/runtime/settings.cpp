@@ -2,12 +2,13 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 
-#include "grma/error.hpp"
 #include "grma/detail/device_state.hpp"
+#include "grma/error.hpp"
 
 extern char** environ;
 
@@ -76,7 +77,16 @@ void settings::check() const {
     bad("GRMA_MATCH_CAPACITY", n(match_capacity), "a number from 1 to 1048576");
   if (max_windows < 1 || max_windows > 0xffff)
     bad("GRMA_MAX_WINDOWS", n(max_windows), "a number from 1 to 65535");
-  if (!(timeout_seconds >= 0)) bad("GRMA_TIMEOUT", n(timeout_seconds), "seconds >= 0");
+  if (!(timeout_seconds >= 0) || std::isinf(timeout_seconds))
+    bad("GRMA_TIMEOUT", n(timeout_seconds), "seconds >= 0");
+  // Enums the program may have made from any number, as the variables'
+  // names are checked.
+  if (unsigned(backend) > unsigned(backend_kind::cuda))
+    bad("GRMA_BACKEND", n(int(backend)), "auto, cpu or cuda");
+  if (unsigned(transport) > unsigned(transport_kind::loopback))
+    bad("GRMA_TRANSPORT", n(int(transport)), "auto, mpi, ucx or loopback");
+  if (unsigned(waits) > unsigned(waits_kind::sleep))
+    bad("GRMA_WAITS", n(unsigned(waits)), "auto, spin, yield or sleep");
   if (node_id.size() > 63) bad("GRMA_NODE_ID", node_id, "1 to 63 characters");
 }
 

@@ -61,7 +61,8 @@ void describe_call(std::ostringstream& s, rank_status& st) {
       s << " on communicator " << comm_name(std::uint32_t(a[0])) << " (collective #" << a[2]
         << ")";
       if (a[1] >= 0) s << ", waiting for rank " << a[1] << " to arrive";
-      else s << ", waiting for rank 0 to release it";
+      else
+        s << ", waiting for rank " << -1 - a[1] << " to release it";
       break;
     case call::wait_until:
       s << "(word 0x" << std::hex << a[0] << std::dec << ", until word " << cmp_name(a[2]) << " "

@@ -19,6 +19,8 @@
 //   late    a node whose ranks finish 7 s after the others': the job succeeds
 //   late_assert  a rank fails after the other node's ranks have returned:
 //           every process reports its assertion
+//   late_throw  the same with the rank's program throwing (CPU backend): its
+//           process rethrows the exception, the others name its rank and what()
 //   stuck   rank 0 waits for a notification nobody sends while the other
 //           node's ranks have returned: its watchdog ends the job, and the
 //           other node reports that watchdog's report
@@ -30,9 +32,9 @@
 // what a put sends is in grma memory), so the same cases run on two GPUs
 // made two nodes.
 #include <cstdio>
-#include <string>
-
 #include <grma/grma.hpp>
+#include <stdexcept>
+#include <string>
 
 namespace grma::detail {
 // Lets this test queue a command past the origin's checks.
@@ -265,6 +267,7 @@ struct windows {
 
 struct late {
   bool fail;
+  bool throws;  // fails by throwing (a CPU rank's program may)
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     const int me = r.rank(grma::world), n = r.size(grma::world);
@@ -272,6 +275,9 @@ struct late {
     const double until = r.wtime() + (fail ? 0.5 : 7.0);
     while (r.wtime() < until) {
     }
+#if !defined(__CUDA_ARCH__)
+    if (fail && throws) throw std::runtime_error("late_throw");
+#endif
     GRMA_ASSERT(r, !fail);
   }
 };
@@ -307,22 +313,22 @@ int main(int argc, char** argv) try {
     rt.run(order{});
   } else if (which == "windows") {
     rt.run(windows{});
-  } else if (which == "late" || which == "late_assert") {
-    rt.run(late{which == "late_assert"});
+  } else if (which == "late" || which == "late_assert" || which == "late_throw") {
+    rt.run(late{which != "late", which == "late_throw"});
   } else if (which == "stuck" || which == "stuck_node" || which == "stuck_both") {
     rt.run(stuck{which == "stuck_node", which == "stuck_both"});
   } else {
-    std::fprintf(
-        stderr,
-        "usage: %s flood|large|forged|forged_symmetric|forged_atomic|order|windows|late|late_assert|"
-        "stuck|stuck_node|stuck_both "
-        "[--grma-...]\n",
-        argv[0]);
+    std::fprintf(stderr,
+                 "usage: %s "
+                 "flood|large|forged|forged_symmetric|forged_atomic|order|windows|late|late_assert|"
+                 "late_throw|stuck|stuck_node|stuck_both "
+                 "[--grma-...]\n",
+                 argv[0]);
     return 2;
   }
   std::printf("%s: passed\n", which.c_str());
   return 0;
-} catch (const grma::error& e) {
+} catch (const std::exception& e) {  // grma's errors, and late_throw's own
   std::fprintf(stderr, "%s\n", e.what());
   return 1;
 }

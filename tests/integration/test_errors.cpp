@@ -348,6 +348,24 @@ TEST(Errors, MismatchedCollectives) {
                "window_create (collective #1)");
 }
 
+// Ranks of the device communicator are named by their world numbers, as
+// everywhere else in the message: world rank 3 is device 1's rank 1.
+TEST(Errors, MismatchedCollectivesOfADeviceNameWorldRanks) {
+  grma::settings s = small_job(2);
+  s.devices = 2;
+  const grma::error e = expect_failure(
+      [](auto& r) {
+        if (r.rank(grma::world) == 3)
+          r.window_create(grma::device, nullptr, 0);
+        else
+          r.barrier(grma::device);
+      },
+      s);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 2: barrier: collective mismatch on communicator device: rank 3 called "
+               "window_create (collective #1)");
+}
+
 // The message names the call that was given the communicator.
 TEST(Errors, InvalidCommunicator) {
   EXPECT_STREQ(expect_failure([](auto& r) {
@@ -1324,6 +1342,31 @@ TEST(Watchdog, ReportsStuckRanksAndTheirUnmatchedNotifications) {
     EXPECT_THAT(report, HasSubstr("\n  rank 2: wait_signal(window 0, offset 8, until word >= 5); "
                                   "unmatched notifications: 0"));
     EXPECT_THAT(printed, HasSubstr(report));  // printed as it fires, too
+  }
+}
+
+// A wait in a device's collective names world ranks: the one it waits
+// for, and the one that releases it.
+TEST(Watchdog, ADeviceCollectiveNamesWorldRanks) {
+  grma::settings s = small_job(3);
+  s.devices = 2;
+  s.timeout_seconds = 1;
+  grma::runtime rt(s);
+  testing::internal::CaptureStderr();
+  try {
+    rt.run([](auto& r) {
+      if (r.rank(grma::world) != 5) r.barrier(grma::device);  // device 1 is ranks 3, 4, 5
+    });
+    testing::internal::GetCapturedStderr();
+    FAIL() << "the watchdog did not end the run";
+  } catch (const grma::error& e) {
+    testing::internal::GetCapturedStderr();
+    const std::string report = e.what();
+    EXPECT_THAT(report, HasSubstr("\n  rank 3: barrier on communicator device (collective #1), "
+                                  "waiting for rank 5 to arrive"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 4: barrier on communicator device (collective #1), "
+                                  "waiting for rank 3 to release it"));
+    EXPECT_THAT(report, HasSubstr("\n  rank 5: returned"));
   }
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>  // setenv, unsetenv
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -222,6 +223,14 @@ TEST(Settings, CheckNamesAValueOutOfItsRange) {
             invalid("GRMA_MAX_WINDOWS", "0", "a number from 1 to 65535"));
   EXPECT_EQ(check_error([](settings& s) { s.timeout_seconds = -1; }),
             invalid("GRMA_TIMEOUT", "-1.000000", "seconds >= 0"));
+  EXPECT_EQ(check_error([](settings& s) { s.timeout_seconds = HUGE_VAL; }),
+            invalid("GRMA_TIMEOUT", "inf", "seconds >= 0"));
+  EXPECT_EQ(check_error([](settings& s) { s.backend = grma::backend_kind(9); }),
+            invalid("GRMA_BACKEND", "9", "auto, cpu or cuda"));
+  EXPECT_EQ(check_error([](settings& s) { s.transport = grma::transport_kind(9); }),
+            invalid("GRMA_TRANSPORT", "9", "auto, mpi, ucx or loopback"));
+  EXPECT_EQ(check_error([](settings& s) { s.waits = grma::waits_kind(7); }),
+            invalid("GRMA_WAITS", "7", "auto, spin, yield or sleep"));
   EXPECT_EQ(check_error([](settings& s) { s.node_id = std::string(64, 'n'); }),
             invalid("GRMA_NODE_ID", std::string(64, 'n'), "1 to 63 characters"));
 }

@@ -99,9 +99,10 @@ struct cpu_platform {
 #endif
   }
 
-  // First failure of the job: record it, stop every other rank, unwind.
-  [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
-                                            const error_record& record) {
+  // A failure of the job: the job's record where it is the first, and every
+  // other rank stopped.
+  GRMA_INLINE static void record_failure(std::uint32_t& claim, job_control& control,
+                                         const error_record& record) {
 #if !GRMA_DEVICE_CODE
     if (compare_exchange_acquire(claim, 0u, 1u)) {
       control.error = record;
@@ -109,6 +110,18 @@ struct cpu_platform {
     }
     // Release: the error record is complete before anyone sees the abort.
     store_release(control.abort, 1u);
+#else
+    (void)claim;
+    (void)control;
+    (void)record;
+#endif
+  }
+
+  // First failure of the job: record it, stop every other rank, unwind.
+  [[noreturn]] GRMA_INLINE static void fail(std::uint32_t& claim, job_control& control,
+                                            const error_record& record) {
+#if !GRMA_DEVICE_CODE
+    record_failure(claim, control, record);
     throw error(record);
 #else
     (void)claim;

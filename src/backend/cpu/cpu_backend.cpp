@@ -22,6 +22,29 @@
 
 namespace grma::detail {
 
+namespace {
+
+// The record of the exception being handled, thrown by the program of
+// world rank `rank`: its what(), cut to the record's text.
+error_record exception_record(int rank) {
+  error_record record{};
+  record.code = std::int32_t(errc::rank_exception);
+  record.rank = rank;
+  record.where = std::int32_t(call::none);
+  std::string what = "an exception that is not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  const std::size_t n = std::min(what.size(), sizeof record.text - 1);
+  std::memcpy(record.text, what.data(), n);
+  return record;
+}
+
+}  // namespace
+
 std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
                                  const std::function<void(cpu_rank&)>& body) {
   std::mutex failure_mutex;
@@ -60,8 +83,14 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
         std::exception_ptr& slot = e.code() == errc::aborted ? aborted : cause;
         if (!slot) slot = std::current_exception();
       } catch (...) {  // the rank program's own exception
-        std::lock_guard<std::mutex> lock(failure_mutex);
-        if (!cause) cause = std::current_exception();
+        {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          if (!cause) cause = std::current_exception();
+        }
+        // This process rethrows it; the job's record names it for the other
+        // ranks' errors and the other processes'.
+        cpu_platform::record_failure(*view.error_claim, *view.control,
+                                     exception_record(view.first_rank + r));
       }
       set_state(view, r, rank_state::failed);
       // Release: whatever this rank recorded is visible to ranks that leave
