@@ -278,7 +278,9 @@ class runtime {
 
   // Runs `program(rank)` on every rank of this process and returns when all
   // have finished. Throws grma::error when a rank fails or the watchdog ends
-  // the run; userdata is copied back only after a successful run.
+  // the run; userdata is copied back only after a successful run. A CPU
+  // rank's program may throw: its process rethrows that exception, and the
+  // job's other processes throw an error that names the rank and its what().
   // A runtime runs one job at a time: run (or launch) while a launched job
   // has not been waited for is an error.
   template <class Program>
