@@ -279,8 +279,9 @@ class runtime {
   // Runs `program(rank)` on every rank of this process and returns when all
   // have finished. Throws grma::error when a rank fails or the watchdog ends
   // the run; userdata is copied back only after a successful run. A CPU
-  // rank's program may throw: its process rethrows that exception, and the
-  // job's other processes throw an error that names the rank and its what().
+  // rank's program may throw: its process rethrows that exception (where no
+  // rank of it failed in grma before), and where it was the job's first
+  // failure the other processes throw an error naming the rank and its what().
   // A runtime runs one job at a time: run (or launch) while a launched job
   // has not been waited for is an error.
   template <class Program>

@@ -76,6 +76,7 @@ void progress_engine::loop() {
         fired = true;
         std::string report =
             blocked_ranks_report(shown_, std::chrono::duration<double>(now - last_move).count());
+        const clock::time_point stamp = clock::now();  // before any abort of this watchdog's
         // The node's devices share its control block: the watchdog that
         // leaves the report there prints it, once for the node.
         const bool left = leave_report(*view_.control, report);
@@ -86,7 +87,7 @@ void progress_engine::loop() {
         {
           std::lock_guard<std::mutex> lock(report_mutex_);
           report_ = std::move(report);
-          fired_at_ = clock::now();
+          fired_at_ = stamp;
         }
         // Release: the report is stored (here and in the control block)
         // before ranks leave their waits and engines forward the abort.

@@ -84,10 +84,11 @@ transport_kind choose_transport(const settings& s, int nodes_in_process);
 class process_group;
 
 // Collective over `group`'s processes: the transport every one of them
-// chose (choose_transport), or, where one could not choose or they chose
-// differently (GRMA_TRANSPORT set on some processes only), an error on
-// every process that names both choices. Transports meet in collectives
-// of their own: processes that made different ones would wait for ever.
+// chose (choose_transport). Where they chose differently (GRMA_TRANSPORT
+// set on some processes only), every process throws an error that names
+// both choices; where one could not choose, it throws why and the others
+// that it failed. Transports meet in collectives of their own: processes
+// that made different ones would wait for ever.
 transport_kind agree_on_transport(const process_group& group, const settings& s,
                                   int nodes_in_process);
 

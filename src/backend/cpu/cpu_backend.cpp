@@ -88,9 +88,11 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
           if (!cause) cause = std::current_exception();
         }
         // This process rethrows it; the job's record names it for the other
-        // ranks' errors and the other processes'.
-        cpu_platform::record_failure(*view.error_claim, *view.control,
-                                     exception_record(view.first_rank + r));
+        // ranks' errors and the other processes', where it is the job's first
+        // failure (not an abort the program caught and threw as its own).
+        if (load_acquire<scope::system>(view.control->abort) == 0)
+          cpu_platform::record_failure(*view.error_claim, *view.control,
+                                       exception_record(view.first_rank + r));
       }
       set_state(view, r, rank_state::failed);
       // Release: whatever this rank recorded is visible to ranks that leave
