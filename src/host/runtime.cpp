@@ -34,6 +34,21 @@ struct runtime::impl {
 };
 
 namespace {
+
+// The nodes this process plays (GRMA_NODES, checked). Where the processes
+// first meet to tell their nodes (collective), on all of them at once: one
+// that refused GRMA_NODES alone would leave the others waiting there.
+int nodes_played(const grma::settings& s, int devices_per_process) {
+  const detail::process_group& group = detail::process_group::get();
+  if (group.count() == 1 || group.nodes_known(s.node_id))
+    return detail::nodes_in_process(s, group.count(), devices_per_process);
+  int played = 1;
+  detail::on_all_processes(group, "while counting the nodes it plays (GRMA_NODES)", [&] {
+    played = detail::nodes_in_process(s, group.count(), devices_per_process);
+  });
+  return played;
+}
+
 backend_kind resolve_backend(backend_kind wanted) {
 #if GRMA_HAVE_CUDA
   const bool gpu = detail::cuda_device_available();
@@ -110,10 +125,10 @@ grma::topology runtime::topology() const {
   t.backend = backend_kind::cpu;
   const int per_process = std::max(1, impl_->settings.devices);
   const detail::process_group& group = detail::process_group::get();
+  const int played = nodes_played(impl_->settings, per_process);
   const std::vector<int> node_of =
       group.count() > 1 ? group.nodes(impl_->settings.node_id) : std::vector<int>{0};
   const int devices = per_process * group.count();
-  const int played = detail::nodes_in_process(impl_->settings, group.count(), per_process);
   for (int d = 0; d < devices; ++d) {
     const int process = d / per_process;
     const int node = played > 1 ? d / (per_process / played) : node_of[std::size_t(process)];
@@ -164,7 +179,7 @@ rank_info runtime::info_cpu(const launch_options& options) const {
   const detail::process_group& group = detail::process_group::get();
   rank_info info = detail::job_layout(ranks, /*threads_per_rank=*/1, devices, group.index(),
                                       group.count(), /*first_device=*/group.index() * devices);
-  const int played = detail::nodes_in_process(impl_->settings, group.count(), devices);
+  const int played = nodes_played(impl_->settings, devices);
   if (played == 1) {
     place_on_nodes(info, job_nodes_of(impl_->settings), devices);
   } else {  // the process is on every node; it describes itself as on its first

@@ -52,6 +52,10 @@ class process_group {
   // name. Collective the first time (and when node_id changes); then kept.
   // Returns the node of each process, numbered in order of first appearance.
   std::vector<int> nodes(const std::string& node_id) const;
+  // Whether nodes(node_id) is kept (a call of it would not be collective).
+  bool nodes_known(const std::string& node_id) const {
+    return !nodes_.empty() && nodes_for_ == node_id;
+  }
 
   // The host of each process (by host name, whatever GRMA_NODE_ID says),
   // numbered in order of first appearance. Collective the first time; then
