@@ -170,9 +170,11 @@ enum class errc : std::int32_t {
   team_invalid,         // v0 slot, v1 generation
   team_split_invalid,   // v0 start, v1 stride, v2 size, v3 parent size
   team_table_full,      // v0 team slots
-  team_collective_mismatch,  // v0 team slot | its reduction kind << 8 | this rank's << 16 (0: not
-                             // one), v1 the member before's call, v2 its size, v3 its root | this
-                             // rank's << 16, v4 that member << 32 | this rank's size
+  team_collective_mismatch,  // v0 team slot | this rank's other arguments << 8 (0: none; a
+                             // reduction's op and type, a split's stride, alltoalls' strides), v1
+                             // the member before's call | its other arguments << 8, v2 its size,
+                             // v3 its root | this rank's << 16, v4 that member << 32 | this
+                             // rank's size
   invalid_reduce_op,         // v0 op, v1 1 for a floating-point type
   symmetric_not_owner,       // v0 address
   team_holds_blocks,         // v0 team slot, v1 live symmetric blocks

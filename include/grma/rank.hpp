@@ -1694,13 +1694,15 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // it all agree. The store comes before the barrier's first round word,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
-  // something wrong. A reduction's `kind` (nonzero: its operation and
-  // element type, detail::reduction_kind) goes in a word of its own beside
+  // something wrong. The arguments the signature has no room for (`more`,
+  // nonzero: a reduction's operation and type, detail::reduction_kind, a
+  // split's stride, detail::strides_more) go in a word of their own beside
   // it, with the same epoch.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
-                                         std::size_t size, int root, std::uint32_t kind = 0) {
+                                         std::size_t size, int root, std::uint64_t more = 0) {
     detail::team_workspace& mine = team_workspace(m.slot);
     const std::uint64_t epoch_tag = ((mine.epoch + 1) & 0xffu) << 56;
+    constexpr std::uint64_t more_bits = (std::uint64_t{1} << 56) - 1;
     const std::uint64_t own = epoch_tag | ((std::uint64_t(where) & 0xffu) << 48) |
                               ((std::uint64_t(root) & 0xffffu) << 32) |
                               (std::uint64_t(size) & 0xffffffffu);
@@ -1709,7 +1711,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       const int next = m.world_of(view(), (me + 1) % m.size);
       constexpr std::size_t word =
           offsetof(detail::team_workspace, signature) / sizeof(std::uint64_t);
-      if (kind != 0) team_word_store(next, m.slot, word + 1, epoch_tag | kind, where);
+      if (more != 0) team_word_store(next, m.slot, word + 1, epoch_tag | (more & more_bits), where);
       team_word_store(next, m.slot, word, own, where);
     }
     team_barrier(m, where);
@@ -1718,25 +1720,25 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         leader() ? at_scope(wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(mine.signature); })
                  : std::uint64_t{0});
     if ((before >> 56) != (own >> 56)) return;  // another barrier's: nothing to check
-    // The member before's kind where it made a reduction in this barrier
-    // (0: none; read only by a reduction, whose kind is never 0).
-    std::uint32_t before_kind = 0;
-    if (kind != 0) {
+    // The member before's more where it stored one in this barrier (0:
+    // none; read only by a call with one of its own, which is never 0).
+    std::uint64_t before_more = 0;
+    if (more != 0) {
       const std::uint64_t k = P::broadcast(
           leader() ? at_scope(wide(),
                               [&](auto scope) {
-                                return detail::load_relaxed<scope.value>(mine.signature_kind);
+                                return detail::load_relaxed<scope.value>(mine.signature_more);
                               })
                    : std::uint64_t{0});
-      if ((k >> 56) == (own >> 56)) before_kind = std::uint32_t(k & 0xffu);
+      if ((k >> 56) == (own >> 56)) before_more = k & more_bits;
     }
-    // The values: the slot and both kinds, the member before's call, its
-    // size, its root and this rank's (16 bits each), and that member with
-    // this rank's size.
-    if (before != own || before_kind != kind)
-      fail(errc::team_collective_mismatch, where,
-           std::int64_t(m.slot) | std::int64_t(before_kind) << 8 | std::int64_t(kind) << 16,
-           std::int64_t((before >> 48) & 0xffu), std::int64_t(before & 0xffffffffu),
+    // The values: the slot and this rank's more, the member before's call
+    // and more, its size, its root and this rank's (16 bits each), and that
+    // member with this rank's size.
+    if (before != own || before_more != more)
+      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot | (more & more_bits) << 8),
+           std::int64_t(((before >> 48) & 0xffu) | before_more << 8),
+           std::int64_t(before & 0xffffffffu),
            std::int64_t((before >> 32) & 0xffffu) | std::int64_t((own >> 32) & 0xffffu) << 16,
            (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(own & 0xffffffffu));
   }

@@ -176,17 +176,28 @@ namespace {
 // Offsets and sizes travel as int64 in the record; they are unsigned.
 std::uint64_t u(std::int64_t value) { return static_cast<std::uint64_t>(value); }
 
-// A data collective's size and root as its team check carries them, and a
-// reduction's operation and element type (detail::reduction_kind; 0 for
-// another collective).
-std::string collective_arguments(std::uint64_t size, std::uint64_t kind, std::uint64_t root) {
+// A team collective's size and root as its team check carries them, with
+// its other arguments (`more`, team_collective_begin): a reduction's
+// operation and element type (detail::reduction_kind), a strided split's
+// stride, alltoalls' strides (detail::strides_more). A split's root is its
+// start.
+std::string collective_arguments(call where, std::uint64_t size, std::uint64_t more,
+                                 std::uint64_t root) {
   std::ostringstream s;
+  if (where == call::team_split_strided) {
+    s << "size " << size << ", start " << root << " and stride " << more;
+    return s.str();
+  }
   s << "size " << size;
-  if ((kind & 0x80u) != 0) {
+  if (where == call::alltoalls) {
+    s << ", dest stride " << (more & 0xfffffffu) << " and source stride " << (more >> 28);
+    return s.str();
+  }
+  if ((more & 0x80u) != 0) {
     static const char* ops[] = {"sum", "prod", "min", "max", "bit_and", "bit_or", "bit_xor", "?"};
-    s << ", " << ops[kind & 7u] << " of " << (1u << ((kind >> 5) & 3u)) << "-byte "
-      << ((kind & 0x10u) != 0  ? "floating point"
-          : (kind & 0x8u) != 0 ? "signed integers"
+    s << ", " << ops[more & 7u] << " of " << (1u << ((more >> 5) & 3u)) << "-byte "
+      << ((more & 0x10u) != 0  ? "floating point"
+          : (more & 0x8u) != 0 ? "signed integers"
                                : "unsigned integers");
   }
   s << " and root " << root;
@@ -385,10 +396,11 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::team_collective_mismatch: {
       // Sizes are the low 32 bits of the call's size (of a free's offset).
-      const auto other = static_cast<call>(v[1]);
+      const auto other = static_cast<call>(u(v[1]) & 0xffu);
+      const auto mine_call = static_cast<call>(r.where);
       const std::uint64_t mine = u(v[4]) & 0xffffffffu;
       const std::uint64_t other_root = u(v[3]) & 0xffffu, my_root = (u(v[3]) >> 16) & 0xffffu;
-      const std::uint64_t other_kind = (u(v[0]) >> 8) & 0xffu, my_kind = (u(v[0]) >> 16) & 0xffu;
+      const std::uint64_t other_more = u(v[1]) >> 8, my_more = u(v[0]) >> 8;
       s << "every member of team " << (u(v[0]) & 0xffu)
         << " must make the same collective call: member " << (u(v[4]) >> 32) << " called "
         << call_name(other);
@@ -398,8 +410,8 @@ std::string describe_values(const error_record& r) {
       else if (other == call::free_symmetric)
         s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
       else
-        s << " with " << collective_arguments(u(v[2]), other_kind, other_root)
-          << ", this rank with " << collective_arguments(mine, my_kind, my_root);
+        s << " with " << collective_arguments(other, u(v[2]), other_more, other_root)
+          << ", this rank with " << collective_arguments(mine_call, mine, my_more, my_root);
       break;
     }
     case errc::invalid_reduce_op:

@@ -1082,6 +1082,40 @@ TEST(Errors, MembersReduceCountsThatDifferAboveTheLow24Bits) {
                               "1-byte unsigned integers and root 0")));
 }
 
+// A strided split's stride and alltoalls' strides are part of the call:
+// members that differ only there would make different teams or move
+// different elements.
+TEST(Errors, MembersSplitWithDifferentStrides) {
+  const grma::error e = expect_failure([](auto& r) {
+    r.team_split_strided(grma::team_world, 0, r.rank(grma::world) == 0 ? 1 : 2, 1);
+  });
+  EXPECT_THAT(
+      e.what(),
+      AnyOf(HasSubstr("rank 1: team_split_strided: every member of team 0 must make the "
+                      "same collective call: member 0 called team_split_strided with size "
+                      "1, start 0 and stride 1, this rank with size 1, start 0 and stride 2"),
+            HasSubstr("rank 0: team_split_strided: every member of team 0 must make the "
+                      "same collective call: member 1 called team_split_strided with size "
+                      "1, start 0 and stride 2, this rank with size 1, start 0 and stride 1")));
+}
+
+TEST(Errors, MembersCallAlltoallsWithDifferentStrides) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::uint32_t*>(r.calloc_symmetric(64, 4));
+    const bool first = r.rank(grma::world) == 0;
+    r.alltoalls(grma::team_world, block + 32, block, first ? 1 : 3, first ? 2 : 1, 2);
+  });
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: alltoalls: every member of team 0 must make the same "
+                              "collective call: member 0 called alltoalls with size 2, dest "
+                              "stride 1 and source stride 2, this rank with size 2, dest stride 3 "
+                              "and source stride 1"),
+                    HasSubstr("rank 0: alltoalls: every member of team 0 must make the same "
+                              "collective call: member 1 called alltoalls with size 2, dest "
+                              "stride 3 and source stride 1, this rank with size 2, dest stride 1 "
+                              "and source stride 2")));
+}
+
 TEST(Errors, TeamFreeOfAWorldBlock) {
   const grma::error e = expect_failure([](auto& r) {
     void* block = r.alloc_symmetric(64);

@@ -146,26 +146,31 @@ class collective_calls {
     // Every block's elements, the last one's (members * count - 1) * stride elements in.
     const std::uint64_t elements = detail::product_or_most(members, count);
     const std::uint64_t extent = detail::strided_extent(elements, source_stride, sizeof(T));
-    run(t, call::alltoalls, source, extent, count, 0, [&](const detail::team_members& m, int me) {
-      const std::uint64_t from = r.symmetric_offset_of(source, extent, call::alltoalls);
-      for (int i = 0; i < m.size; ++i) {
-        T* const to = dest + std::size_t(i) * count * dest_stride;
-        const std::uint64_t block = from + std::uint64_t(me) * count * source_stride * sizeof(T);
-        if (const auto* near = r.team_place(m, i, block).address) {
-          // Volatile loads: past L1, which may hold an older copy of another SM's writes.
-          const auto* in = reinterpret_cast<const T*>(near);
-          for (std::size_t k = std::size_t(r.thread()); k < count; k += std::size_t(r.threads()))
-            to[k * dest_stride] = *static_cast<const volatile T*>(in + k * source_stride);
-        } else if (dest_stride == 1 && source_stride == 1) {
-          pull(m, i, block, to, count * sizeof(T), call::alltoalls);
-        } else {
-          for (std::size_t k = 0; k < count; ++k)
-            pull(m, i, block + k * source_stride * sizeof(T), to + k * dest_stride, sizeof(T),
-                 call::alltoalls);
-        }
-      }
-      wait_remote(call::alltoalls);
-    });
+    run(
+        t, call::alltoalls, source, extent, count, 0,
+        [&](const detail::team_members& m, int me) {
+          const std::uint64_t from = r.symmetric_offset_of(source, extent, call::alltoalls);
+          for (int i = 0; i < m.size; ++i) {
+            T* const to = dest + std::size_t(i) * count * dest_stride;
+            const std::uint64_t block =
+                from + std::uint64_t(me) * count * source_stride * sizeof(T);
+            if (const auto* near = r.team_place(m, i, block).address) {
+              // Volatile loads: past L1, which may hold an older copy of another SM's writes.
+              const auto* in = reinterpret_cast<const T*>(near);
+              for (std::size_t k = std::size_t(r.thread()); k < count;
+                   k += std::size_t(r.threads()))
+                to[k * dest_stride] = *static_cast<const volatile T*>(in + k * source_stride);
+            } else if (dest_stride == 1 && source_stride == 1) {
+              pull(m, i, block, to, count * sizeof(T), call::alltoalls);
+            } else {
+              for (std::size_t k = 0; k < count; ++k)
+                pull(m, i, block + k * source_stride * sizeof(T), to + k * dest_stride, sizeof(T),
+                     call::alltoalls);
+            }
+          }
+          wait_remote(call::alltoalls);
+        },
+        detail::strides_more(dest_stride, source_stride));
   }
 
   // Element-wise op over every member's `count` elements at `source` into
@@ -229,7 +234,7 @@ class collective_calls {
   // member is done reading the others' sources and writing theirs).
   template <class Body>
   GRMA_INLINE void run(team t, call where, const void* source, std::size_t source_bytes,
-                       std::size_t size, int root, Body&& body, std::uint32_t kind = 0) {
+                       std::size_t size, int root, Body&& body, std::uint64_t more = 0) {
     Rank& r = self();
     const detail::team_members m = r.resolve_team(t, where);
     const int me = r.team_member(m, where);
@@ -238,7 +243,7 @@ class collective_calls {
       r.fail(errc::argument_range, where, root, 0, m.size - 1, 0, 0, what, sizeof what - 1);
     }
     if (source_bytes != 0) r.symmetric_offset_of(source, source_bytes, where);
-    r.team_collective_begin(m, me, where, size, root, kind);
+    r.team_collective_begin(m, me, where, size, root, more);
     if (size != 0) body(m, me);
     r.team_barrier(m, where);
   }

@@ -33,15 +33,24 @@ GRMA_INLINE std::uint64_t team_round_word(std::uint64_t epoch, std::uint64_t val
 static_assert((std::uint64_t(32) << 32 | 0xffffffffu) < (std::uint64_t{1} << team_value_bits) - 1,
               "a split's proposal (slot << 32 | generation) fits a round word's value");
 
-// A reduction's operation and element type in 8 bits, for the check that
+// A collective's arguments beside its size and root, for the check that
 // every member makes the same collective call (rank.hpp,
-// team_collective_begin): 1, the element's bytes as log2 (2 bits), whether
-// it is floating point, whether signed, the operation (3 bits).
+// team_collective_begin): at most 56 bits, 0 for none. A strided split's
+// is its stride.
+//
+// A reduction's operation and element type in 8 bits: 1, the element's
+// bytes as log2 (2 bits), whether it is floating point, whether signed, the
+// operation (3 bits).
 template <class T>
 GRMA_HOST_DEVICE constexpr std::uint32_t reduction_kind(std::uint32_t op) {
   const std::uint32_t log2 = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
   return 0x80u | log2 << 5 | std::uint32_t(T(0.5) != T(0)) << 4 | std::uint32_t(T(-1) < T(0)) << 3 |
          (op & 7u);
+}
+// alltoalls' two strides (at least 1), 28 bits each: strides that differ
+// only above that pass the check, which is for mistakes, not a proof.
+GRMA_HOST_DEVICE constexpr std::uint64_t strides_more(std::uint64_t dest, std::uint64_t source) {
+  return (dest & 0xfffffffu) | (source & 0xfffffffu) << 28;
 }
 
 // One team's words in one member's slice (512 bytes).
@@ -53,7 +62,7 @@ struct team_workspace {
   std::uint64_t rounds[2][team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
   std::uint64_t signature;  // the member before's current collective: call and arguments, to check
-  std::uint64_t signature_kind;  // and where it is a reduction, its operation and type
+  std::uint64_t signature_more;  // and the arguments it has no room for (collective_more)
   // This member's part of the current collect: its source's offset in the
   // slice and its bytes (its own words, which the others read).
   std::uint64_t contribution[2];
