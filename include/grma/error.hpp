@@ -209,11 +209,12 @@ enum class refusal : std::int32_t {
   signal_misaligned,  // the signal word is not 8-byte aligned
   outside_slice,      // offset + size exceed the target's symmetric heap slice (v5 unused)
   bad_atomic,         // an atomic of another size than 4 or 8 bytes, misaligned, or of no known op
-  not_for_hosts,      // an operation a host does not issue (a get_notify, a collective, no window)
+  not_for_hosts,      // an operation a host does not issue (a collective, one on no window)
   signal_outside_range,  // the signal word is not in the target's registered range
   atomic_misaligned,     // a window's atomic word is not aligned to its size in the target's memory
   untaken,               // not a refusal: the target's ranks returned before they took its
-                         // notification (its data is in place); the request fails as the job ended
+                         // notification (its data is in place); where the job failed, the
+                         // request fails with errc::aborted instead
 };
 
 // Bytes of an error record's text, its terminating zero included: room for

@@ -39,8 +39,10 @@ using cpu_rank = basic_rank<detail::cpu_platform>;
 // destination (an atomic's `old`) holds the answer, and the data, signal
 // or notification is in place at the target. test() says whether it is
 // complete; wait() waits for it, at most GRMA_TIMEOUT seconds. Both throw
-// grma::error when the operation failed: the job failed or ended first, or
-// the target's engine refused it (errc::request_refused, where() its call).
+// grma::error, where() its call, when the operation failed: the job failed
+// first (errc::aborted), or the target's engine refused it or its ranks
+// returned without taking its notification (errc::request_refused). A
+// default-constructed request is complete.
 class host_request {
  public:
   host_request() = default;

@@ -1,6 +1,8 @@
 // Host access (papers/003): what a host thread's job::put, get, ... check
 // and hand to the process's network engine (src/runtime/host_port.hpp).
 #include <cstring>
+#include <exception>
+#include <sstream>
 #include <string>
 
 #include "../runtime/host_port.hpp"
@@ -28,10 +30,17 @@ std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& po
     refuse(errc::rank_out_of_range, where,
            "target " + std::to_string(target) + " is not a world rank (the world has " +
                std::to_string(shape.world_size) + ")");
-  if (!port.live_world_window(w))
-    refuse(errc::window_not_created, where,
-           window_text(w) +
-               " is not a live world window of the job (job::world_windows() lists them)");
+  switch (port.find_world_window(w, where)) {
+    case detail::window_found::live:
+      break;
+    case detail::window_found::freed:
+      refuse(errc::window_freed, where,
+             window_text(w) + " was freed (job::world_windows() lists the live world windows)");
+    case detail::window_found::never_created:
+      refuse(errc::window_not_created, where,
+             window_text(w) +
+                 " is not a world window of the job (job::world_windows() lists the live ones)");
+  }
   // The target's engine checks the range; one larger than all of a
   // device's memory it would take for a forged request (its bytes could not
   // be dropped).
@@ -108,11 +117,7 @@ bool host_request::test() const {
     case detail::host_operation::in_flight:
       return false;
     case detail::host_operation::failed:
-      // A refusal names its call; the job's end, the job.
-      throw error(
-          op_->failure_code, -1,
-          op_->failure_code == errc::request_refused ? detail::host_call(op_->c) : call::runtime,
-          op_->failure);
+      throw error(op_->failure_code, -1, detail::host_call(op_->c), op_->failure);
     default:
       return true;
   }
@@ -120,12 +125,12 @@ bool host_request::test() const {
 
 void host_request::wait() const {
   if (!op_) return;
-  if (!port_->wait(*op_, port_->timeout_seconds()))
-    throw error(errc::timeout, -1, call::runtime,
-                "grma: job::" + std::string(call_name(detail::host_call(op_->c))) + " to rank " +
-                    std::to_string(op_->c.target) + " (" + std::to_string(op_->c.bytes) +
-                    " bytes) did not complete in " + std::to_string(port_->timeout_seconds()) +
-                    " s (GRMA_TIMEOUT)");
+  if (!port_->wait(*op_, port_->timeout_seconds())) {
+    std::ostringstream s;
+    s << "grma: " << detail::host_operation_text(op_->c) << " did not complete in "
+      << port_->timeout_seconds() << " s (GRMA_TIMEOUT)";
+    throw error(errc::timeout, -1, detail::host_call(op_->c), s.str());
+  }
   test();
 }
 
@@ -254,8 +259,16 @@ void runtime::refuse_host_access_in_run(const launch_options& options) {
                 "the job through its handle): runtime::run returns only after the job");
 }
 
+// Called as the job's thread leaves the run (host_access_end's destructor):
+// an exception on its way out is the job's failure. The port is closed
+// already where the engine started.
 void runtime::end_host_access(detail::host_port* port) noexcept {
-  if (port != nullptr) port->close("grma: the job has ended (its wait() says how)");
+  if (port == nullptr) return;
+  if (std::uncaught_exceptions() > 0)
+    port->close("the job failed (its wait() says how)", errc::aborted);
+  else
+    port->close("the job has ended (host operations go into a job while its ranks run)",
+                errc::invalid_config);
 }
 
 std::shared_ptr<detail::host_port> runtime::make_host_port() const {

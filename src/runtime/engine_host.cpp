@@ -76,10 +76,8 @@ engine_host::operation engine_host::find(std::uint32_t number) const {
   return it == in_flight_.end() ? nullptr : it->second;
 }
 
-void engine_host::fail(const operation& op, const std::string& why) {
-  port_->fail(*op, "grma: job::" + std::string(call_name(host_call(op->c))) + " to rank " +
-                       std::to_string(op->c.target) + " (" + std::to_string(op->c.bytes) +
-                       " bytes): " + why);
+void engine_host::fail(const operation& op, const std::string& why, errc code) {
+  port_->fail(*op, "grma: " + host_operation_text(op->c) + ": " + why, code);
 }
 
 void engine_host::part_done(std::uint32_t number) {
@@ -142,10 +140,10 @@ void engine_host::refused(int from, const remote_command& refused) {
   // be on their way to it).
   if (cx_.process_of_rank(op->c.target) != from)
     return liveness_.malformed(from, -1, call::runtime, "refused a host operation sent elsewhere");
-  if (static_cast<refusal>(refused.tag) == refusal::untaken) {
-    fail(op,
-         "the job ended before it completed: the target's ranks returned without taking its "
-         "notification (its data is in place)");
+  // The target's ranks returned without taking its notification: where
+  // the job failed, that is what the request says.
+  if (static_cast<refusal>(refused.tag) == refusal::untaken && job_failed()) {
+    fail(op, failed_text, errc::aborted);
     in_flight_.erase(number);
     return;
   }
@@ -156,20 +154,32 @@ void engine_host::refused(int from, const remote_command& refused) {
   in_flight_.erase(number);
 }
 
+bool engine_host::job_failed() const {
+  return load_acquire<scope::system>(cx_.first->control->abort) != 0;
+}
+
 void engine_host::stop_taking() {
   if (!port_) return;
   take();  // what came before is served
-  port_->close(
-      "grma: host operation after this process's ranks returned (the job has ended here: "
-      "issue host operations while its ranks run)");
+  if (job_failed())
+    port_->close(failed_text, errc::aborted);
+  else
+    port_->close(
+        "this process's ranks have returned (host operations go into a job while its "
+        "ranks run)",
+        errc::invalid_config);
 }
 
 // A get's data may still be on its way into the host's buffer: the engine
 // stops polling the network, or abandons it where the job failed.
-void engine_host::close(const std::string& why) {
+void engine_host::close() {
   if (!port_) return;
-  port_->close("grma: the job has ended (its wait() says how)");
-  for (const auto& [number, op] : in_flight_) fail(op, why);
+  const bool failed = job_failed();
+  const std::string why =
+      failed ? failed_text : "the job ended before it completed (the job's wait() says why)";
+  const errc code = failed ? errc::aborted : errc::process_failed;
+  port_->close(why, code);
+  for (const auto& [number, op] : in_flight_) fail(op, why, code);
   in_flight_.clear();
 }
 

@@ -56,14 +56,18 @@ class engine_host {
   std::size_t in_flight() const { return in_flight_.size(); }
   // The process's ranks have returned: host threads may submit no more.
   void stop_taking();
-  // The engine stops: what is still in flight fails with `why`.
-  void close(const std::string& why);
+  // The engine stops: what is still in flight fails, as the job failed or
+  // (a process lost) ended.
+  void close();
 
  private:
   using operation = std::shared_ptr<host_operation>;
   void start(const operation& op);
   void part_done(std::uint32_t number);
-  void fail(const operation& op, const std::string& why);
+  void fail(const operation& op, const std::string& why, errc code = errc::process_failed);
+  // Whether the job failed (its abort word is set): host calls say so.
+  bool job_failed() const;
+  static constexpr const char* failed_text = "the job failed (its wait() says how)";
   // Operation `number`, or null (one that failed or completed already).
   operation find(std::uint32_t number) const;
 

@@ -282,11 +282,16 @@ std::string describe_values(const error_record& r) {
     case errc::backend_unavailable:
     case errc::device_error:
     case errc::process_failed: s << r.text; break;
-    case errc::request_refused:
-      if (v[0] < 0)  // engine_operations::check: a host thread's operation
-        s << "refused a request from the host of process " << -1 - v[0] << ": ";
-      else
-        s << "refused a request from rank " << v[0] << " (another node): ";
+    case errc::request_refused: {
+      // engine_operations::check: v0 < 0 is a host thread's operation.
+      const std::string from = v[0] < 0 ? "the host of process " + std::to_string(-1 - v[0])
+                                        : "rank " + std::to_string(v[0]) + " (another node)";
+      if (static_cast<refusal>(v[1]) == refusal::untaken) {  // not a refusal: it was written
+        s << "the target's ranks returned before they took the notification of a request from "
+          << from << " (its data is in place)";
+        break;
+      }
+      s << "refused a request from " << from << ": ";
       switch (static_cast<refusal>(v[1])) {
         case refusal::outside_range:
           s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the " << u(v[4])
@@ -312,18 +317,19 @@ std::string describe_values(const error_record& r) {
             << "-byte slice of the symmetric heap";
           break;
         case refusal::not_for_hosts:
-          s << "a host issues puts, gets and atomics on a window, and no other operation";
+          s << "a host issues puts, gets (plain, notified or signalled) and atomics on a window, "
+               "and no other operation";
           break;
         case refusal::bad_atomic:
           s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])
             << " of the symmetric heap (a word of 4 or 8 bytes, aligned, and a known operation)";
           break;
         case refusal::untaken:
-          s << "the target's ranks returned before they took its notification";
-          break;
+          break;  // above
       }
       s << "; nothing was written";
       break;
+    }
     case errc::shared_size_mismatch:
       s << "every rank of the device must ask for the same size: this rank asked for " << u(v[0])
         << " bytes, device rank 0 for " << u(v[2]) << " (device rank " << v[1] << " differs)";

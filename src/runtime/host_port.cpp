@@ -13,17 +13,24 @@ call host_call(const remote_command& c) {
   return c.op == remote_op::put ? call::put : call_of(c);  // not `p`: a host has no p
 }
 
-void host_port::throw_if_closed() const {
-  if (closed_) throw error(errc::invalid_config, -1, call::runtime, closed_why_);
+std::string host_operation_text(const remote_command& c) {
+  return "job::" + std::string(call_name(host_call(c))) + " to rank " + std::to_string(c.target) +
+         " (" + std::to_string(c.bytes) + " bytes)";
+}
+
+void host_port::throw_if_closed(call where, const char* name) const {
+  if (closed_)
+    throw error(closed_code_, -1, where, "grma: job::" + std::string(name) + ": " + closed_why_);
 }
 
 void host_port::submit(std::shared_ptr<host_operation> op) {
   std::lock_guard<std::mutex> lock(mutex_);
-  throw_if_closed();
+  const call where = host_call(op->c);
+  throw_if_closed(where, call_name(where));
   if (!attached_)
-    throw error(errc::invalid_config, -1, call::runtime,
-                "grma: host operation before the job's network engine started (no world "
-                "window exists yet)");
+    throw error(errc::invalid_config, -1, where,
+                "grma: job::" + std::string(call_name(where)) +
+                    ": the job's network engine has not started (no world window exists yet)");
   submitted_.push_back(std::move(op));
   // Under the mutex, which the engine takes before it moves the operation.
   any_submitted_.store(true, std::memory_order_relaxed);
@@ -31,7 +38,7 @@ void host_port::submit(std::shared_ptr<host_operation> op) {
 
 std::vector<window> host_port::world_windows() const {
   std::lock_guard<std::mutex> lock(mutex_);  // the engine closes the port before the memory goes
-  throw_if_closed();
+  throw_if_closed(call::runtime, "world_windows");
   const job_shape& s = shape_;
   std::vector<window> live;
   // In the order the slots were taken while none was freed: from the top
@@ -44,14 +51,20 @@ std::vector<window> host_port::world_windows() const {
   return live;
 }
 
-bool host_port::live_world_window(window w) const {
+window_found host_port::find_world_window(window w, call where) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  throw_if_closed();
+  throw_if_closed(where, call_name(where));
   const job_shape& s = shape_;
-  if (w.slot >= s.window_capacity || w.generation % 2 == 0) return false;
+  // World windows' generations are odd (window_next_generation).
+  if (w.slot >= s.window_capacity || w.generation % 2 == 0) return window_found::never_created;
   const window_slot now =
       window_slot_of_state(load_acquire<scope::system>(s.window_states[w.slot]));
-  return now.active != 0 && now.generation == w.generation;
+  if (now.active != 0 && now.generation == w.generation) return window_found::live;
+  // The slot's k world claims so far gave generations 1, 3, ..., 2k - 1
+  // (window_next_generation; counted anew after 32767, where an old handle
+  // may be called never created).
+  return (w.generation + 1) / 2 <= now.claims[0] ? window_found::freed
+                                                 : window_found::never_created;
 }
 
 host_port::job_shape host_port::shape() const {
@@ -79,16 +92,17 @@ bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into, std::siz
   return true;
 }
 
-void host_port::close(const std::string& why) {
+void host_port::close(const std::string& why, errc code) {
   std::deque<std::shared_ptr<host_operation>> left;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return;
     closed_ = true;
     closed_why_ = why;
+    closed_code_ = code;
     left.swap(submitted_);
   }
-  for (auto& op : left) fail(*op, why);
+  for (auto& op : left) fail(*op, "grma: " + host_operation_text(op->c) + ": " + why, code);
 }
 
 void host_port::finish(host_operation& op) {

@@ -41,6 +41,11 @@ struct host_operation {
 
 // The job:: call an operation came from (its name in messages).
 call host_call(const remote_command& c);
+// An operation in messages: "job::put to rank 3 (8 bytes)".
+std::string host_operation_text(const remote_command& c);
+
+// What job::put and the others find of a window handle.
+enum class window_found { live, freed, never_created };
 
 class host_port {
  public:
@@ -62,23 +67,27 @@ class host_port {
   explicit host_port(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
   double timeout_seconds() const { return timeout_seconds_; }
 
-  // Any thread. Throws grma::error when the job is not running (before its
-  // engine attached, or after it stopped: the reason it stopped is said).
+  // Any thread. Throws grma::error naming the operation's call when the
+  // job is not running (before its engine attached, or after it stopped:
+  // how it stopped is said).
   void submit(std::shared_ptr<host_operation> op);
   // The live world windows of the job now, highest slot first; empty
   // before the engine attached. Throws once the port is closed: the state
   // words are in the job's memory, which goes after the engine stops.
   std::vector<window> world_windows() const;
-  // Whether `w` is a live world window now (throws as world_windows does).
-  bool live_world_window(window w) const;
+  // Whether `w` is a live world window now, was one, or never was (throws
+  // as world_windows does, naming `where`).
+  window_found find_world_window(window w, call where) const;
   job_shape shape() const;
 
   // The engine's thread.
   void attach(const job_shape& shape);
   // Moves up to `most` of what was submitted into `into`; whether any.
   bool take(std::deque<std::shared_ptr<host_operation>>& into, std::size_t most);
-  // No more operations: those submitted and not taken fail with `why`.
-  void close(const std::string& why);
+  // No more operations: those submitted and not taken fail with `why`
+  // ("the job failed (its wait() says how)") and `code`, and so does every
+  // later call.
+  void close(const std::string& why, errc code);
 
   // Completes or fails `op` (the engine's thread), and wakes its waiters.
   void finish(host_operation& op);
@@ -90,7 +99,7 @@ class host_port {
 
  private:
   const double timeout_seconds_;
-  void throw_if_closed() const;  // under mutex_
+  void throw_if_closed(call where, const char* name) const;  // under mutex_
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
@@ -98,6 +107,7 @@ class host_port {
   bool attached_ = false;
   bool closed_ = false;
   std::string closed_why_;
+  errc closed_code_ = errc::none;
   std::deque<std::shared_ptr<host_operation>> submitted_;
   // Whether submitted_ may hold any: the engine looks every turn, and
   // takes the mutex only when it does.

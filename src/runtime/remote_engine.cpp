@@ -139,7 +139,7 @@ struct remote_engine::state {
     } catch (const error& e) {
       liveness.lose(e.what());
     }
-    host.close("the job ended before it completed (the job's wait() says why)");
+    host.close();
     cx.memory->unbind();
     // Ending in failure: nothing more will complete.
     if (load_acquire<scope::system>(cx.first->control->abort) != 0) cx.net->abandon();

@@ -32,7 +32,14 @@ bool is_word_wait(call where) {
          where == call::wait_until_any || where == call::wait_until_some || is_vector_wait(where);
 }
 
-void describe_call(std::ostringstream& s, rank_status& st) {
+// A notification's source: a rank, or a process's host threads (numbered
+// from the world size on: job::host_source).
+void describe_source(std::ostringstream& s, std::int64_t source, int world_size) {
+  s << source;
+  if (source >= world_size) s << " (the host of process " << source - world_size << ")";
+}
+
+void describe_call(std::ostringstream& s, rank_status& st, int world_size) {
   const auto where = static_cast<call>(load_relaxed<scope::system>(st.where));
   std::int64_t a[4];
   for (int i = 0; i < 4; ++i) a[i] = load_relaxed<scope::system>(st.args[i]);
@@ -46,7 +53,10 @@ void describe_call(std::ostringstream& s, rank_status& st) {
     case call::wait_notifications:
     case call::wait_some_notifications:
       s << "(window " << a[0] << ", source ";
-      if (a[1] < 0) s << "any"; else s << a[1];
+      if (a[1] < 0)
+        s << "any";
+      else
+        describe_source(s, a[1], world_size);
       s << ", tag ";
       if (a[2] < 0) s << "any"; else s << a[2];
       s << (where == call::wait_notifications ? ", count " : ", up to ") << a[3] << ")";
@@ -99,8 +109,10 @@ std::string cut_to(std::string text, std::size_t bytes) {
   return text.substr(0, bytes - (sizeof cut - 1)) + cut;
 }
 
-void describe_notification(std::ostringstream& s, const notification& n) {
-  s << " [window " << (n.window & 0xffffu) << " from " << n.source << " tag " << n.tag << "]";
+void describe_notification(std::ostringstream& s, const notification& n, int world_size) {
+  s << " [window " << (n.window & 0xffffu) << " from ";
+  describe_source(s, n.source, world_size);
+  s << " tag " << n.tag << "]";
 }
 
 }  // namespace
@@ -157,14 +169,16 @@ std::string blocked_ranks(const std::vector<const device_view*>& job) {
       rank_status& st = v.status[r];
       if (load_relaxed<scope::system>(st.state) != std::int32_t(rank_state::blocked)) continue;
       s << "\n  rank " << v.first_rank + r << ": ";
-      describe_call(s, st);
+      describe_call(s, st, v.world_size);
       const std::int32_t total = load_relaxed<scope::system>(st.unmatched);
       s << "; unmatched notifications: " << total;
       for (int i = 0; i < total && i < unmatched_shown; ++i) {
         notification& n = st.unmatched_head[i];
-        describe_notification(s, notification{load_relaxed<scope::system>(n.window),
-                                              load_relaxed<scope::system>(n.source),
-                                              load_relaxed<scope::system>(n.tag), 0, 0});
+        describe_notification(s,
+                              notification{load_relaxed<scope::system>(n.window),
+                                           load_relaxed<scope::system>(n.source),
+                                           load_relaxed<scope::system>(n.tag), 0, 0},
+                              v.world_size);
       }
       if (total > unmatched_shown) s << " ...";
       if (std::uint32_t(total) >= v.match_capacity)

@@ -256,7 +256,7 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       [&] {
         running.get(grma::window{w.slot, w.generation + 2}, 0, 0, &word, 8);
       },
-      grma::errc::window_not_created, "is not a live world window of the job");
+      grma::errc::window_not_created, "is not a world window of the job");
   refused([&] { running.atomic_fetch_add(w, 0, host_slots::counter + 4, 1, &word); },
           grma::errc::word_misaligned,
           "offset " + std::to_string(host_slots::counter + 4) + " is not 8-byte aligned");

@@ -5,6 +5,7 @@
 // suite's, tests/conformance/runtime_test.cu, on every backend and job shape.
 #include <gmock/gmock.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -273,7 +274,7 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
 // A host's notified put is complete once its notification is in place at
 // the target. With a queue of one, the first of three is; the other two are
 // held behind it, and when the target's ranks return without taking them
-// their requests fail as ones the job ended before (the job itself is fine).
+// their requests fail as the target's engine says (the job itself is fine).
 TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
   grma::settings s = test_settings(2);
   s.queue_capacity = 1;
@@ -300,13 +301,133 @@ TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
       notified[std::size_t(k)].wait();
       ADD_FAILURE() << "notification " << k << " was never taken, yet its request completed";
     } catch (const grma::error& e) {
-      EXPECT_EQ(e.code(), grma::errc::process_failed);
-      EXPECT_THAT(e.what(),
-                  testing::HasSubstr("grma: job::put_notify to rank 0 (8 bytes): the job ended "
-                                     "before it completed: the target's ranks returned without "
-                                     "taking its notification"));
+      EXPECT_EQ(e.code(), grma::errc::request_refused);
+      EXPECT_EQ(e.where(), grma::call::put_notify);
+      EXPECT_STREQ(e.what(),
+                   "grma: rank 0: put_notify: the target's ranks returned before they took the "
+                   "notification of a request from the host of process 0 (its data is in place)");
     }
     EXPECT_THROW((void)notified[std::size_t(k)].test(), grma::error);
+  }
+  j.wait();
+}
+
+// The same notifications where the target's rank fails instead of
+// returning: their requests say the job failed, as every host call after it.
+TEST(Runtime, HostRequestsAfterTheJobFailedSaySo) {
+  grma::settings s = test_settings(2);
+  s.queue_capacity = 1;
+  grma::runtime rt(s);
+  grma::job j = rt.launch(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
+        for (int i = 0; i < 8; ++i) range[i] = 0;
+        grma::window w = r.window_create(grma::world, range, 64);
+        if (r.rank(grma::world) == 0) {
+          r.wait_signal(w, 0, grma::cmp::ge, 1);
+          GRMA_ASSERT(r, range[0] == 0);
+        }
+        r.barrier(grma::world);
+      },
+      {.host_access = true});
+  const std::vector<grma::window> windows = world_windows_once_made(j);
+  const std::uint64_t data[3] = {1, 2, 3};
+  std::vector<grma::host_request> notified;
+  for (int k = 0; k < 3; ++k)
+    notified.push_back(j.put_notify(windows[0], 0, std::size_t(8 * (k + 1)), data + k, 8, 9));
+  j.put_signal(windows[0], 0, 0, data, 0, 0, 1, grma::signal_op::set).wait();
+  notified[0].wait();
+  const auto expect_failed = [](const grma::error& e, grma::call where, const std::string& text) {
+    EXPECT_EQ(e.code(), grma::errc::aborted);
+    EXPECT_EQ(e.where(), where);
+    EXPECT_EQ(e.what(), text);
+  };
+  for (int k = 1; k < 3; ++k) {
+    try {
+      notified[std::size_t(k)].wait();
+      ADD_FAILURE() << "notification " << k << " was never taken, yet its request completed";
+    } catch (const grma::error& e) {
+      expect_failed(e, grma::call::put_notify,
+                    "grma: job::put_notify to rank 0 (8 bytes): the job failed (its wait() says "
+                    "how)");
+    }
+  }
+  while (!j.test()) std::this_thread::yield();
+  try {
+    (void)j.put(windows[0], 1, 0, data, 8);
+    ADD_FAILURE() << "a put into a failed job was taken";
+  } catch (const grma::error& e) {
+    expect_failed(e, grma::call::put, "grma: job::put: the job failed (its wait() says how)");
+  }
+  try {
+    (void)j.world_windows();
+    ADD_FAILURE() << "a failed job listed its windows";
+  } catch (const grma::error& e) {
+    expect_failed(e, grma::call::runtime,
+                  "grma: job::world_windows: the job failed (its wait() says how)");
+  }
+  EXPECT_THROW(j.wait(), grma::error);
+}
+
+// A freed window's handle is told apart from one that names no window;
+// after the ranks returned, a host call says so (the job did not fail).
+TEST(Runtime, HostCallsSayWhatTheyFound) {
+  grma::runtime rt(test_settings(2));
+  std::atomic<std::uint64_t> first_window{0};  // slot << 32 | generation, from rank 0
+  grma::job j = rt.launch(
+      [&first_window](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(16));
+        range[0] = range[1] = 0;
+        grma::window first = r.window_create(grma::world, range, 8);
+        if (r.rank(grma::world) == 0)
+          first_window.store(std::uint64_t{first.slot} << 32 | first.generation,
+                             std::memory_order_release);
+        r.window_free(first);
+        grma::window second = r.window_create(grma::world, range + 1, 8);
+        r.wait_signal(second, 0, grma::cmp::ge, 1);  // the host is done
+        r.window_free(second);
+      },
+      {.host_access = true});
+  std::uint64_t first = 0;
+  while ((first = first_window.load(std::memory_order_acquire)) == 0) std::this_thread::yield();
+  const grma::window freed{std::uint32_t(first >> 32), std::uint32_t(first)};
+  std::vector<grma::window> windows;  // the second
+  while ((windows = j.world_windows()).empty() ||
+         (windows[0].slot == freed.slot && windows[0].generation == freed.generation))
+    std::this_thread::yield();
+  const std::uint64_t one = 1;
+  try {
+    (void)j.put(freed, 0, 0, &one, 8);
+    ADD_FAILURE() << "a put into a freed window was taken";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::window_freed);
+    EXPECT_EQ(e.where(), grma::call::put);
+    EXPECT_EQ(e.what(), "grma: job::put: window {" + std::to_string(freed.slot) + ", " +
+                            std::to_string(freed.generation) +
+                            "} was freed (job::world_windows() lists the live world windows)");
+  }
+  try {
+    (void)j.atomic_add(grma::window_none, 0, 0, one);
+    ADD_FAILURE() << "an atomic on window_none was taken";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::window_not_created);
+    EXPECT_EQ(e.where(), grma::call::atomic_add);
+    EXPECT_STREQ(e.what(),
+                 "grma: job::atomic_add: window {0, 0} is not a world window of the job "
+                 "(job::world_windows() lists the live ones)");
+  }
+  for (int target = 0; target < 2; ++target)
+    j.put_signal(windows[0], target, 0, &one, 0, 0, 1, grma::signal_op::set).wait();
+  while (!j.test()) std::this_thread::yield();
+  try {
+    (void)j.put(windows[0], 0, 0, &one, 8);
+    ADD_FAILURE() << "a put after the ranks returned was taken";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_EQ(e.where(), grma::call::put);
+    EXPECT_STREQ(e.what(),
+                 "grma: job::put: this process's ranks have returned (host operations go into a "
+                 "job while its ranks run)");
   }
   j.wait();
 }

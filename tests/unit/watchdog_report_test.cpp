@@ -17,7 +17,7 @@ using grma::detail::device_view;
 using grma::detail::rank_state;
 using grma::detail::rank_status;
 
-// Four ranks of one device, world ranks 8..11, none blocked until told.
+// Four ranks of one device, world ranks 8..11 of 12, none blocked until told.
 struct four_ranks {
   rank_status status[4] = {};
   device_view view{};
@@ -25,6 +25,7 @@ struct four_ranks {
     view.status = status;
     view.ranks = 4;
     view.first_rank = 8;
+    view.world_size = 12;
     view.match_capacity = 64;
     for (rank_status& st : status) st.state = std::int32_t(rank_state::running);
   }
@@ -49,6 +50,18 @@ TEST(WatchdogReport, AWaitForANotificationNamesItsArguments) {
   EXPECT_EQ(d.blocked(),
             "\n  rank 9: wait_notifications(window 3, source 1, tag 9, count 2); unmatched "
             "notifications: 0");
+}
+
+// Sources from the world size on are processes' host threads.
+TEST(WatchdogReport, AHostSourceIsNamedAsOne) {
+  four_ranks d;
+  d.block(1, call::wait_notifications, {3, 13, 9, 1});
+  d.status[1].unmatched = 1;
+  d.status[1].unmatched_head[0] = {3, 12, 4};
+  EXPECT_EQ(d.blocked(),
+            "\n  rank 9: wait_notifications(window 3, source 13 (the host of process 1), tag 9, "
+            "count 1); unmatched notifications: 1 [window 3 from 12 (the host of process 0) tag "
+            "4]");
 }
 
 // The word waits (the layers' waits run under them) name the words, the
