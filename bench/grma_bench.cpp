@@ -747,7 +747,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       // The copy of as much as was moved at once: all pairs' bytes, or one rank's.
       double copy = floor_gbs(bytes * std::size_t(all_measured ? pairs : 1));
 #if GRMA_BENCH_MPI
-      if (measures_mpi) copy = bench::mpi_stream_gbs(bytes, iterations, far_process);
+      if (measures_mpi)
+        copy = bench::mpi_stream_gbs(bytes, iterations, far_process, nullptr,
+                                     all_measured ? pairs : 1);
 #endif
       const double staged_copy = staged_gbs(bytes, iterations);
       const double ucx_put = ucx_put_gbs(bytes, iterations);

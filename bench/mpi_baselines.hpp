@@ -74,25 +74,34 @@ inline double mpi_round_trip_us(std::size_t bytes, int iterations, int peer,
   return (MPI_Wtime() - start) / iterations * 1e6;
 }
 
-// Process 0 sends `iterations` messages of `bytes` to `peer`, which answers
-// the last with an empty one: GB/s. An empty message first lines them up.
+// Process 0 sends `iterations` rounds of `window` messages of `bytes` to
+// `peer`, each round's from buffers of their own and all in flight at once,
+// and the peer answers the last with an empty one: GB/s. A window of as many
+// messages as grma's pairs put at once moves as much memory as they do (one
+// buffer sent again and again stays in the caches where theirs do not). An
+// empty message first lines them up.
 inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
-                             const staging* stage = nullptr) {
-  std::vector<unsigned char> buffer(bytes, 1);
+                             const staging* stage = nullptr, int window = 1) {
+  const std::size_t round = bytes * std::size_t(window);
+  std::vector<unsigned char> buffer(round, 1);
+  std::vector<MPI_Request> requests(static_cast<std::size_t>(window));
   const int me = process(), other = me == 0 ? peer : 0;
   empty_message(me != 0, other, 10);
   const double start = MPI_Wtime();
   for (int it = 0; it < iterations; ++it) {
-    if (me == 0) {
-      if (stage) stage->to_host(buffer.data(), bytes);
-      MPI_Send(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD);
-    } else {
-      MPI_Recv(buffer.data(), int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-      if (stage) stage->to_device(buffer.data(), bytes);
+    if (me == 0 && stage) stage->to_host(buffer.data(), round);
+    for (int i = 0; i < window; ++i) {
+      unsigned char* slot = buffer.data() + bytes * std::size_t(i);
+      if (me == 0)
+        MPI_Isend(slot, int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, &requests[std::size_t(i)]);
+      else
+        MPI_Irecv(slot, int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, &requests[std::size_t(i)]);
     }
+    MPI_Waitall(window, requests.data(), MPI_STATUSES_IGNORE);
+    if (me != 0 && stage) stage->to_device(buffer.data(), round);
   }
   empty_message(me != 0, other, 9);
-  return double(bytes) * iterations / (MPI_Wtime() - start) / 1e9;
+  return double(round) * iterations / (MPI_Wtime() - start) / 1e9;
 }
 
 // MPI's own message rate, as osu_mbw_mr measures it: process 0 sends
