@@ -88,17 +88,21 @@ inline double mpi_stream_gbs(std::size_t bytes, int iterations, int peer,
   const int me = process(), other = me == 0 ? peer : 0;
   empty_message(me != 0, other, 10);
   const double start = MPI_Wtime();
+  // A staged message passes through the device's buffer of `bytes` on its own.
   for (int it = 0; it < iterations; ++it) {
-    if (me == 0 && stage) stage->to_host(buffer.data(), round);
     for (int i = 0; i < window; ++i) {
       unsigned char* slot = buffer.data() + bytes * std::size_t(i);
-      if (me == 0)
+      if (me == 0) {
+        if (stage) stage->to_host(slot, bytes);
         MPI_Isend(slot, int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, &requests[std::size_t(i)]);
-      else
+      } else {
         MPI_Irecv(slot, int(bytes), MPI_BYTE, other, 8, MPI_COMM_WORLD, &requests[std::size_t(i)]);
+      }
     }
     MPI_Waitall(window, requests.data(), MPI_STATUSES_IGNORE);
-    if (me != 0 && stage) stage->to_device(buffer.data(), round);
+    if (me != 0 && stage)
+      for (int i = 0; i < window; ++i)
+        stage->to_device(buffer.data() + bytes * std::size_t(i), bytes);
   }
   empty_message(me != 0, other, 9);
   return double(round) * iterations / (MPI_Wtime() - start) / 1e9;

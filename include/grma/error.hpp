@@ -212,9 +212,9 @@ enum class refusal : std::int32_t {
   not_for_hosts,      // an operation a host does not issue (a collective, one on no window)
   signal_outside_range,  // the signal word is not in the target's registered range
   atomic_misaligned,     // a window's atomic word is not aligned to its size in the target's memory
-  untaken,               // not a refusal: the target's ranks returned before they took its
-                         // notification (its data is in place); where the job failed, the
-                         // request fails with errc::aborted instead
+  untaken,               // not a refusal: the target's ranks returned while its notification
+                         // was held behind their full queue (its data is in place); where the
+                         // job failed, the request fails with errc::aborted instead
 };
 
 // Bytes of an error record's text, its terminating zero included: room for

@@ -1694,10 +1694,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // it all agree. The store comes before the barrier's first round word,
   // which goes to that same member. The signature carries the barrier's
   // epoch, so a signature from another barrier checks nothing rather than
-  // something wrong. The arguments the signature has no room for (`more`,
-  // nonzero: a reduction's operation and type, detail::reduction_kind, a
-  // split's stride, detail::strides_more) go in a word of their own beside
-  // it, with the same epoch.
+  // something wrong. The arguments the signature has no room for (`more`:
+  // a reduction's operation and type, detail::reduction_kind; a split's
+  // stride; alltoalls' strides, detail::strides_more) go in a word of their
+  // own beside it, with the same epoch, where they are not 0.
   GRMA_INLINE void team_collective_begin(const detail::team_members& m, int me, call where,
                                          std::size_t size, int root, std::uint64_t more = 0) {
     detail::team_workspace& mine = team_workspace(m.slot);
@@ -1721,9 +1721,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
                  : std::uint64_t{0});
     if ((before >> 56) != (own >> 56)) return;  // another barrier's: nothing to check
     // The member before's more where it stored one in this barrier (0:
-    // none; read only by a call with one of its own, which is never 0).
+    // none), read where this call has one to compare, or where the calls
+    // differ (the message shows the member before's).
     std::uint64_t before_more = 0;
-    if (more != 0) {
+    if (more != 0 || before != own) {
       const std::uint64_t k = P::broadcast(
           leader() ? at_scope(wide(),
                               [&](auto scope) {

@@ -38,11 +38,11 @@ using cpu_rank = basic_rank<detail::cpu_platform>;
 // get, ...). Once complete, a put's source may be reused, a get's
 // destination (an atomic's `old`) holds the answer, and the data, signal
 // or notification is in place at the target. test() says whether it is
-// complete; wait() waits for it, at most GRMA_TIMEOUT seconds. Both throw
-// grma::error, where() its call, when the operation failed: the job failed
-// first (errc::aborted), or the target's engine refused it or its ranks
-// returned without taking its notification (errc::request_refused). A
-// default-constructed request is complete.
+// complete; wait() waits for it, at most GRMA_TIMEOUT seconds
+// (errc::timeout). Both throw grma::error, where() its call, when the
+// operation failed: the job failed first (errc::aborted), or the target's
+// engine refused it or its ranks returned without taking its notification
+// (errc::request_refused). A default-constructed request is complete.
 class host_request {
  public:
   host_request() = default;
@@ -325,11 +325,13 @@ class runtime {
   std::shared_ptr<detail::host_port> make_host_port() const;
   static void refuse_host_access_in_run(const launch_options& options);
   // However the run ends (its engine never started, too), host calls fail
-  // from then on rather than wait.
-  static void end_host_access(detail::host_port* port) noexcept;
+  // from then on rather than wait; `failing`: the run is leaving by an
+  // exception (more uncaught than when it began).
+  static void end_host_access(detail::host_port* port, bool failing) noexcept;
   struct host_access_end {
     detail::host_port* port;
-    ~host_access_end() { end_host_access(port); }
+    int exceptions = std::uncaught_exceptions();
+    ~host_access_end() { end_host_access(port, std::uncaught_exceptions() > exceptions); }
   };
 
   // Marks the runtime busy for a run; throws when it already is.

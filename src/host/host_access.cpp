@@ -1,7 +1,6 @@
 // Host access (papers/003): what a host thread's job::put, get, ... check
 // and hand to the process's network engine (src/runtime/host_port.hpp).
 #include <cstring>
-#include <exception>
 #include <sstream>
 #include <string>
 
@@ -13,7 +12,7 @@ namespace grma {
 namespace {
 
 [[noreturn]] void refuse(errc code, call where, const std::string& message) {
-  throw error(code, -1, where, std::string("grma: job::") + call_name(where) + ": " + message);
+  throw error(code, -1, where, detail::host_call_text(call_name(where), message));
 }
 
 std::string window_text(window w) {
@@ -25,7 +24,7 @@ std::string window_text(window w) {
 std::shared_ptr<detail::host_operation> operation_on(const detail::host_port& port, call where,
                                                      detail::remote_op op, window w, int target,
                                                      std::size_t offset, std::size_t bytes) {
-  const detail::host_port::job_shape shape = port.shape();
+  const detail::host_port::job_shape shape = port.running_shape(where);
   if (target < 0 || target >= shape.world_size)
     refuse(errc::rank_out_of_range, where,
            "target " + std::to_string(target) + " is not a world rank (the world has " +
@@ -259,13 +258,13 @@ void runtime::refuse_host_access_in_run(const launch_options& options) {
                 "the job through its handle): runtime::run returns only after the job");
 }
 
-// Called as the job's thread leaves the run (host_access_end's destructor):
-// an exception on its way out is the job's failure. The port is closed
-// already where the engine started.
-void runtime::end_host_access(detail::host_port* port) noexcept {
+// Called as the job's thread leaves the run (host_access_end's destructor),
+// `failing` where an exception is on its way out of it: the job's failure.
+// The port is closed already where the engine started.
+void runtime::end_host_access(detail::host_port* port, bool failing) noexcept {
   if (port == nullptr) return;
-  if (std::uncaught_exceptions() > 0)
-    port->close("the job failed (its wait() says how)", errc::aborted);
+  if (failing)
+    port->close(detail::job_failed_text, errc::aborted);
   else
     port->close("the job has ended (host operations go into a job while its ranks run)",
                 errc::invalid_config);

@@ -141,9 +141,12 @@ void engine_host::refused(int from, const remote_command& refused) {
   if (cx_.process_of_rank(op->c.target) != from)
     return liveness_.malformed(from, -1, call::runtime, "refused a host operation sent elsewhere");
   // The target's ranks returned without taking its notification: where
-  // the job failed, that is what the request says.
-  if (static_cast<refusal>(refused.tag) == refusal::untaken && job_failed()) {
-    fail(op, failed_text, errc::aborted);
+  // the job failed (as the target saw it, signal_value 1, or as this
+  // engine does), that is what the request says. The target's word counts
+  // too: the failure's record may reach this process after the refusal.
+  if (static_cast<refusal>(refused.tag) == refusal::untaken &&
+      (refused.signal_value != 0 || job_failed())) {
+    fail(op, job_failed_text, errc::aborted);
     in_flight_.erase(number);
     return;
   }
@@ -158,26 +161,28 @@ bool engine_host::job_failed() const {
   return load_acquire<scope::system>(cx_.first->control->abort) != 0;
 }
 
+namespace {
+// Why host calls fail once this process's ranks returned, the job not failed.
+constexpr const char* ranks_returned_text =
+    "this process's ranks have returned (host operations go into a job while its ranks run)";
+}  // namespace
+
 void engine_host::stop_taking() {
   if (!port_) return;
-  take();  // what came before is served
-  if (job_failed())
-    port_->close(failed_text, errc::aborted);
-  else
-    port_->close(
-        "this process's ranks have returned (host operations go into a job while its "
-        "ranks run)",
-        errc::invalid_config);
+  const bool failed = job_failed();
+  port_->refuse_new(failed ? job_failed_text : ranks_returned_text,
+                    failed ? errc::aborted : errc::invalid_config);
 }
 
-// A get's data may still be on its way into the host's buffer: the engine
-// stops polling the network, or abandons it where the job failed.
+// The engine stops where everything is answered, or where the job failed
+// (a process lost too): what is left then fails with it. A get's data may
+// still be on its way into the host's buffer: the engine stops polling the
+// network, or abandons it.
 void engine_host::close() {
   if (!port_) return;
   const bool failed = job_failed();
-  const std::string why =
-      failed ? failed_text : "the job ended before it completed (the job's wait() says why)";
-  const errc code = failed ? errc::aborted : errc::process_failed;
+  const char* why = failed ? job_failed_text : ranks_returned_text;
+  const errc code = failed ? errc::aborted : errc::invalid_config;
   port_->close(why, code);
   for (const auto& [number, op] : in_flight_) fail(op, why, code);
   in_flight_.clear();

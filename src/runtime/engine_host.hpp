@@ -51,13 +51,13 @@ class engine_host {
   // operation in `refused` (wire_refused): it fails alone, with the refusal.
   void refused(int from, const remote_command& refused);
 
-  // Every operation taken is complete.
-  bool answered() const { return in_flight_.empty(); }
+  // Every operation submitted is taken and complete.
+  bool answered() const { return in_flight_.empty() && !(port_ && port_->pending()); }
   std::size_t in_flight() const { return in_flight_.size(); }
-  // The process's ranks have returned: host threads may submit no more.
+  // The process's ranks have returned: host threads may submit no more
+  // (what they submitted before is still taken).
   void stop_taking();
-  // The engine stops: what is still in flight fails, as the job failed or
-  // (a process lost) ended.
+  // The engine stops: what is still in flight or submitted fails.
   void close();
 
  private:
@@ -67,7 +67,6 @@ class engine_host {
   void fail(const operation& op, const std::string& why, errc code = errc::process_failed);
   // Whether the job failed (its abort word is set): host calls say so.
   bool job_failed() const;
-  static constexpr const char* failed_text = "the job failed (its wait() says how)";
   // Operation `number`, or null (one that failed or completed already).
   operation find(std::uint32_t number) const;
 

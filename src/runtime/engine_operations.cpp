@@ -262,8 +262,8 @@ engine_operations::verdict engine_operations::check(int from, const remote_comma
   if (!(c.origin >= 0 && c.origin < origins && cx_.process_of_origin(c.origin) == from) ||
       !cx_.mine(c.target))
     return refuse(refusal::wrong_process, 0);
-  // A host's operations: puts and gets (notified, signalled or plain) and
-  // atomics, each on a window.
+  // A host's operations: puts (plain, notified or signalled), gets (plain
+  // or notified) and atomics, each on a window.
   if (host && (c.op == remote_op::arrive ||
                ((c.op == remote_op::put || c.op == remote_op::get || c.op == remote_op::atomic) &&
                 (c.flags & remote_flag_in_window) == 0)))
@@ -401,6 +401,9 @@ void engine_operations::untaken_host_notification(int origin, std::uint32_t numb
   answer.origin = origin;
   answer.flags = number << remote_flag_bits;
   answer.tag = std::int32_t(refusal::untaken);
+  // Whether the ranks returned as the job failed: the origin may learn of
+  // the failure only after this answer (another channel).
+  answer.signal_value = load_acquire<scope::system>(cx_.first->control->abort) != 0 ? 1 : 0;
   const int to = cx_.process_of_origin(origin);
   if (to == cx_.nodes.process) return host_.refused(to, answer);
   intake_.send_header(to, answer);

@@ -317,8 +317,8 @@ std::string describe_values(const error_record& r) {
             << "-byte slice of the symmetric heap";
           break;
         case refusal::not_for_hosts:
-          s << "a host issues puts, gets (plain, notified or signalled) and atomics on a window, "
-               "and no other operation";
+          s << "a host issues puts (plain, notified or signalled), gets (plain or notified) and "
+               "atomics on a window, and no other operation";
           break;
         case refusal::bad_atomic:
           s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])

@@ -18,19 +18,18 @@ std::string host_operation_text(const remote_command& c) {
          " (" + std::to_string(c.bytes) + " bytes)";
 }
 
+std::string host_call_text(const char* name, const std::string& why) {
+  return "grma: job::" + std::string(name) + ": " + why;
+}
+
 void host_port::throw_if_closed(call where, const char* name) const {
-  if (closed_)
-    throw error(closed_code_, -1, where, "grma: job::" + std::string(name) + ": " + closed_why_);
+  if (closed_) throw error(closed_code_, -1, where, host_call_text(name, closed_why_));
 }
 
 void host_port::submit(std::shared_ptr<host_operation> op) {
   std::lock_guard<std::mutex> lock(mutex_);
   const call where = host_call(op->c);
-  throw_if_closed(where, call_name(where));
-  if (!attached_)
-    throw error(errc::invalid_config, -1, where,
-                "grma: job::" + std::string(call_name(where)) +
-                    ": the job's network engine has not started (no world window exists yet)");
+  throw_if_closed(where, call_name(where));  // running_shape saw it attached
   submitted_.push_back(std::move(op));
   // Under the mutex, which the engine takes before it moves the operation.
   any_submitted_.store(true, std::memory_order_relaxed);
@@ -63,12 +62,22 @@ window_found host_port::find_world_window(window w, call where) const {
   // The slot's k world claims so far gave generations 1, 3, ..., 2k - 1
   // (window_next_generation; counted anew after 32767, where an old handle
   // may be called never created).
-  return (w.generation + 1) / 2 <= now.claims[0] ? window_found::freed
-                                                 : window_found::never_created;
+  return w.generation / 2 < now.claims[0] ? window_found::freed : window_found::never_created;
 }
 
 host_port::job_shape host_port::shape() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  return shape_;
+}
+
+host_port::job_shape host_port::running_shape(call where) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  throw_if_closed(where, call_name(where));
+  if (!attached_)
+    throw error(errc::invalid_config, -1, where,
+                host_call_text(call_name(where),
+                               "the job's network engine has not started (no world window "
+                               "exists yet)"));
   return shape_;
 }
 
@@ -92,15 +101,26 @@ bool host_port::take(std::deque<std::shared_ptr<host_operation>>& into, std::siz
   return true;
 }
 
+void host_port::refuse_new_locked(const std::string& why, errc code) {
+  // A failure found later is what later calls say (an end said first).
+  if (closed_ && (closed_code_ == errc::aborted || code != errc::aborted)) return;
+  closed_ = true;
+  closed_why_ = why;
+  closed_code_ = code;
+}
+
+void host_port::refuse_new(const std::string& why, errc code) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  refuse_new_locked(why, code);
+}
+
 void host_port::close(const std::string& why, errc code) {
   std::deque<std::shared_ptr<host_operation>> left;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) return;
-    closed_ = true;
-    closed_why_ = why;
-    closed_code_ = code;
+    refuse_new_locked(why, code);
     left.swap(submitted_);
+    any_submitted_.store(false, std::memory_order_relaxed);
   }
   for (auto& op : left) fail(*op, "grma: " + host_operation_text(op->c) + ": " + why, code);
 }

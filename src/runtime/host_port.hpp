@@ -43,6 +43,10 @@ struct host_operation {
 call host_call(const remote_command& c);
 // An operation in messages: "job::put to rank 3 (8 bytes)".
 std::string host_operation_text(const remote_command& c);
+// A host call's message: "grma: job::<name>: <why>".
+std::string host_call_text(const char* name, const std::string& why);
+// Why host calls fail once the job failed (errc::aborted).
+inline constexpr const char* job_failed_text = "the job failed (its wait() says how)";
 
 // What job::put and the others find of a window handle.
 enum class window_found { live, freed, never_created };
@@ -67,9 +71,13 @@ class host_port {
   explicit host_port(double timeout_seconds) : timeout_seconds_(timeout_seconds) {}
   double timeout_seconds() const { return timeout_seconds_; }
 
-  // Any thread. Throws grma::error naming the operation's call when the
-  // job is not running (before its engine attached, or after it stopped:
-  // how it stopped is said).
+  // Any thread. The job's shape for a call `where` about to submit;
+  // throws grma::error naming the call where the job is not running
+  // (before its engine attached, or once new operations are refused: how
+  // the job stopped is said).
+  job_shape running_shape(call where) const;
+  // Throws as running_shape does once new operations are refused (the
+  // caller had its shape from running_shape).
   void submit(std::shared_ptr<host_operation> op);
   // The live world windows of the job now, highest slot first; empty
   // before the engine attached. Throws once the port is closed: the state
@@ -84,9 +92,15 @@ class host_port {
   void attach(const job_shape& shape);
   // Moves up to `most` of what was submitted into `into`; whether any.
   bool take(std::deque<std::shared_ptr<host_operation>>& into, std::size_t most);
-  // No more operations: those submitted and not taken fail with `why`
-  // ("the job failed (its wait() says how)") and `code`, and so does every
-  // later call.
+  // Whether submitted operations wait to be taken (the engine's own view:
+  // after refuse_new, no more arrive).
+  bool pending() const { return any_submitted_.load(std::memory_order_relaxed); }
+  // No new operations: later calls fail with `why` ("the job failed (its
+  // wait() says how)") and `code`; those submitted are still taken. A
+  // later errc::aborted replaces another code (the job failed after its
+  // ranks returned).
+  void refuse_new(const std::string& why, errc code);
+  // The same, and those submitted and not taken fail with `why` and `code`.
   void close(const std::string& why, errc code);
 
   // Completes or fails `op` (the engine's thread), and wakes its waiters.
@@ -100,6 +114,7 @@ class host_port {
  private:
   const double timeout_seconds_;
   void throw_if_closed(call where, const char* name) const;  // under mutex_
+  void refuse_new_locked(const std::string& why, errc code);
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;

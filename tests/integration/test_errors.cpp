@@ -1116,6 +1116,25 @@ TEST(Errors, MembersCallAlltoallsWithDifferentStrides) {
                               "and source stride 2")));
 }
 
+// Members that make different calls, one a strided split: the message
+// shows the split's stride whichever member finds it.
+TEST(Errors, MembersSplitOrBroadcast) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::uint64_t*>(r.calloc_symmetric(8, 8));
+    if (r.rank(grma::world) == 0)
+      r.team_split_strided(grma::team_world, 0, 3, 1);
+    else
+      r.broadcast(grma::team_world, block + 4, block, 2, 0);
+  });
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: broadcast: every member of team 0 must make the same "
+                              "collective call: member 0 called team_split_strided with size 1, "
+                              "start 0 and stride 3, this rank with size 2 and root 0"),
+                    HasSubstr("rank 0: team_split_strided: every member of team 0 must make the "
+                              "same collective call: member 1 called broadcast with size 2 and "
+                              "root 0, this rank with size 1, start 0 and stride 3")));
+}
+
 TEST(Errors, TeamFreeOfAWorldBlock) {
   const grma::error e = expect_failure([](auto& r) {
     void* block = r.alloc_symmetric(64);

@@ -416,18 +416,39 @@ TEST(Runtime, HostCallsSayWhatTheyFound) {
                  "grma: job::atomic_add: window {0, 0} is not a world window of the job "
                  "(job::world_windows() lists the live ones)");
   }
+  // Handles the slot never gave: the generation after its latest, and the
+  // last one a generation has.
+  for (const std::uint32_t generation : {windows[0].generation + 2, ~std::uint32_t{0}}) {
+    const grma::window never{windows[0].slot, generation};
+    std::uint64_t got = 0;
+    try {
+      (void)j.get(never, 1, 0, &got, 8);
+      ADD_FAILURE() << "a get from a window never created was taken";
+    } catch (const grma::error& e) {
+      EXPECT_EQ(e.code(), grma::errc::window_not_created);
+      EXPECT_EQ(e.where(), grma::call::get);
+      EXPECT_EQ(e.what(), "grma: job::get: window {" + std::to_string(never.slot) + ", " +
+                              std::to_string(generation) +
+                              "} is not a world window of the job (job::world_windows() lists "
+                              "the live ones)");
+    }
+  }
   for (int target = 0; target < 2; ++target)
     j.put_signal(windows[0], target, 0, &one, 0, 0, 1, grma::signal_op::set).wait();
   while (!j.test()) std::this_thread::yield();
-  try {
-    (void)j.put(windows[0], 0, 0, &one, 8);
-    ADD_FAILURE() << "a put after the ranks returned was taken";
-  } catch (const grma::error& e) {
-    EXPECT_EQ(e.code(), grma::errc::invalid_config);
-    EXPECT_EQ(e.where(), grma::call::put);
-    EXPECT_STREQ(e.what(),
-                 "grma: job::put: this process's ranks have returned (host operations go into a "
-                 "job while its ranks run)");
+  // Once the ranks returned, that is what every call says, before it looks
+  // at its arguments (target 99 is no rank).
+  for (const int target : {0, 99}) {
+    try {
+      (void)j.put(windows[0], target, 0, &one, 8);
+      ADD_FAILURE() << "a put after the ranks returned was taken";
+    } catch (const grma::error& e) {
+      EXPECT_EQ(e.code(), grma::errc::invalid_config);
+      EXPECT_EQ(e.where(), grma::call::put);
+      EXPECT_STREQ(e.what(),
+                   "grma: job::put: this process's ranks have returned (host operations go into "
+                   "a job while its ranks run)");
+    }
   }
   j.wait();
 }

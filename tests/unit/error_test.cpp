@@ -91,6 +91,20 @@ TEST(ErrorText, Collectives) {
             "grma: rank 3: rank/size: communicator 9 does not exist");
 }
 
+// A team check's arguments beyond the signature (team_collective_begin):
+// alltoalls' two 28-bit strides fill all 56 bits of `more`, shifted past
+// the slot and the call (the top one lands in the sign bit).
+TEST(ErrorText, TeamCollectiveMismatchCarriesFullStrides) {
+  const std::uint64_t before = 0xfffffffull | 0x8000001ull << 28, mine = 1 | 2ull << 28;
+  const auto alltoalls = std::uint64_t(call::alltoalls);
+  EXPECT_EQ(describe(record_of(errc::team_collective_mismatch, 1, call::alltoalls,
+                               {std::int64_t(3 | mine << 8), std::int64_t(alltoalls | before << 8),
+                                2, 0, std::int64_t(2)})),
+            "grma: rank 1: alltoalls: every member of team 3 must make the same collective call: "
+            "member 0 called alltoalls with size 2, dest stride 268435455 and source stride "
+            "134217729, this rank with size 2, dest stride 1 and source stride 2");
+}
+
 TEST(ErrorText, Signals) {
   EXPECT_EQ(describe(record_of(errc::signal_misaligned, 1, call::put_signal, {12})),
             "grma: rank 1: put_signal: signal offset 12 is not 8-byte aligned in the heap");

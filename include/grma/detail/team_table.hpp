@@ -62,7 +62,7 @@ struct team_workspace {
   std::uint64_t rounds[2][team_rounds];
   std::uint64_t epoch;      // barriers this member has entered (its own word)
   std::uint64_t signature;  // the member before's current collective: call and arguments, to check
-  std::uint64_t signature_more;  // and the arguments it has no room for (collective_more)
+  std::uint64_t signature_more;  // and the arguments it has no room for (team_collective_begin)
   // This member's part of the current collect: its source's offset in the
   // slice and its bytes (its own words, which the others read).
   std::uint64_t contribution[2];
