@@ -271,34 +271,52 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
   j.wait();
 }
 
+// A job of two ranks with a queue of one, into which the host puts three
+// notifications to rank 0 and then a signal: the first notification is in
+// place, the other two are held behind it while rank 0 waits for the
+// signal, after which it returns without taking them (or, `fail`, fails
+// an assertion while rank 1 waits at a barrier).
+struct held_notifications {
+  grma::job job;
+  grma::window window;
+  std::vector<grma::host_request> notified;  // the first complete
+};
+
+held_notifications hold_two_notifications(grma::runtime& rt, bool fail) {
+  grma::job j = rt.launch(
+      [fail](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
+        for (int i = 0; i < 8; ++i) range[i] = 0;
+        grma::window w = r.window_create(grma::world, range, 64);
+        if (r.rank(grma::world) == 0) {
+          r.wait_signal(w, 0, grma::cmp::ge, 1);
+          if (fail) GRMA_ASSERT(r, range[0] == 0);  // the signal made it 1
+        }
+        r.barrier(grma::world);
+      },
+      {.host_access = true});
+  const grma::window w = world_windows_once_made(j)[0];
+  static const std::uint64_t data[3] = {1, 2, 3};
+  std::vector<grma::host_request> notified;
+  for (int k = 0; k < 3; ++k)
+    notified.push_back(j.put_notify(w, 0, std::size_t(8 * (k + 1)), data + k, 8, 9));
+  j.put_signal(w, 0, 0, data, 0, 0, 1, grma::signal_op::set).wait();
+  notified[0].wait();
+  return {std::move(j), w, std::move(notified)};
+}
+
 // A host's notified put is complete once its notification is in place at
-// the target. With a queue of one, the first of three is; the other two are
-// held behind it, and when the target's ranks return without taking them
-// their requests fail as the target's engine says (the job itself is fine).
+// the target: where the target's ranks return without taking the held
+// ones, their requests fail as the target's engine says (the job itself
+// is fine).
 TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
   grma::settings s = test_settings(2);
   s.queue_capacity = 1;
   grma::runtime rt(s);
-  grma::job j = rt.launch(
-      [](grma::cpu_rank& r) {
-        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
-        for (int i = 0; i < 8; ++i) range[i] = 0;
-        grma::window w = r.window_create(grma::world, range, 64);
-        // The host's signal comes after its notifications: rank 0 returns
-        // without taking them (and leaves its window to the job's end).
-        if (r.rank(grma::world) == 0) r.wait_signal(w, 0, grma::cmp::ge, 1);
-      },
-      {.host_access = true});
-  const std::vector<grma::window> windows = world_windows_once_made(j);
-  const std::uint64_t data[3] = {1, 2, 3};
-  std::vector<grma::host_request> notified;
-  for (int k = 0; k < 3; ++k)
-    notified.push_back(j.put_notify(windows[0], 0, std::size_t(8 * (k + 1)), data + k, 8, 9));
-  j.put_signal(windows[0], 0, 0, data, 0, 0, 1, grma::signal_op::set).wait();
-  notified[0].wait();
+  held_notifications held = hold_two_notifications(rt, false);
   for (int k = 1; k < 3; ++k) {
     try {
-      notified[std::size_t(k)].wait();
+      held.notified[std::size_t(k)].wait();
       ADD_FAILURE() << "notification " << k << " was never taken, yet its request completed";
     } catch (const grma::error& e) {
       EXPECT_EQ(e.code(), grma::errc::request_refused);
@@ -307,9 +325,9 @@ TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
                    "grma: rank 0: put_notify: the target's ranks returned before they took the "
                    "notification of a request from the host of process 0 (its data is in place)");
     }
-    EXPECT_THROW((void)notified[std::size_t(k)].test(), grma::error);
+    EXPECT_THROW((void)held.notified[std::size_t(k)].test(), grma::error);
   }
-  j.wait();
+  held.job.wait();
 }
 
 // The same notifications where the target's rank fails instead of
@@ -318,25 +336,8 @@ TEST(Runtime, HostRequestsAfterTheJobFailedSaySo) {
   grma::settings s = test_settings(2);
   s.queue_capacity = 1;
   grma::runtime rt(s);
-  grma::job j = rt.launch(
-      [](grma::cpu_rank& r) {
-        auto* range = static_cast<std::uint64_t*>(r.alloc(64));
-        for (int i = 0; i < 8; ++i) range[i] = 0;
-        grma::window w = r.window_create(grma::world, range, 64);
-        if (r.rank(grma::world) == 0) {
-          r.wait_signal(w, 0, grma::cmp::ge, 1);
-          GRMA_ASSERT(r, range[0] == 0);
-        }
-        r.barrier(grma::world);
-      },
-      {.host_access = true});
-  const std::vector<grma::window> windows = world_windows_once_made(j);
-  const std::uint64_t data[3] = {1, 2, 3};
-  std::vector<grma::host_request> notified;
-  for (int k = 0; k < 3; ++k)
-    notified.push_back(j.put_notify(windows[0], 0, std::size_t(8 * (k + 1)), data + k, 8, 9));
-  j.put_signal(windows[0], 0, 0, data, 0, 0, 1, grma::signal_op::set).wait();
-  notified[0].wait();
+  held_notifications held = hold_two_notifications(rt, true);
+  grma::job& j = held.job;
   const auto expect_failed = [](const grma::error& e, grma::call where, const std::string& text) {
     EXPECT_EQ(e.code(), grma::errc::aborted);
     EXPECT_EQ(e.where(), where);
@@ -344,7 +345,7 @@ TEST(Runtime, HostRequestsAfterTheJobFailedSaySo) {
   };
   for (int k = 1; k < 3; ++k) {
     try {
-      notified[std::size_t(k)].wait();
+      held.notified[std::size_t(k)].wait();
       ADD_FAILURE() << "notification " << k << " was never taken, yet its request completed";
     } catch (const grma::error& e) {
       expect_failed(e, grma::call::put_notify,
@@ -354,7 +355,8 @@ TEST(Runtime, HostRequestsAfterTheJobFailedSaySo) {
   }
   while (!j.test()) std::this_thread::yield();
   try {
-    (void)j.put(windows[0], 1, 0, data, 8);
+    const std::uint64_t one = 1;
+    (void)j.put(held.window, 1, 0, &one, 8);
     ADD_FAILURE() << "a put into a failed job was taken";
   } catch (const grma::error& e) {
     expect_failed(e, grma::call::put, "grma: job::put: the job failed (its wait() says how)");
