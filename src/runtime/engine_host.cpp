@@ -77,7 +77,7 @@ engine_host::operation engine_host::find(std::uint32_t number) const {
 }
 
 void engine_host::fail(const operation& op, const std::string& why, errc code) {
-  port_->fail(*op, "grma: " + host_operation_text(op->c) + ": " + why, code);
+  port_->fail_operation(*op, why, code);
 }
 
 void engine_host::part_done(std::uint32_t number) {
@@ -161,17 +161,20 @@ bool engine_host::job_failed() const {
   return load_acquire<scope::system>(cx_.first->control->abort) != 0;
 }
 
-namespace {
-// Why host calls fail once this process's ranks returned, the job not failed.
-constexpr const char* ranks_returned_text =
-    "this process's ranks have returned (host operations go into a job while its ranks run)";
-}  // namespace
+// Why host calls fail from the ranks' return on: the job failed, or its
+// ranks returned.
+engine_host::end_reason engine_host::ended() const {
+  if (job_failed()) return {job_failed_text, errc::aborted};
+  return {
+      "this process's ranks have returned (host operations go into a job while its ranks "
+      "run)",
+      errc::invalid_config};
+}
 
 void engine_host::stop_taking() {
   if (!port_) return;
-  const bool failed = job_failed();
-  port_->refuse_new(failed ? job_failed_text : ranks_returned_text,
-                    failed ? errc::aborted : errc::invalid_config);
+  const end_reason r = ended();
+  port_->refuse_new(r.why, r.code);
 }
 
 // The engine stops where everything is answered, or where the job failed
@@ -180,11 +183,9 @@ void engine_host::stop_taking() {
 // network, or abandons it.
 void engine_host::close() {
   if (!port_) return;
-  const bool failed = job_failed();
-  const char* why = failed ? job_failed_text : ranks_returned_text;
-  const errc code = failed ? errc::aborted : errc::invalid_config;
-  port_->close(why, code);
-  for (const auto& [number, op] : in_flight_) fail(op, why, code);
+  const end_reason r = ended();
+  port_->close(r.why, r.code);
+  for (const auto& [number, op] : in_flight_) fail(op, r.why, r.code);
   in_flight_.clear();
 }
 

@@ -67,6 +67,11 @@ class engine_host {
   void fail(const operation& op, const std::string& why, errc code = errc::process_failed);
   // Whether the job failed (its abort word is set): host calls say so.
   bool job_failed() const;
+  struct end_reason {
+    const char* why;
+    errc code;
+  };
+  end_reason ended() const;
   // Operation `number`, or null (one that failed or completed already).
   operation find(std::uint32_t number) const;
 

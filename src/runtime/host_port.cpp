@@ -122,7 +122,11 @@ void host_port::close(const std::string& why, errc code) {
     left.swap(submitted_);
     any_submitted_.store(false, std::memory_order_relaxed);
   }
-  for (auto& op : left) fail(*op, "grma: " + host_operation_text(op->c) + ": " + why, code);
+  for (auto& op : left) fail_operation(*op, why, code);
+}
+
+void host_port::fail_operation(host_operation& op, const std::string& why, errc code) {
+  fail(op, "grma: " + host_operation_text(op.c) + ": " + why, code);
 }
 
 void host_port::finish(host_operation& op) {
