@@ -1,5 +1,6 @@
 # Runs PROGRAM with ARGS and passes when it exits nonzero and its standard
-# error matches EXPECT (a regular expression).
+# error matches EXPECT (a regular expression), and, where COUNTED is given,
+# has that pattern exactly TIMES times.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND ${PROGRAM} ${args} RESULT_VARIABLE status
   OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -8,5 +9,12 @@ if(status EQUAL 0)
 endif()
 if(NOT err MATCHES "${EXPECT}")
   message(FATAL_ERROR "stderr of ${PROGRAM} ${ARGS} does not match '${EXPECT}':\n${err}")
+endif()
+if(DEFINED COUNTED)
+  string(REGEX MATCHALL "${COUNTED}" found "${err}")
+  list(LENGTH found times)
+  if(NOT times EQUAL TIMES)
+    message(FATAL_ERROR "stderr of ${PROGRAM} ${ARGS} has '${COUNTED}' ${times} times, not ${TIMES}:\n${err}")
+  endif()
 endif()
 message(STATUS "exit status ${status}; stderr matched '${EXPECT}'")

@@ -212,7 +212,8 @@ class job {
     if (state_ != nullptr && state_->thread.joinable()) state_->thread.join();
     state_.reset();
   }
-  detail::host_port& port(const char* call) const;
+  // The job's port, for call `where` (named `name` where it is no grma::call).
+  detail::host_port& port(call where, const char* name = nullptr) const;
   host_request submit(detail::host_port& port, std::shared_ptr<detail::host_operation> op);
   // Every atomic: `where` names the operation, `old` (a fetching one's)
   // takes the word's `bytes`, the operands their low `bytes`.

@@ -11,8 +11,12 @@ namespace grma {
 
 namespace {
 
+[[noreturn]] void refuse(errc code, call where, const char* name, const std::string& message) {
+  throw error(code, -1, where, detail::host_call_text(name, message));
+}
+
 [[noreturn]] void refuse(errc code, call where, const std::string& message) {
-  throw error(code, -1, where, detail::host_call_text(call_name(where), message));
+  refuse(code, where, call_name(where), message);
 }
 
 std::string window_text(window w) {
@@ -133,15 +137,14 @@ void host_request::wait() const {
   test();
 }
 
-detail::host_port& job::port(const char* call) const {
+detail::host_port& job::port(call where, const char* name) const {
+  if (name == nullptr) name = call_name(where);
   if (state_ == nullptr)
-    throw error(errc::invalid_config, -1, call::runtime,
-                std::string("grma: job::") + call +
-                    ": this handle holds no job (not launched, or waited for)");
+    refuse(errc::invalid_config, where, name,
+           "this handle holds no job (not launched, or waited for)");
   if (state_->port == nullptr)
-    throw error(errc::invalid_config, -1, call::runtime,
-                std::string("grma: job::") + call +
-                    ": the job was launched without launch_options::host_access");
+    refuse(errc::invalid_config, where, name,
+           "the job was launched without launch_options::host_access");
   return *state_->port;
 }
 
@@ -151,16 +154,16 @@ host_request job::submit(detail::host_port& port, std::shared_ptr<detail::host_o
 }
 
 std::vector<window> job::world_windows() const {
-  return port("world_windows").world_windows();
+  return port(call::runtime, "world_windows").world_windows();
 }
 
 int job::host_source() const {
-  return port("host_source").shape().origin;
+  return port(call::runtime, "host_source").shape().origin;
 }
 
 host_request job::put(window w, int target, std::size_t offset, const void* source,
                       std::size_t bytes) {
-  detail::host_port& p = port("put");
+  detail::host_port& p = port(call::put);
   auto o = operation_on(p, call::put, detail::remote_op::put, w, target, offset, bytes);
   o->c.flags = detail::remote_flag_in_window;
   carry(*o, source, bytes, call::put);
@@ -169,7 +172,7 @@ host_request job::put(window w, int target, std::size_t offset, const void* sour
 
 host_request job::get(window w, int target, std::size_t offset, void* destination,
                       std::size_t bytes) {
-  detail::host_port& p = port("get");
+  detail::host_port& p = port(call::get);
   auto o = operation_on(p, call::get, detail::remote_op::get, w, target, offset, bytes);
   if (bytes != 0 && destination == nullptr)
     refuse(errc::null_buffer, call::get,
@@ -181,7 +184,7 @@ host_request job::get(window w, int target, std::size_t offset, void* destinatio
 
 host_request job::put_notify(window w, int target, std::size_t offset, const void* source,
                              std::size_t bytes, int tag, std::uint64_t immediate) {
-  detail::host_port& p = port("put_notify");
+  detail::host_port& p = port(call::put_notify);
   if (tag < 0)
     refuse(errc::negative_tag, call::put_notify, "tag " + std::to_string(tag) + " is negative");
   auto o =
@@ -194,7 +197,7 @@ host_request job::put_notify(window w, int target, std::size_t offset, const voi
 
 host_request job::get_notify(window w, int target, std::size_t offset, void* destination,
                              std::size_t bytes, int tag, std::uint64_t immediate) {
-  detail::host_port& p = port("get_notify");
+  detail::host_port& p = port(call::get_notify);
   if (tag < 0)
     refuse(errc::negative_tag, call::get_notify, "tag " + std::to_string(tag) + " is negative");
   if (bytes != 0 && destination == nullptr)
@@ -211,7 +214,7 @@ host_request job::get_notify(window w, int target, std::size_t offset, void* des
 host_request job::put_signal(window w, int target, std::size_t offset, const void* source,
                              std::size_t bytes, std::size_t signal_offset, std::uint64_t value,
                              signal_op op) {
-  detail::host_port& p = port("put_signal");
+  detail::host_port& p = port(call::put_signal);
   if (op != signal_op::set && op != signal_op::add)
     refuse(errc::invalid_enum, call::put_signal,
            "signal_op " + std::to_string(std::uint32_t(op)) + " is neither set nor add");
@@ -233,7 +236,7 @@ host_request job::atomic(window w, int target, std::size_t offset, call where,
                          std::uint64_t operand, std::uint64_t compare, void* old,
                          std::size_t bytes) {
   const atomic_kind kind = atomic_kind_of(where);
-  detail::host_port& p = port(call_name(where));
+  detail::host_port& p = port(where);
   if (kind.fetching && old == nullptr)
     refuse(errc::null_buffer, where, "a null `old` for the old value");
   if (offset % bytes != 0)

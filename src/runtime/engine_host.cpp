@@ -6,6 +6,7 @@
 #include "engine_intake.hpp"
 #include "engine_liveness.hpp"
 #include "engine_operations.hpp"
+#include "error_text.hpp"
 
 namespace grma::detail {
 
@@ -150,10 +151,12 @@ void engine_host::refused(int from, const remote_command& refused) {
     in_flight_.erase(number);
     return;
   }
+  // The refusal's record names the target rank, as a rank's refused
+  // request does; the host's request is named by its own call and target.
   const error_record r =
       refusal_record(op->c, static_cast<refusal>(refused.tag), refused.signal_value,
                      -1 - cx_.nodes.process, op->c.target, host_call(op->c));
-  port_->fail(*op, describe(r), errc::request_refused);
+  fail(op, describe_values(r), errc::request_refused);
   in_flight_.erase(number);
 }
 

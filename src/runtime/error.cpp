@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "error_text.hpp"
 #include "grma/types.hpp"
 
 namespace grma {
@@ -203,6 +204,8 @@ std::string collective_arguments(call where, std::uint64_t size, std::uint64_t m
   s << " and root " << root;
   return s.str();
 }
+
+}  // namespace
 
 std::string describe_values(const error_record& r) {
   const auto* v = r.values;
@@ -498,8 +501,6 @@ std::string describe_values(const error_record& r) {
   }
   return s.str();
 }
-
-}  // namespace
 
 std::string describe(const error_record& r) {
   std::ostringstream s;

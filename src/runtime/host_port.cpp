@@ -125,10 +125,6 @@ void host_port::close(const std::string& why, errc code) {
   for (auto& op : left) fail_operation(*op, why, code);
 }
 
-void host_port::fail_operation(host_operation& op, const std::string& why, errc code) {
-  fail(op, "grma: " + host_operation_text(op.c) + ": " + why, code);
-}
-
 void host_port::finish(host_operation& op) {
   // Release: the answer written into the host's buffer before it.
   op.outcome.store(host_operation::complete, std::memory_order_release);
@@ -136,8 +132,8 @@ void host_port::finish(host_operation& op) {
   changed_.notify_all();
 }
 
-void host_port::fail(host_operation& op, const std::string& why, errc code) {
-  op.failure = why;
+void host_port::fail_operation(host_operation& op, const std::string& why, errc code) {
+  op.failure = "grma: " + host_operation_text(op.c) + ": " + why;
   op.failure_code = code;
   op.outcome.store(host_operation::failed, std::memory_order_release);
   { std::lock_guard<std::mutex> lock(mutex_); }

@@ -105,8 +105,7 @@ class host_port {
 
   // Completes or fails `op` (the engine's thread), and wakes its waiters.
   void finish(host_operation& op);
-  void fail(host_operation& op, const std::string& why, errc code = errc::process_failed);
-  // The same with the operation named: "grma: job::put to rank 3 (8 bytes): <why>".
+  // Its message names the operation: "grma: job::put to rank 3 (8 bytes): <why>".
   void fail_operation(host_operation& op, const std::string& why, errc code);
 
   // Any thread: waits until `op` is no longer in flight or `seconds` have

@@ -10,11 +10,13 @@ namespace grma::detail {
 progress_engine::progress_engine(const device_view& view, std::vector<const device_view*> job,
                                  double timeout_seconds, std::FILE* log_out,
                                  const std::atomic<std::uint64_t>* others,
-                                 std::vector<const device_view*> shown)
+                                 std::vector<const device_view*> shown,
+                                 std::atomic<bool>* fired_in_process)
     : view_(view),
       job_(std::move(job)),
       shown_(shown.empty() ? job_ : std::move(shown)),
       others_(others),
+      fired_in_process_(fired_in_process),
       timeout_seconds_(timeout_seconds),
       log_out_(log_out) {
   thread_ = std::thread([this] { loop(); });
@@ -74,30 +76,39 @@ void progress_engine::loop() {
         last_move = now;
       } else if (std::chrono::duration<double>(now - last_move).count() >= timeout_seconds_) {
         fired = true;
-        std::string report =
-            blocked_ranks_report(shown_, std::chrono::duration<double>(now - last_move).count());
-        const clock::time_point stamp = clock::now();  // before any abort of this watchdog's
-        // The node's devices share its control block: the watchdog that
-        // leaves the report there prints it, once for the node.
-        const bool left = leave_report(*view_.control, report);
-        if (left) {
-          std::fprintf(stderr, "%s\n", report.c_str());
-          std::fflush(stderr);
-        }
-        {
-          std::lock_guard<std::mutex> lock(report_mutex_);
-          report_ = std::move(report);
-          fired_at_ = stamp;
-        }
-        // Release: the report is stored (here and in the control block)
-        // before ranks leave their waits and engines forward the abort.
-        // Where another watchdog of the node left its report first, that
-        // one raises the abort (after its report is complete).
-        if (left) store_release<scope::system>(view_.control->abort, 1u);
+        report_and_abort(std::chrono::duration<double>(now - last_move).count());
       }
     }
     if (!printed) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+}
+
+void progress_engine::report_and_abort(double still_seconds) {
+  // A process that plays several nodes reports once, from the first of its
+  // watchdogs to fire (their reports name the same ranks); that one's abort
+  // reaches the other nodes through their engines. (Relaxed: the claim
+  // orders nothing else.)
+  if (fired_in_process_ != nullptr && fired_in_process_->exchange(true, std::memory_order_relaxed))
+    return;
+  std::string report = blocked_ranks_report(shown_, still_seconds);
+  const auto stamp = std::chrono::steady_clock::now();  // before any abort of this watchdog's
+  // The node's devices share its control block: the watchdog that leaves
+  // the report there prints it, once for the node.
+  const bool left = leave_report(*view_.control, report);
+  if (left) {
+    std::fprintf(stderr, "%s\n", report.c_str());
+    std::fflush(stderr);
+  }
+  {
+    std::lock_guard<std::mutex> lock(report_mutex_);
+    report_ = std::move(report);
+    fired_at_ = stamp;
+  }
+  // Release: the report is stored (here and in the control block) before
+  // ranks leave their waits and engines forward the abort. Where another
+  // watchdog of the node left its report first, that one raises the abort
+  // (after its report is complete).
+  if (left) store_release<scope::system>(view_.control->abort, 1u);
 }
 
 }  // namespace grma::detail

@@ -22,11 +22,13 @@ class progress_engine {
   // it ends the run only when no rank anywhere moved. timeout_seconds == 0
   // disables it. Its report names the ranks of `shown` (empty: of `job`):
   // a process that plays several nodes names all of its ranks, whichever
-  // node's watchdog fires first.
+  // node's watchdog fires first, and its watchdogs share `fired_in_process`
+  // so that only that one reports.
   progress_engine(const device_view& view, std::vector<const device_view*> job,
                   double timeout_seconds, std::FILE* log_out,
                   const std::atomic<std::uint64_t>* others = nullptr,
-                  std::vector<const device_view*> shown = {});
+                  std::vector<const device_view*> shown = {},
+                  std::atomic<bool>* fired_in_process = nullptr);
   ~progress_engine();
   progress_engine(const progress_engine&) = delete;
   progress_engine& operator=(const progress_engine&) = delete;
@@ -45,11 +47,14 @@ class progress_engine {
  private:
   void loop();
   bool drain_log();
+  // The watchdog fired, no rank having moved for `still_seconds`.
+  void report_and_abort(double still_seconds);
 
   device_view view_;
   std::vector<const device_view*> job_;
   std::vector<const device_view*> shown_;
   const std::atomic<std::uint64_t>* others_;
+  std::atomic<bool>* fired_in_process_;
   double timeout_seconds_;
   std::FILE* log_out_;
   std::atomic<bool> stopping_{false};

@@ -360,15 +360,16 @@ TEST_P(HostAccess, HostThreadsReachComputingRanksOnEveryPath) {
       std::size_t k = 0;
       for (int target = t; target < ranks; target += threads)
         for (int which = 0; which < (target == t ? 3 : 2); ++which, ++k) {
+          const std::size_t bytes = which == 0 ? large_bytes : which == 1 ? 8 : huge_bytes;
           const std::string what =
-              which == 0 ? "offset " + std::to_string(host_slots::signal) + " + size " +
-                               std::to_string(large_bytes)
-              : which == 1 ? "signal offset " + std::to_string(host_slots::bytes) + " + 8"
-                           : "offset 0 + size " + std::to_string(huge_bytes);
+              which == 1 ? "signal offset " + std::to_string(host_slots::bytes) + " + 8"
+                         : "offset " + std::to_string(which == 0 ? host_slots::signal : 0) +
+                               " + size " + std::to_string(bytes);
           refused([&] { refusals[k].wait(); }, grma::errc::request_refused,
-                  "grma: rank " + std::to_string(target) + (which == 1 ? ": put_signal" : ": put") +
-                      ": refused a request from the host of process " + std::to_string(me) + ": " +
-                      what + registered);
+                  std::string("grma: job::") + (which == 1 ? "put_signal" : "put") + " to rank " +
+                      std::to_string(target) + " (" + std::to_string(bytes) +
+                      " bytes): refused a request from the host of process " + std::to_string(me) +
+                      ": " + what + registered);
         }
     });
   for (std::thread& t : pool) t.join();

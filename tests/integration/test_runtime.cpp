@@ -215,11 +215,32 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
     ADD_FAILURE() << "a job without host access listed its windows";
   } catch (const grma::error& e) {
     EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_EQ(e.where(), grma::call::runtime);  // no grma::call of its own
     EXPECT_STREQ(e.what(),
                  "grma: job::world_windows: the job was launched without "
                  "launch_options::host_access");
   }
+  std::uint64_t word = 1;
+  try {
+    (void)plain.atomic_fetch_add(grma::window{0, 1}, 0, 0, 1, &word);
+    ADD_FAILURE() << "a job without host access took an atomic";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_EQ(e.where(), grma::call::atomic_fetch_add);
+    EXPECT_STREQ(e.what(),
+                 "grma: job::atomic_fetch_add: the job was launched without "
+                 "launch_options::host_access");
+  }
   plain.wait();
+  try {
+    (void)plain.put(grma::window{0, 1}, 0, 0, &word, sizeof word);
+    ADD_FAILURE() << "a job handle waited for took a put";
+  } catch (const grma::error& e) {
+    EXPECT_EQ(e.code(), grma::errc::invalid_config);
+    EXPECT_EQ(e.where(), grma::call::put);
+    EXPECT_STREQ(e.what(),
+                 "grma: job::put: this handle holds no job (not launched, or waited for)");
+  }
 
   // Word 0 is the signal the ranks wait for; the refused requests would
   // have written words 1 to 7.
@@ -246,7 +267,8 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
       EXPECT_EQ(e.code(), grma::errc::request_refused);
       EXPECT_EQ(e.where(), q == &beyond ? grma::call::put : grma::call::put_signal);
       EXPECT_STREQ(e.what(),
-                   (std::string("grma: rank ") + (q == &beyond ? "1: put" : "0: put_signal") +
+                   (std::string("grma: job::") +
+                    (q == &beyond ? "put to rank 1 (24 bytes)" : "put_signal to rank 0 (8 bytes)") +
                     ": refused a request from the host of process 0: " +
                     (q == &beyond ? "offset 48 + size 24" : "signal offset 64 + 8") +
                     " exceeds the 64 bytes registered with window " +
@@ -322,7 +344,8 @@ TEST(Runtime, AHostNotificationTheTargetNeverTookFailsItsRequest) {
       EXPECT_EQ(e.code(), grma::errc::request_refused);
       EXPECT_EQ(e.where(), grma::call::put_notify);
       EXPECT_STREQ(e.what(),
-                   "grma: rank 0: put_notify: the target's ranks returned before they took the "
+                   "grma: job::put_notify to rank 0 (8 bytes): the target's ranks returned "
+                   "before they took the "
                    "notification of a request from the host of process 0 (its data is in place)");
     }
     EXPECT_THROW((void)held.notified[std::size_t(k)].test(), grma::error);

@@ -1,6 +1,7 @@
 #include "cpu_backend.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -11,14 +12,14 @@
 
 #include "../../runtime/arena_layout.hpp"
 #include "../../runtime/launch.hpp"
+#include "../../runtime/loopback_transport.hpp"
 #include "../../runtime/process_group.hpp"
 #include "../../runtime/process_watch.hpp"
 #include "../../runtime/progress.hpp"
-#include "../../runtime/watchdog.hpp"
-#include "../../runtime/loopback_transport.hpp"
 #include "../../runtime/remote_engine.hpp"
-#include "cpu_arena.hpp"
 #include "../../runtime/shared_segment.hpp"
+#include "../../runtime/watchdog.hpp"
+#include "cpu_arena.hpp"
 
 namespace grma::detail {
 
@@ -318,13 +319,15 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
     for (node_here& n : on) n.network->start();
   }
   std::vector<std::unique_ptr<progress_engine>> progress;
+  std::atomic<bool> fired_here{false};  // the nodes this process plays report once
   for (int d = 0; d < per_process; ++d) {
     const int j = me * per_process + d;
     node_here& n = node_here_of(j);
+    const bool several = on.size() > 1;
     progress.push_back(std::make_unique<progress_engine>(
         views[std::size_t(j)], n.job, s.timeout_seconds, stdout,
         n.network ? &n.network->others_progress() : nullptr,
-        on.size() > 1 ? mine : std::vector<const device_view*>{}));
+        several ? mine : std::vector<const device_view*>{}, several ? &fired_here : nullptr));
   }
   std::unique_ptr<process_watch> watch;
   if (processes > 1)
