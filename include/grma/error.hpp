@@ -129,7 +129,8 @@ enum class call : std::int32_t {
 enum class errc : std::int32_t {
   none = 0,
   rank_out_of_range,     // v0 rank, v1 communicator size, v2 communicator, v3 host sources after it
-  range_outside_window,  // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot
+  range_outside_window,  // v0 offset, v1 size, v2 registered bytes, v3 target, v4 window slot;
+                         // text "signal" where the offset is a signal word's
   negative_tag,          // v0 tag
   invalid_count,         // v0 count (`most` for the calls for some)
   count_exceeds_match_capacity,  // v0 count, v1 capacity
@@ -163,7 +164,7 @@ enum class errc : std::int32_t {
   symmetric_exhausted,  // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block
                         // limit
   invalid_alignment,    // v0 alignment
-  word_misaligned,      // v0 address, v1 word size
+  word_misaligned,      // v0 address (a segment offset where v2 is 1), v1 word size
   context_invalid,      // v0 slot, v1 generation
   context_table_full,   // v0 contexts a rank may have
   team_not_member,      // v0 team slot, v1 team size

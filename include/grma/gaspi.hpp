@@ -1099,7 +1099,8 @@ class handle {
   GRMA_INLINE std::uint64_t* atomic_word(call where, segment_id_t id, offset_t offset,
                                          rank_t rank) const {
     unsigned char* at = place(where, id, offset, 8, rank);
-    if (offset % 8 != 0) failed(errc::word_misaligned, where, std::int64_t(offset), 8);
+    if (offset % 8 != 0)
+      failed(errc::word_misaligned, where, std::int64_t(offset), 8, 1);  // 1: an offset
     return reinterpret_cast<std::uint64_t*>(at);
   }
 

@@ -138,8 +138,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Rank-private memory from the device heap, 256-byte aligned (as
   // cudaMalloc's: copies between such blocks move whole lines); may be
   // registered in windows.
-  GRMA_INLINE void* alloc(std::size_t bytes) {
-    const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, call::alloc) : 0);
+  GRMA_INLINE void* alloc(std::size_t bytes) { return alloc_for(bytes, call::alloc); }
+  // alloc for a call's own use (a collective's buffer): a heap too full
+  // for it fails that call.
+  GRMA_INLINE void* alloc_for(std::size_t bytes, call where) {
+    const std::uint64_t offset = P::broadcast(leader() ? alloc_offset(bytes, where) : 0);
     return view().heap + offset;
   }
 
@@ -241,7 +244,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
           // lock: a network engine may check a request for this window as
           // soon as the slot is active (with the lock, or on a GPU by
           // copies that find `active` set last: window_slot_take).
-          lock_window_table();
+          lock_window_table(call::window_create);
           const std::uint32_t s = c == world && spans_nodes()
                                       ? detail::window_table_find_across_nodes(t, c.id)
                                       : detail::window_table_find(t);
@@ -271,7 +274,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         c, layout(c), call::window_free, key, 0, [&](const detail::collective_arrival* arrivals) {
           for (std::uint32_t i = 0; i < a.comm_size; ++i)
             if (arrivals[i].payload[0] != key) return std::uint64_t(i) + 1;
-          lock_window_table();
+          lock_window_table(call::window_free);
           detail::window_table_release(view().windows, w.slot);
           unlock_window_table();
           return std::uint64_t{0};
@@ -1029,9 +1032,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // in the range and aligned (in its heap, whose start is aligned).
   GRMA_INLINE void check_signal(const access& a, int target, window w, std::size_t signal_offset,
                                 call where) const {
-    if (signal_offset > a.size || a.size - signal_offset < sizeof(std::uint64_t))
+    if (signal_offset > a.size || a.size - signal_offset < sizeof(std::uint64_t)) {
+      constexpr char what[] = "signal";  // the message's offset is the signal's, not the data's
       fail(errc::range_outside_window, where, std::int64_t(signal_offset),
-           std::int64_t(sizeof(std::uint64_t)), std::int64_t(a.size), target, w.slot);
+           std::int64_t(sizeof(std::uint64_t)), std::int64_t(a.size), target, w.slot, what,
+           sizeof what - 1);
+    }
     if ((a.offset + signal_offset) % sizeof(std::uint64_t) != 0)
       fail(errc::signal_misaligned, where, std::int64_t(signal_offset));
   }
@@ -1220,7 +1226,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // rank's to write).
   GRMA_INLINE void await_command_slot(const detail::remote_command& c, call where,
                                       std::uint64_t ticket) {
-    waiter<> wait(*this, where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0});
+    waiter<> wait(
+        *this, where,
+        {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), detail::command_slot_wait});
     // The ring's consumed count is device_words::commands_consumed, in the
     // device's memory, which the engine releases after taking the slots.
     detail::ring_wait_credit<detail::scope::system>(view().words->commands_consumed,
@@ -1310,7 +1318,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // counts of them (rank_local) and its reply word have one user.
   GRMA_INLINE void lock_remote(call where) {
     if (detail::rank_try_lock(local().remote_lock)) return;
-    waiter<> wait(*this, where, {0, 0, 0, 0}, true);
+    waiter<> wait(*this, where, {std::int64_t(detail::lock_kind::remote), 0, 0, detail::lock_wait},
+                  true);
     do wait();
     while (!detail::rank_try_lock(local().remote_lock));
   }
@@ -1347,10 +1356,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const std::uint64_t n = l.remote_waited + 1;
     detail::store_relaxed<detail::scope::device>(l.remote_waited, n);
     if (wait)
-      block_until(where, {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), 0}, [&] {
-        return detail::load_acquire<detail::scope::system>(
-                   view().completion[device_rank()].landed) >= n;
-      });
+      block_until(
+          where,
+          {c.target, std::int64_t(c.offset), std::int64_t(c.bytes), detail::remote_answer_wait},
+          [&] {
+            return detail::load_acquire<detail::scope::system>(
+                       view().completion[device_rank()].landed) >= n;
+          });
   }
 
   // A thread's quiet: waits until everything the rank handed the engine
@@ -1365,7 +1377,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
              detail::load_acquire<detail::scope::system>(done.landed) >= waited;
     };
     if (complete()) return;
-    waiter<> wait(*this, where, {std::int64_t(issued), std::int64_t(waited), 0, 0}, true);
+    waiter<> wait(*this, where,
+                  {std::int64_t(issued), std::int64_t(waited), 0, detail::remote_delivery_wait},
+                  true);
     do wait();
     while (!complete());
   }
@@ -1716,10 +1730,19 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     }
     team_barrier(m, where);
     if (m.size == 1) return;
-    const std::uint64_t before = P::broadcast(
-        leader() ? at_scope(wide(), [&](auto scope) { return detail::load_relaxed<scope.value>(mine.signature); })
-                 : std::uint64_t{0});
-    if ((before >> 56) != (own >> 56)) return;  // another barrier's: nothing to check
+    const std::uint64_t stored =
+        P::broadcast(leader() ? at_scope(wide(),
+                                         [&](auto scope) {
+                                           return detail::load_relaxed<scope.value>(mine.signature);
+                                         })
+                              : std::uint64_t{0});
+    // None (cleared after the last check, below) or another barrier's: the
+    // member before signed nothing in this one, so it made a call that
+    // hands nothing (a barrier, or a later step of another call).
+    const bool signed_here =
+        (stored >> 56) == (own >> 56) && ((stored >> 48) & 0xffu) != std::uint64_t(call::none);
+    const std::uint64_t before =
+        signed_here ? stored : epoch_tag | std::uint64_t(call::barrier) << 48;
     // The member before's more where it stored one in this barrier (0:
     // none), read where this call has one to compare, or where the calls
     // differ (the message shows the member before's).
@@ -1742,6 +1765,15 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
            std::int64_t(before & 0xffffffffu),
            std::int64_t((before >> 32) & 0xffffu) | std::int64_t((own >> 32) & 0xffffu) << 16,
            (std::int64_t((me + m.size - 1) % m.size) << 32) | std::int64_t(own & 0xffffffffu));
+    // Checked: cleared, so that a signature is never taken for one of a
+    // barrier 256 epochs later. The member before stores its next one only
+    // after this member has entered the call's next exchange, which comes
+    // after these stores.
+    if (leader())
+      at_scope(wide(), [&](auto scope) {
+        detail::store_relaxed<scope.value>(mine.signature, std::uint64_t{0});
+        detail::store_relaxed<scope.value>(mine.signature_more, std::uint64_t{0});
+      });
   }
 
   // The symmetric table's owner of a team's blocks: its generation, slot
@@ -1756,7 +1788,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Changes of the node's team table, and a team's symmetric blocks, exclude
   // each other (any device's ranks).
   GRMA_INLINE void lock_team_table(call where) {
-    waiter<> wait(*this, where, {0, 0, 0, 0}, true);
+    waiter<> wait(*this, where,
+                  {std::int64_t(detail::lock_kind::team_table), 0, 0, detail::lock_wait}, true);
     at_scope(wide(), [&](auto scope) {
       while (!detail::compare_exchange_acquire<scope.value>(view().teams->lock, 0u, 1u)) wait();
     });
@@ -1766,8 +1799,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   // Window table changes of different devices' collectives exclude each other.
-  GRMA_INLINE void lock_window_table() {
-    waiter<> wait(*this, call::window_create, {0, 0, 0, 0});
+  GRMA_INLINE void lock_window_table(call where) {
+    waiter<> wait(*this, where,
+                  {std::int64_t(detail::lock_kind::window_table), 0, 0, detail::lock_wait});
     at_scope(wide(), [&](auto scope) {
       while (!detail::compare_exchange_acquire<scope.value>(*view().windows.lock, 0u, 1u)) wait();
     });
@@ -1795,7 +1829,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // of every program that allocates, put paths included (decision 030).
   GRMA_OUT_OF_LINE std::uint64_t alloc_offset(std::size_t bytes, call where) {
     detail::heap_allocator& a = *view().allocator;
-    waiter<> wait(*this, where, {std::int64_t(bytes), 0, 0, 0});
+    waiter<> wait(*this, where, {std::int64_t(detail::lock_kind::heap), 0, 0, detail::lock_wait});
     detail::heap_lock<S>(a, wait);
     detail::heap_failure why{};
     const std::uint64_t offset = detail::heap_allocate(a, view().heap, bytes, world_rank(), why);
@@ -1814,7 +1848,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (p < view().heap || p >= view().heap + view().heap_size)
       fail(errc::invalid_free, where, address);
     detail::heap_allocator& a = *view().allocator;
-    waiter<> wait(*this, where, {address, 0, 0, 0});
+    waiter<> wait(*this, where, {std::int64_t(detail::lock_kind::heap), 0, 0, detail::lock_wait});
     detail::heap_lock<S>(a, wait);
     const detail::heap_free_result result =
         detail::heap_release(a, view().heap, std::uint64_t(p - view().heap));

@@ -36,7 +36,8 @@ struct settings {
   waits_kind waits = waits_kind::automatic;  // GRMA_WAITS=auto|spin|yield|sleep, CPU backend
 
   // Settings from name/value pairs named like the environment variables
-  // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors.
+  // ("GRMA_HEAP_SIZE"); unknown GRMA_ names and bad values are errors. A
+  // name given again takes its last value (only that one is read).
   static settings parse(const std::vector<std::pair<std::string, std::string>>& values);
 
   // GRMA_* from the environment, then --grma-name=value arguments, which are

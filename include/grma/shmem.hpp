@@ -132,11 +132,11 @@ class handle {
     *minor = minor_version;
   }
 
-  GRMA_INLINE int team_my_pe(team t) const { return t == team_invalid ? -1 : r_->team_rank(t); }
-  GRMA_INLINE int team_n_pes(team t) const { return t == team_invalid ? -1 : r_->team_size(t); }
+  // -1 for team_invalid (the core's team_none), as the core's queries.
+  GRMA_INLINE int team_my_pe(team t) const { return r_->team_rank(t); }
+  GRMA_INLINE int team_n_pes(team t) const { return r_->team_size(t); }
   // PE `pe` of `from` as a PE of `to`: -1 where it is not one of `to`'s.
   GRMA_INLINE int team_translate_pe(team from, int pe, team to) const {
-    if (from == team_invalid || to == team_invalid) return -1;
     return r_->team_translate(from, pe, to);
   }
   // Collective over `parent`: PEs start, start + stride, ... (size of

@@ -218,6 +218,7 @@ std::string describe_values(const error_record& r) {
       if (v[3] > 0) s << ", and host sources " << v[1] << " to " << v[1] + v[3] - 1;
       break;
     case errc::range_outside_window:
+      if (r.text[0] != '\0') s << r.text << " ";  // whose offset: a signal's
       s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
         << " bytes that rank " << v[3] << " registered with window " << v[4];
       break;
@@ -364,8 +365,12 @@ std::string describe_values(const error_record& r) {
       s << "alignment " << u(v[0]) << " is not a power of two of at most 4096";
       break;
     case errc::word_misaligned:
-      s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
-        << " is not aligned to its size";
+      if (v[2] == 1)  // a segment's offset (GASPI), not an address
+        s << "the " << v[1] << "-byte word at segment offset " << u(v[0])
+          << " is not aligned to its size";
+      else
+        s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
+          << " is not aligned to its size";
       break;
     case errc::context_invalid:
       s << "context " << v[0] << " (generation " << v[1]
@@ -418,7 +423,18 @@ std::string describe_values(const error_record& r) {
           << mine << " bytes at alignment " << my_root;
       else if (other == call::free_symmetric)
         s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
-      else
+      else if (other == call::barrier) {
+        // Nothing was handed: a barrier, team_destroy, or a later step of another call.
+        s << " or another call that hands nothing (team_destroy, a later step of a collective), "
+             "this rank "
+          << call_name(mine_call);
+        if (mine_call == call::alloc_symmetric)
+          s << " for " << mine << " bytes at alignment " << my_root;
+        else if (mine_call == call::free_symmetric)
+          s << " on offset " << mine << " (4294967295: null)";
+        else
+          s << " with " << collective_arguments(mine_call, mine, my_more, my_root);
+      } else
         s << " with " << collective_arguments(other, u(v[2]), other_more, other_root)
           << ", this rank with " << collective_arguments(mine_call, mine, my_more, my_root);
       break;

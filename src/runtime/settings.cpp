@@ -1,5 +1,6 @@
 #include "grma/settings.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -38,8 +39,9 @@ std::uint64_t parse_bytes(const std::string& name, const std::string& value) {
 }
 
 std::uint64_t parse_count(const std::string& name, const std::string& value, std::uint64_t low,
-                          std::uint64_t high) {
-  const std::string expected = "a number from " + std::to_string(low) + " to " + std::to_string(high);
+                          std::uint64_t high, const char* or_else = "") {
+  const std::string expected =
+      "a number from " + std::to_string(low) + " to " + std::to_string(high) + or_else;
   char* end = nullptr;
   errno = 0;
   const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
@@ -92,16 +94,25 @@ void settings::check() const {
 
 settings settings::parse(const std::vector<std::pair<std::string, std::string>>& values) {
   settings s;
-  for (const auto& [name, value] : values) {
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const auto& [name, value] = values[i];
+    // A later value of the name replaces this one (an argument a
+    // variable's): only the value that counts is read.
+    if (std::any_of(values.begin() + std::ptrdiff_t(i) + 1, values.end(),
+                    [&](const auto& later) { return later.first == name; }))
+      continue;
     if (name == "GRMA_BACKEND") {
-      if (value == "auto") s.backend = backend_kind::automatic;
-      else if (value == "cpu") s.backend = backend_kind::cpu;
+      if (value == "auto")
+        s.backend = backend_kind::automatic;
+      else if (value == "cpu")
+        s.backend = backend_kind::cpu;
       else if (value == "cuda") s.backend = backend_kind::cuda;
       else bad(name, value, "auto, cpu or cuda");
     } else if (name == "GRMA_RANKS_PER_DEVICE") {
       s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
     } else if (name == "GRMA_DEVICES") {
-      s.devices = value == "all" ? 0 : int(parse_count(name, value, 1, detail::max_devices));
+      s.devices =
+          value == "all" ? 0 : int(parse_count(name, value, 1, detail::max_devices, ", or all"));
     } else if (name == "GRMA_NODE_ID") {
       if (value.empty() || value.size() > 63) bad(name, value, "1 to 63 characters");
       s.node_id = value;

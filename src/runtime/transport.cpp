@@ -68,8 +68,13 @@ transport_kind choose_transport(const settings& s, int nodes) {
   }
   switch (s.transport) {
     case transport_kind::loopback:
-      unusable(asked + " joins the nodes that one process plays (GRMA_NODES), and this job's "
-                       "nodes are processes: use mpi (or auto)");
+      unusable(asked +
+               " joins the nodes that one process plays (GRMA_NODES), and this job's "
+#if GRMA_HAVE_UCX
+               "nodes are processes: use auto, mpi or ucx");
+#else
+               "nodes are processes: use auto or mpi");
+#endif
     case transport_kind::ucx:
 #if GRMA_HAVE_UCX
       return transport_kind::ucx;

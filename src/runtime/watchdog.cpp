@@ -44,10 +44,37 @@ void describe_call(std::ostringstream& s, rank_status& st, int world_size) {
   std::int64_t a[4];
   for (int i = 0; i < 4; ++i) a[i] = load_relaxed<scope::system>(st.args[i]);
   s << call_name(where);
-  if (a[3] == team_exchange_wait && !is_word_wait(where)) {
-    s << " over a team (slot " << a[0] << ", collective #" << a[2] << "), waiting for rank " << a[1]
-      << " to arrive";
-    return;
+  if (!is_word_wait(where)) {
+    switch (a[3]) {
+      case team_exchange_wait:
+        s << " over a team (slot " << a[0] << ", collective #" << a[2] << "), waiting for rank "
+          << a[1] << " to arrive";
+        return;
+      case remote_delivery_wait:
+        s << ", waiting until every operation it handed the network engine (" << a[0]
+          << " so far) is in place at the other nodes (a notification is once it is in its "
+             "target's queue)";
+        return;
+      case command_slot_wait:
+        s << ", waiting for room in its process's ring of commands to the network engine";
+        return;
+      case remote_answer_wait:
+        s << " (target " << a[0] << ", offset " << a[1] << ", " << a[2]
+          << " bytes), waiting for the network engine to read its source or bring its answer";
+        return;
+      case lock_wait: {
+        static const char* locks[] = {
+            "the node's window table, which another rank holds",
+            "the node's team table, which another rank holds",
+            "its commands to the network engine, which another of its threads holds",
+            "the device's heap, which another rank holds"};
+        s << ", waiting for the lock of "
+          << (a[0] >= 0 && a[0] < 4 ? locks[a[0]] : "something unknown");
+        return;
+      }
+      default:
+        break;
+    }
   }
   switch (where) {
     case call::wait_notifications:

@@ -51,6 +51,10 @@ struct team_splits {
     grma::team& mine = k % 2 == 0 ? evens : odds;
     const grma::team other = k % 2 == 0 ? odds : evens;
     CONF_EXPECT(r, rec, other == grma::team_none, 5, pass, k);
+    // The queries of team_none (the split of the ranks outside it) answer -1.
+    CONF_EXPECT(r, rec, r.team_rank(other) == -1 && r.team_size(other) == -1, 15, pass, k);
+    CONF_EXPECT(r, rec, r.team_translate(other, 0, parent) == -1 && r.team_translate(parent, k, other) == -1,
+                16, pass, k);
     CONF_EXPECT(r, rec, r.team_rank(mine) == k / 2, 6, r.team_rank(mine), k);
     CONF_EXPECT(r, rec, r.team_size(mine) == (k % 2 == 0 ? (ns + 1) / 2 : ns / 2), 7, r.team_size(mine), ns);
     for (int i = 0; i < r.team_size(mine); ++i)
@@ -349,6 +353,46 @@ TEST_P(DataCollectives, EveryOpAndTypeOnTeamsOfEverySize) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 14u; }, "teams checked");
+  }
+}
+
+// An allreduce of more elements than a member fetches at once across nodes
+// (its rank-private 16 KiB): every member's share in several chunks where
+// the team spans nodes, and on one node the on-node reduction.
+constexpr std::size_t long_count = 2100;
+
+struct long_allreduce {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const grma::team t = grma::team_world;
+    const int me = r.team_rank(t), size = r.team_size(t);
+    auto* source = static_cast<std::int64_t*>(r.alloc_symmetric(2 * long_count * sizeof(std::int64_t)));
+    std::int64_t* const dest = source + long_count;
+    const grma::reduce_op ops[2] = {grma::reduce_op::sum, grma::reduce_op::max};
+    for (const grma::reduce_op op : ops) {
+      for (std::size_t e = std::size_t(r.thread()); e < long_count; e += std::size_t(r.threads()))
+        source[e] = contribution<std::int64_t>(op, me, e);
+      r.sync_threads();
+      r.allreduce(t, dest, source, long_count, op);
+      for (std::size_t e = std::size_t(r.thread()); e < long_count; e += std::size_t(r.threads()))
+        CONF_EXPECT_EACH(rec, dest[e] == reference<std::int64_t>(op, size, e), int(op), e, dest[e]);
+      r.barrier(t);  // the sources are rewritten next
+      tally(r, rec, 0);
+    }
+    r.free_symmetric(source);
+  }
+};
+
+TEST_P(DataCollectives, AllreduceLongerThanAShareOfPrivateMemory) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(long_allreduce{});
+  j.prepare();
+  if (j.run(long_allreduce{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 2u; }, "allreduces checked");
   }
 }
 

@@ -28,6 +28,10 @@
 //           two processes per node, whose watchdogs may both fire)
 //   stuck_both  rank 0 as in stuck, and rank 1 (the other node, whose
 //           watchdog is slower) waits too: its node's report names both
+//   held    rank 1 notifies rank 0 (the other node) once more than rank 0's
+//           queue holds (run with --grma-queue-capacity=4) and enters a
+//           barrier where rank 0 waits: rank 1's arrival waits for its last
+//           notification to be in place, which the watchdog names
 // The programs run on either backend (a rank's threads share the loops, and
 // what a put sends is in grma memory), so the same cases run on two GPUs
 // made two nodes.
@@ -296,6 +300,17 @@ struct stuck {
   }
 };
 
+struct held {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    if (r.rank(grma::world) == 1)
+      for (int i = 0; i < 5; ++i) r.put_notify(w, 0, 0, 0, memory, 3);
+    r.barrier(grma::world);  // rank 0 takes none of them
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -317,11 +332,13 @@ int main(int argc, char** argv) try {
     rt.run(late{which != "late", which == "late_throw"});
   } else if (which == "stuck" || which == "stuck_node" || which == "stuck_both") {
     rt.run(stuck{which == "stuck_node", which == "stuck_both"});
+  } else if (which == "held") {
+    rt.run(held{});
   } else {
     std::fprintf(stderr,
                  "usage: %s "
                  "flood|large|forged|forged_symmetric|forged_atomic|order|windows|late|late_assert|"
-                 "late_throw|stuck|stuck_node|stuck_both "
+                 "late_throw|stuck|stuck_node|stuck_both|held "
                  "[--grma-...]\n",
                  argv[0]);
     return 2;

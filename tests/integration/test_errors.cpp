@@ -171,6 +171,35 @@ TEST(Errors, SomeIntoANullBuffer) {
   EXPECT_STREQ(e.what(), "grma: rank 0: test_some_notifications: buffer is null but size is 64");
 }
 
+// The word waits for some write the ready words' indices: a null array of
+// them is refused as a null values array is.
+TEST(Errors, WordWaitsForSomeIntoANullIndexArray) {
+  for (int form = 0; form < 5; ++form) {
+    const grma::error e = expect_failure([form](auto& r) {
+      auto* words = static_cast<std::uint64_t*>(r.calloc_symmetric(4, 8));
+      const std::uint64_t values[4] = {};
+      if (r.rank(grma::world) == 1) {
+        if (form == 0) r.test_some(words, 4, nullptr, nullptr, grma::cmp::eq, std::uint64_t{0});
+        if (form == 1)
+          r.wait_until_some(words, 4, nullptr, nullptr, grma::cmp::eq, std::uint64_t{0});
+        if (form == 2) r.test_some_vector(words, 4, nullptr, nullptr, grma::cmp::eq, values);
+        if (form == 3) r.wait_until_some_vector(words, 4, nullptr, nullptr, grma::cmp::eq, values);
+        std::size_t found = 0;
+        if (form == 4)
+          r.wait_until_some(words, 4, nullptr, nullptr, grma::cmp::eq, std::uint64_t{0}, found,
+                            grma::within{1});
+      }
+      r.free_symmetric(words);
+    });
+    EXPECT_EQ(e.code(), grma::errc::null_buffer) << form;
+    const char* name[] = {"test_some", "wait_until_some", "test_some_vector",
+                          "wait_until_some_vector", "wait_until_some"};
+    EXPECT_EQ(e.what(),
+              std::string("grma: rank 1: ") + name[form] + ": buffer is null but size is 32")
+        << form;
+  }
+}
+
 TEST(Errors, SomeIntoAMisalignedBuffer) {
   const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
     if (r.rank(grma::world) == 1)
@@ -294,10 +323,24 @@ TEST(Errors, HeapExhausted) {
                "1048512 bytes free, the largest free block is 1048512 bytes (GRMA_HEAP_SIZE)");
 }
 
-TEST(Errors, SharedBlockSizesDiffer) {
+// A collective that takes rank-private memory for itself, where the heap
+// has no room for it, fails under its own name.
+TEST(Errors, HeapTooFullForACollect) {
   const grma::error e = expect_failure([](auto& r) {
-    r.alloc_shared(r.rank(grma::device) == 2 ? 128 : 64);
-  }, 3);
+    auto* block = static_cast<unsigned char*>(r.calloc_symmetric(16, 1));
+    if (r.rank(grma::world) == 1)
+      r.alloc((std::size_t(1) << 20) - 2048);  // leaves either rank less than 4 KiB
+    r.collect(grma::team_world, block + 8, block, 4);
+  });
+  EXPECT_EQ(e.code(), grma::errc::heap_exhausted);
+  EXPECT_EQ(e.where(), grma::call::collect);
+  EXPECT_THAT(e.what(),
+              HasSubstr(": collect: cannot allocate 4096 bytes: the heap of 1048576 bytes has "));
+}
+
+TEST(Errors, SharedBlockSizesDiffer) {
+  const grma::error e =
+      expect_failure([](auto& r) { r.alloc_shared(r.rank(grma::device) == 2 ? 128 : 64); }, 3);
   EXPECT_EQ(e.code(), grma::errc::shared_size_mismatch);
   EXPECT_EQ(e.where(), grma::call::alloc_shared);
   const std::string rank = "grma: rank " + std::to_string(e.rank()) + ": alloc_shared: ";
@@ -387,16 +430,26 @@ TEST(Errors, MisalignedSignal) {
     if (r.rank(grma::world) == 0) r.put_signal(w, 1, 0, 8, m, 4, 1, grma::signal_op::set);
   }));
   EXPECT_EQ(e.code(), grma::errc::signal_misaligned);
-  EXPECT_STREQ(e.what(), "grma: rank 0: put_signal: signal offset 4 is not 8-byte aligned in the heap");
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: put_signal: signal offset 4 is not 8-byte aligned in the heap");
 }
 
+// The offset named is the signal word's: a put's own range may be fine.
 TEST(Errors, SignalOutsideWindow) {
   const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
     if (r.rank(grma::world) == 1) r.wait_signal(w, 64, grma::cmp::eq, 1);
   }));
-  EXPECT_STREQ(e.what(),
-               "grma: rank 1: wait_signal: offset 64 + size 8 exceeds the 64 bytes that rank 1 "
-               "registered with window 0");
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 1: wait_signal: signal offset 64 + size 8 exceeds the 64 bytes that rank 1 "
+      "registered with window 0");
+  const grma::error put = expect_failure(with_window([](auto& r, grma::window w, unsigned char* m) {
+    if (r.rank(grma::world) == 0) r.put_signal(w, 1, 0, 8, m, 64, 1, grma::signal_op::set);
+  }));
+  EXPECT_STREQ(
+      put.what(),
+      "grma: rank 0: put_signal: signal offset 64 + size 8 exceeds the 64 bytes that rank 1 "
+      "registered with window 0");
 }
 
 TEST(Errors, NullBuffer) {
@@ -478,6 +531,22 @@ TEST(Errors, PutToMemoryOutsideTheSymmetricHeap) {
   EXPECT_EQ(e.code(), grma::errc::not_symmetric);
   EXPECT_THAT(e.what(), StartsWith("grma: rank 0: put: address 0x"));
   EXPECT_THAT(e.what(), HasSubstr(" (8 bytes) is not in this rank's symmetric heap slice of "));
+}
+
+// A put or get of 0 bytes moves nothing and takes any addresses (as
+// OpenSHMEM's of 0 elements), but not a target outside the world.
+TEST(Errors, ZeroBytesTakeAnyAddressButNotAnyTarget) {
+  const grma::error e = expect_failure([](auto& r) {
+    const int other = 1 - r.rank(grma::world);
+    r.put(nullptr, nullptr, 0, other);
+    r.get_nbi(nullptr, nullptr, 0, other);
+    r.quiet();
+    r.barrier(grma::world);
+    if (r.rank(grma::world) == 1) r.put_nbi(nullptr, nullptr, 0, 2);
+  });
+  EXPECT_EQ(e.code(), grma::errc::rank_out_of_range);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: put_nbi: rank 2 is out of range: communicator world has 2 ranks");
 }
 
 TEST(Errors, GetPastTheEndOfTheSlice) {
@@ -676,6 +745,18 @@ TEST(Errors, GaspiRangeOutsideTheSegment) {
   EXPECT_STREQ(e.what(),
                "grma: rank 1: gaspi_read: offset 200 + size 57 exceeds the 256 bytes of segment 0 "
                "(rank 0's copy)");
+}
+
+// GASPI's atomics name a segment's word by its offset, which the message shows as one.
+TEST(Errors, GaspiAtomicOnAMisalignedOffset) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    gaspi::atomic_value_t old = 0;
+    g.atomic_fetch_add(0, 4, 0, 1, &old, gaspi::block);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_atomic_fetch_add: the 8-byte word at segment offset 4 is not "
+               "aligned to its size");
 }
 
 TEST(Errors, GaspiNotificationIdOutOfRange) {
@@ -1133,6 +1214,56 @@ TEST(Errors, MembersSplitOrBroadcast) {
                     HasSubstr("rank 0: team_split_strided: every member of team 0 must make the "
                               "same collective call: member 1 called broadcast with size 2 and "
                               "root 0, this rank with size 1, start 0 and stride 3")));
+}
+
+// A member in a barrier where the other reduces: the barrier hands
+// nothing, so the member after it finds no call to compare and names it a
+// barrier; on one node, and over a team that spans two (a split, whose
+// barrier is the team's own, where team_world's is the job's world barrier).
+TEST(Errors, MemberInABarrierWhereTheOtherReduces) {
+  for (int nodes : {1, 2}) {
+    grma::settings s = small_job(nodes == 1 ? 2 : 1);
+    s.nodes = nodes;
+    s.devices = nodes;
+    const grma::error e = expect_failure(
+        [](auto& r) {
+          auto* block = static_cast<std::int64_t*>(r.calloc_symmetric(4, 8));
+          grma::team both = r.team_split_strided(grma::team_world, 0, 1, 2);
+          if (r.rank(grma::world) == 0)
+            r.barrier(both);
+          else
+            r.allreduce(both, block + 2, block, 2, grma::reduce_op::sum);
+          r.team_destroy(both);
+        },
+        s);
+    EXPECT_EQ(e.code(), grma::errc::team_collective_mismatch) << nodes << " nodes";
+    EXPECT_THAT(e.what(),
+                HasSubstr("rank 1: allreduce: every member of team 3 must make the same "
+                          "collective call: member 0 called barrier or another call that "
+                          "hands nothing (team_destroy, a later step of a collective), this "
+                          "rank allreduce with size 2, sum of 8-byte signed integers and "
+                          "root 0"))
+        << nodes << " nodes";
+  }
+}
+
+// The same after the member before last signed the same call 256 barriers
+// ago (the epoch tag of its signature alone would match again).
+TEST(Errors, MemberInABarrierWhereTheOtherReducesAsItDid256BarriersAgo) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* block = static_cast<std::int64_t*>(r.calloc_symmetric(4, 8));
+    grma::team both = r.team_split_strided(grma::team_world, 0, 1, 2);
+    r.allreduce(both, block + 2, block, 2, grma::reduce_op::sum);  // its barriers: 2 epochs
+    for (int i = 0; i < 254; ++i) r.barrier(both);
+    if (r.rank(grma::world) == 0)
+      r.barrier(both);
+    else
+      r.allreduce(both, block + 2, block, 2, grma::reduce_op::sum);
+    r.team_destroy(both);
+  });
+  EXPECT_EQ(e.code(), grma::errc::team_collective_mismatch);
+  EXPECT_THAT(e.what(), HasSubstr("rank 1: allreduce: every member of team 3 must make the same "
+                                  "collective call: member 0 called barrier or another call"));
 }
 
 TEST(Errors, TeamFreeOfAWorldBlock) {

@@ -78,6 +78,14 @@ TEST(Settings, RanksPerDevice) {
             invalid("GRMA_RANKS_PER_DEVICE", "65537", "a number from 0 to 65536"));
 }
 
+TEST(Settings, DevicesAreANumberOrAll) {
+  EXPECT_EQ(parse_one("GRMA_DEVICES", "all").devices, 0);
+  EXPECT_EQ(parse_one("GRMA_DEVICES", "8").devices, 8);
+  for (const char* bad : {"0", "9", "ALL", ""})
+    EXPECT_EQ(parse_error("GRMA_DEVICES", bad),
+              invalid("GRMA_DEVICES", bad, "a number from 1 to 8, or all"));
+}
+
 TEST(Settings, HeapSizeWithSuffixes) {
   EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "1048576").heap_size, 1048576u);
   EXPECT_EQ(parse_one("GRMA_HEAP_SIZE", "64K").heap_size, 64u << 10);
@@ -322,6 +330,20 @@ TEST_F(SettingsFromEnvironment, ArgumentsOverrideVariablesAndAreRemovedFromArgv)
   EXPECT_EQ(args.remaining(),
             (std::vector<std::string>{"program", "input.txt", "--other", "--grma", "-grma-x=1"}));
   EXPECT_EQ(args.argv()[*args.argc()], nullptr);
+}
+
+// Only the value that counts is read: a bad variable that an argument
+// replaces (or an argument given again) is no error.
+TEST_F(SettingsFromEnvironment, AReplacedValueIsNotRead) {
+  setenv("GRMA_QUEUE_CAPACITY", "3", 1);  // not a power of two
+  command_line args({"program", "--grma-queue-capacity=4", "--grma-timeout=x", "--grma-timeout=2"});
+  const settings s = settings::from_environment(args.argc(), args.argv());
+  EXPECT_EQ(s.queue_capacity, 4u);
+  EXPECT_EQ(s.timeout_seconds, 2.0);
+  unsetenv("GRMA_QUEUE_CAPACITY");
+  command_line bad({"program", "--grma-timeout=2", "--grma-timeout=x"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(bad.argc(), bad.argv()); }),
+            invalid("GRMA_TIMEOUT", "x", "seconds >= 0"));
 }
 
 // "--" ends the options: what follows is the program's, --grma- or not.

@@ -82,6 +82,35 @@ TEST(WatchdogReport, AWordWaitNamesItsWordsAndComparison) {
       "notifications: 0");
 }
 
+// A step of a call across nodes is named as that step, not as the call's
+// own wait: its arguments are the step's.
+TEST(WatchdogReport, AStepOfACallAcrossNodesIsNamedAsThatStep) {
+  four_ranks d;
+  d.block(0, call::barrier, {5, 0, 0, grma::detail::remote_delivery_wait});
+  d.block(1, call::put_notify, {3, 64, 8, grma::detail::command_slot_wait});
+  d.block(2, call::get, {2, 128, 16, grma::detail::remote_answer_wait});
+  d.block(3, call::allreduce, {4, 1, 7, grma::detail::team_exchange_wait});
+  EXPECT_EQ(
+      d.blocked(),
+      "\n  rank 8: barrier, waiting until every operation it handed the network engine (5 so far) "
+      "is in place at the other nodes (a notification is once it is in its target's queue); "
+      "unmatched notifications: 0"
+      "\n  rank 9: put_notify, waiting for room in its process's ring of commands to the network "
+      "engine; unmatched notifications: 0"
+      "\n  rank 10: get (target 2, offset 128, 16 bytes), waiting for the network engine to read "
+      "its source or bring its answer; unmatched notifications: 0"
+      "\n  rank 11: allreduce over a team (slot 4, collective #7), waiting for rank 1 to arrive; "
+      "unmatched notifications: 0");
+  d.block(0, call::window_free, {0, 0, 0, grma::detail::lock_wait});
+  d.block(1, call::alloc, {3, 0, 0, grma::detail::lock_wait});
+  d.status[2].state = d.status[3].state = std::int32_t(rank_state::running);
+  EXPECT_EQ(d.blocked(),
+            "\n  rank 8: window_free, waiting for the lock of the node's window table, which "
+            "another rank holds; unmatched notifications: 0"
+            "\n  rank 9: alloc, waiting for the lock of the device's heap, which another rank "
+            "holds; unmatched notifications: 0");
+}
+
 TEST(WatchdogReport, OnlyBlockedRanksAreListedWithWhatTheyHoldUnmatched) {
   four_ranks d;
   d.block(3, call::wait_signal, {2, 16, 3, 7});

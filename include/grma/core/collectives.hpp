@@ -6,10 +6,13 @@
 // the same arguments, all its threads together; a member that calls another
 // data collective, or another size, root, reduction operation or element
 // type, fails the job: every member hands its call to the next member,
-// which checks it after the first barrier. A barrier (which hands nothing)
-// where the others make a data collective is not caught so: they wait for
-// each other until the watchdog ends the run, its report naming each
-// member's call and the member it waits for.
+// which checks it after the first barrier. A barrier (or team_destroy, or
+// a later step of another call) hands nothing: the member after it finds
+// no call of that barrier's and names a barrier or such a call.
+// team_world's barrier across nodes is the job's world barrier, which a
+// data collective's barrier does not meet: there the members wait for each
+// other until the watchdog ends the run, its report naming each member's
+// call and the member it waits for.
 //
 // How they move data: a member pulls what it needs from the others'
 // `source` (which must be symmetric) between two barriers: by loads from
@@ -106,7 +109,8 @@ class collective_calls {
     // words whatever the team's size.
     const std::uint64_t words = std::uint64_t(m.slot) * sizeof(detail::team_workspace) +
                                 offsetof(detail::team_workspace, contribution);
-    auto* parts = static_cast<std::uint64_t*>(r.alloc(2 * sizeof(std::uint64_t) * collect_group));
+    auto* parts = static_cast<std::uint64_t*>(
+        r.alloc_for(2 * sizeof(std::uint64_t) * collect_group, call::collect));
     std::size_t at = 0;
     for (int first = 0; first < m.size; first += collect_group) {
       const int last = first + collect_group < m.size ? first + collect_group : m.size;
@@ -345,7 +349,8 @@ class collective_calls {
     const std::size_t chunk = elements < spread ? elements : spread > least ? spread : least;
     const std::size_t fit = room / chunk, others = std::size_t(m.size - 1);
     const int group = int(fit < others ? fit : others);  // far members fetched per wait
-    T* const result = static_cast<T*>(r.alloc((1 + std::size_t(group)) * chunk * sizeof(T)));
+    T* const result =
+        static_cast<T*>(r.alloc_for((1 + std::size_t(group)) * chunk * sizeof(T), where));
     T* const arrived = result + chunk;  // the group's values, chunk elements each
     for (std::size_t done = 0; done < elements; done += chunk) {
       const std::size_t n = elements - done < chunk ? elements - done : chunk;

@@ -5,6 +5,7 @@
 // Addresses: `dest` of a put and `source` of a get are symmetric (from
 // alloc_symmetric), named by this rank's copy; the target's copy is written
 // or read. The local buffer may be any memory the rank can read or write.
+// A transfer of 0 bytes moves nothing, whatever its addresses.
 //
 // Completion (OpenSHMEM's rules): put returns when its source may be reused,
 // get when its destination holds the data; the _nbi forms return at once,
@@ -156,8 +157,11 @@ class rma_calls {
                             int target, context ctx, bool is_put) {
     Rank& r = self();
     r.check_context(ctx, where);
-    if (bytes != 0 && (is_put ? source : dest) == nullptr)
-      r.fail(errc::null_buffer, where, std::int64_t(bytes));
+    if (bytes == 0) {  // moves nothing: any addresses (OpenSHMEM's nelems 0), the target checked
+      r.device_of_target(target, where);
+      return r.rank_level_done();
+    }
+    if ((is_put ? source : dest) == nullptr) r.fail(errc::null_buffer, where, std::int64_t(bytes));
     const auto at = r.place_symmetric(is_put ? dest : source, bytes, target, where);
     if (at.address == nullptr)  // another node: the engine moves it (and the call ends there)
       return r.issue_symmetric(
@@ -217,6 +221,7 @@ class rma_calls {
     // A stride above PTRDIFF_MAX is a negative one (OpenSHMEM's are signed).
     if (std::int64_t(dest_stride) < 0 || std::int64_t(source_stride) < 0)
       r.fail(errc::invalid_stride, where, std::int64_t(dest_stride), std::int64_t(source_stride));
+    if (count == 0) r.device_of_target(target, where);  // moves nothing, the target checked
     if (count != 0) {
       // The symmetric side's extent: its first to its last element.
       const std::size_t stride = is_put ? dest_stride : source_stride;

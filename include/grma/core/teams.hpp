@@ -76,16 +76,23 @@ namespace grma::core {
 template <class Rank>
 class team_calls {
  public:
-  // My member number in `t`, or -1.
+  // My member number in `t`, or -1 (also for team_none, which a split
+  // gives the ranks outside it, as OpenSHMEM's queries of an invalid team).
   GRMA_INLINE int team_rank(team t) const {
+    if (t == team_none) return -1;
     const Rank& r = self();
     const detail::team_members m = r.resolve_team(t, call::team_query);
     return m.member_of(r.view(), r.world_rank());
   }
-  GRMA_INLINE int team_size(team t) const { return self().resolve_team(t, call::team_query).size; }
+  // The number of members of `t`, or -1 for team_none.
+  GRMA_INLINE int team_size(team t) const {
+    return t == team_none ? -1 : self().resolve_team(t, call::team_query).size;
+  }
 
-  // Member `rank` of `from` as a member of `to` (-1 where it is not one).
+  // Member `rank` of `from` as a member of `to` (-1 where it is not one, or
+  // either is team_none).
   GRMA_INLINE int team_translate(team from, int rank, team to) const {
+    if (from == team_none || to == team_none) return -1;
     const Rank& r = self();
     const detail::team_members a = r.resolve_team(from, call::team_query);
     if (rank < 0 || rank >= a.size) return -1;

@@ -99,6 +99,7 @@ class wait_calls {
   template <class T>
   GRMA_INLINE std::size_t wait_until_some(T* words, std::size_t n, std::size_t* indices,
                                           const int* status, cmp c, T value) {
+    check_values(call::wait_until_some, n, indices);
     std::size_t found = 0;
     if (included(n, status) == 0) return 0;
     wait(call::wait_until_some, words, n, c, value, -1,
@@ -109,6 +110,7 @@ class wait_calls {
   GRMA_INLINE wait_result wait_until_some(T* words, std::size_t n, std::size_t* indices,
                                           const int* status, cmp c, T value, std::size_t& count,
                                           within limit) {
+    check_values(call::wait_until_some, n, indices);
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
     return wait(call::wait_until_some, words, n, c, value, limit.left(),
@@ -118,6 +120,7 @@ class wait_calls {
   GRMA_INLINE std::size_t test_some(T* words, std::size_t n, std::size_t* indices,
                                     const int* status, cmp c, T value) {
     check<T>(call::test_some, words, n, c);
+    check_values(call::test_some, n, indices);
     return some_ready(words, n, indices, status, c, value);
   }
 
@@ -174,6 +177,7 @@ class wait_calls {
   GRMA_INLINE std::size_t wait_until_some_vector(T* words, std::size_t n, std::size_t* indices,
                                                  const int* status, cmp c, const T* values) {
     check_values(call::wait_until_some_vector, n, values);
+    check_values(call::wait_until_some_vector, n, indices);
     std::size_t found = 0;
     if (included(n, status) == 0) return 0;
     wait(call::wait_until_some_vector, words, n, c, each<T>{values}, -1,
@@ -185,6 +189,7 @@ class wait_calls {
                                                  const int* status, cmp c, const T* values,
                                                  std::size_t& count, within limit) {
     check_values(call::wait_until_some_vector, n, values);
+    check_values(call::wait_until_some_vector, n, indices);
     count = 0;
     if (included(n, status) == 0) return wait_result::met;
     return wait(call::wait_until_some_vector, words, n, c, each<T>{values}, limit.left(), [&] {
@@ -196,6 +201,7 @@ class wait_calls {
                                            const int* status, cmp c, const T* values) {
     check<T>(call::test_some_vector, words, n, c);
     check_values(call::test_some_vector, n, values);
+    check_values(call::test_some_vector, n, indices);
     return some_ready(words, n, indices, status, c, each<T>{values});
   }
 

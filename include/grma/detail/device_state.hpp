@@ -311,11 +311,26 @@ struct rank_status {
   std::int32_t pad;
   notification unmatched_head[unmatched_shown];  // the oldest of them
 };
-// args[3] of a wait in a team's exchange (the team barrier under every
-// collective over a team): args[1] is then the world rank it waits for and
-// args[0] the team's slot, whatever the call. No other wait but a word
-// wait's value can be this (the watchdog tells those by their call).
+// args[3] of a rank's waits that are steps of its call rather than the
+// call's own wait, whatever the call: the watchdog names the step. No
+// other wait but a word wait's value can be these (the watchdog tells
+// those by their call).
+// A team's exchange (the team barrier under every collective over a
+// team): args {team slot, world rank it waits for, epoch}.
 inline constexpr std::int64_t team_exchange_wait = INT64_MIN;
+// Until what the rank handed the network engine is in place at the other
+// nodes (acknowledged), and every source read, every get's data landed:
+// args {operations handed, of them to be read or landed}.
+inline constexpr std::int64_t remote_delivery_wait = INT64_MIN + 1;
+// For a slot in the process's ring of commands to the network engine:
+// args {target, offset, bytes} of the command.
+inline constexpr std::int64_t command_slot_wait = INT64_MIN + 2;
+// Until the network engine has read a put's source, or a get's data or an
+// atomic's answer came back: args {target, offset, bytes}.
+inline constexpr std::int64_t remote_answer_wait = INT64_MIN + 3;
+// For a lock that another rank holds: args {lock_kind}.
+inline constexpr std::int64_t lock_wait = INT64_MIN + 4;
+enum class lock_kind : std::int64_t { window_table, team_table, remote, heap };
 
 // In host-visible memory. A GPU may only load and store here (device atomics
 // on mapped host memory are not supported over PCIe): the words ranks update
