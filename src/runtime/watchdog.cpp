@@ -39,7 +39,8 @@ void describe_source(std::ostringstream& s, std::int64_t source, int world_size)
   if (source >= world_size) s << " (the host of process " << source - world_size << ")";
 }
 
-void describe_call(std::ostringstream& s, rank_status& st, int world_size) {
+// `self`: the blocked rank's world number.
+void describe_call(std::ostringstream& s, rank_status& st, int world_size, std::int64_t self) {
   const auto where = static_cast<call>(load_relaxed<scope::system>(st.where));
   std::int64_t a[4];
   for (int i = 0; i < 4; ++i) a[i] = load_relaxed<scope::system>(st.args[i]);
@@ -122,7 +123,13 @@ void describe_call(std::ostringstream& s, rank_status& st, int world_size) {
     case call::put_notify:
     case call::get_notify:
       s << "(window " << a[0] << ", target " << a[1] << ", tag " << a[2]
-        << "), waiting for space in the target's notification queue";
+        << "), waiting for space in ";
+      // Only the rank's own waits empty its queue: it waits for itself.
+      if (a[1] == self)
+        s << "its own notification queue, which only its own waits empty: it must take "
+             "notifications before it sends itself more";
+      else
+        s << "the target's notification queue";
       break;
     case call::none: s << ", waiting for space in the log queue"; break;
     default: break;
@@ -196,7 +203,7 @@ std::string blocked_ranks(const std::vector<const device_view*>& job) {
       rank_status& st = v.status[r];
       if (load_relaxed<scope::system>(st.state) != std::int32_t(rank_state::blocked)) continue;
       s << "\n  rank " << v.first_rank + r << ": ";
-      describe_call(s, st, v.world_size);
+      describe_call(s, st, v.world_size, v.first_rank + r);
       const std::int32_t total = load_relaxed<scope::system>(st.unmatched);
       s << "; unmatched notifications: " << total;
       for (int i = 0; i < total && i < unmatched_shown; ++i) {

@@ -52,6 +52,20 @@ TEST(WatchdogReport, AWaitForANotificationNamesItsArguments) {
             "notifications: 0");
 }
 
+// A notified put to a full queue names its target; where that is the rank
+// itself, nothing but the rank's own waits can make room, and it says so.
+TEST(WatchdogReport, APutToAFullQueueSaysWhoseQueueItIs) {
+  four_ranks d;
+  d.block(0, call::put_notify, {0, 11, 9});
+  d.block(2, call::put_notify, {0, 10, 9});
+  EXPECT_EQ(d.blocked(),
+            "\n  rank 8: put_notify(window 0, target 11, tag 9), waiting for space in the target's "
+            "notification queue; unmatched notifications: 0"
+            "\n  rank 10: put_notify(window 0, target 10, tag 9), waiting for space in its own "
+            "notification queue, which only its own waits empty: it must take notifications "
+            "before it sends itself more; unmatched notifications: 0");
+}
+
 // Sources from the world size on are processes' host threads.
 TEST(WatchdogReport, AHostSourceIsNamedAsOne) {
   four_ranks d;
