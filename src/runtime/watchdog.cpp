@@ -124,7 +124,12 @@ void describe_call(std::ostringstream& s, rank_status& st, int world_size, std::
     case call::get_notify:
       s << "(window " << a[0] << ", target " << a[1] << ", tag " << a[2]
         << "), waiting for space in ";
-      // Only the rank's own waits empty its queue: it waits for itself.
+      // Only the rank's own waits empty its queue: it waits for itself. The
+      // target counts in the window's communicator, which the host cannot
+      // read here (it is in device memory): a world number equals it for the
+      // same rank only (a device window's ranks on a later device number
+      // below their world numbers), so a self-put in such a window keeps the
+      // general words, never the wrong ones.
       if (a[1] == self)
         s << "its own notification queue, which only its own waits empty: it must take "
              "notifications before it sends itself more";
