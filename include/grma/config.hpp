@@ -35,5 +35,17 @@
 #define GRMA_DEVICE_CODE 0
 #endif
 
+// A class-type constant of the public API (grma::world, grma::team_world,
+// ...). Rank code may bind one by reference, as a conditional does when it
+// passes `c ? team_device : team_world` on: device code can only reference
+// device memory, so nvcc's device pass gets a __device__ copy (of internal
+// linkage, which whole-program compilation requires of it) and the host
+// pass the plain constant.
+#if defined(__CUDA_ARCH__)
+#define GRMA_CONSTANT static constexpr __device__
+#else
+#define GRMA_CONSTANT inline constexpr
+#endif
+
 #define GRMA_VERSION_MAJOR 0
 #define GRMA_VERSION_MINOR 1

@@ -51,9 +51,9 @@ namespace grma::shmem {
 using ctx_t = context;
 using team_t = team;
 
-inline constexpr context ctx_default = default_context;
+GRMA_CONSTANT context ctx_default = default_context;
 // No context: any call made on it fails (SHMEM_CTX_INVALID).
-inline constexpr context ctx_invalid{~0u, ~0u};
+GRMA_CONSTANT context ctx_invalid{~0u, ~0u};
 
 // ctx_create's options (SHMEM_CTX_SERIALIZED, _PRIVATE, _NOWAIT). Every grma
 // context belongs to the PE that made it, so each is private and serialized
@@ -65,11 +65,11 @@ inline constexpr long ctx_nowait = 4;
 // SHMEM_TEAM_WORLD, SHMEM_TEAM_SHARED (the PEs whose memory ptr reaches: this
 // node's), team_node (this node's PEs) and SHMEM_TEAM_INVALID; team_device
 // (the PEs of this GPU) is grma's own.
-inline constexpr team team_world = grma::team_world;
-inline constexpr team team_shared = grma::team_shared;
-inline constexpr team team_node = grma::team_node;
-inline constexpr team team_device = grma::team_device;
-inline constexpr team team_invalid = grma::team_none;
+GRMA_CONSTANT team team_world = grma::team_world;
+GRMA_CONSTANT team team_shared = grma::team_shared;
+GRMA_CONSTANT team team_node = grma::team_node;
+GRMA_CONSTANT team team_device = grma::team_device;
+GRMA_CONSTANT team team_invalid = grma::team_none;
 
 // shmem_team_config_t: how many contexts a team's PEs will make; grma's
 // contexts are the PE's own, so the splits accept it and keep nothing.

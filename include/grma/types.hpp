@@ -14,8 +14,8 @@ struct comm {
   std::uint32_t id;
   GRMA_HOST_DEVICE friend constexpr bool operator==(comm a, comm b) { return a.id == b.id; }
 };
-inline constexpr comm world{0};
-inline constexpr comm device{1};
+GRMA_CONSTANT comm world{0};
+GRMA_CONSTANT comm device{1};
 
 // Wildcards for matching notifications (papers/000 Listing 2.4).
 inline constexpr int any_source = -1;
@@ -31,7 +31,7 @@ struct window {
     return a.slot == b.slot && a.generation == b.generation;
   }
 };
-inline constexpr window window_none{};
+GRMA_CONSTANT window window_none{};
 
 // What a signalling put does to the 64-bit signal word at the target.
 enum class signal_op : std::uint32_t { set = 0, add = 1 };
@@ -74,7 +74,7 @@ struct context {
     return a.slot == b.slot && a.generation == b.generation;
   }
 };
-inline constexpr context default_context{};
+GRMA_CONSTANT context default_context{};
 
 // A team: an ordered set of ranks (OpenSHMEM's teams) over which the core's
 // collectives run. Its members are ranks start, start + stride, ... of a
@@ -93,13 +93,13 @@ struct team {
            a.start == b.start && a.stride == b.stride && a.size == b.size;
   }
 };
-inline constexpr team team_world{0, 0, 0, 0, 1, -1};
-inline constexpr team team_device{1, 0, 1, 0, 1, -1};  // the ranks of my device
-inline constexpr team team_node{2, 0, 2, 0, 1, -1};    // the ranks of my node
+GRMA_CONSTANT team team_world{0, 0, 0, 0, 1, -1};
+GRMA_CONSTANT team team_device{1, 0, 1, 0, 1, -1};  // the ranks of my device
+GRMA_CONSTANT team team_node{2, 0, 2, 0, 1, -1};    // the ranks of my node
 // The ranks whose memory I load and store directly (ptr): my node's.
-inline constexpr team team_shared = team_node;
+GRMA_CONSTANT team team_shared = team_node;
 // What a split gives a rank outside the new team, and team_destroy leaves.
-inline constexpr team team_none{~0u, 0, 0, 0, 1, 0};
+GRMA_CONSTANT team team_none{~0u, 0, 0, 0, 1, 0};
 
 // Reduction operators of the core's collectives; the bitwise ones take
 // integers only.

@@ -656,6 +656,11 @@ struct shmem_collectives {
       CONF_EXPECT(r, rec, sh.team_my_pe(evens) == -1, sh.team_my_pe(evens), 0, 0);
     }
     CONF_EXPECT(r, rec, sh.team_translate_pe(shmem::team_world, 1, evens) == -1, 0, 0, 0);  // odd
+    // A predefined team as a conditional's result (a reference to the constant).
+    CONF_EXPECT(
+        r, rec,
+        sh.team_n_pes(me % 2 == 0 ? evens : shmem::team_world) == (me % 2 == 0 ? (n + 1) / 2 : n),
+        sh.team_n_pes(me % 2 == 0 ? shmem::team_world : shmem::team_invalid), n, 0);
     sh.team_destroy(evens);
     // Rows of two PEs: my row's sum of world PE numbers.
     shmem::team_t row, column;

@@ -34,6 +34,14 @@ struct team_splits {
                 r.team_size(grma::team_node), r.team_rank(grma::team_node));
     CONF_EXPECT(r, rec, r.team_translate(grma::team_node, r.team_rank(grma::team_node), grma::team_world) == me,
                 4, r.team_rank(grma::team_node), me);
+    // The predefined teams and communicators passed on as a conditional's
+    // result (a reference to the constant; in device code, to its device copy).
+    for (int c = 0; c < 2; ++c)
+      CONF_EXPECT(r, rec,
+                  r.team_rank(c != 0 ? grma::team_device : grma::team_world) ==
+                          r.rank(c != 0 ? grma::device : grma::world) &&
+                      r.team_size(c != 0 ? grma::team_node : grma::team_world) == (c != 0 ? ns : n),
+                  17, c, r.team_rank(c != 0 ? grma::team_device : grma::team_world));
     // Splits of the node's team, and of world's (across nodes where the job is).
     const grma::team parents[2] = {grma::team_node, grma::team_world};
     for (const grma::team parent : parents)
