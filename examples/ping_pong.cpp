@@ -30,13 +30,6 @@ struct ping_pong {
         for (std::size_t i = r.thread(); i < bytes; i += r.threads())
           outbox[i] = static_cast<unsigned char>(i * 7 + bytes + me);
         r.sync_threads();
-        // Each side checks the last message it receives before it answers, so
-        // the next size's first put cannot overwrite an inbox being checked.
-        bool ok = true;
-        auto check_inbox = [&] {
-          for (std::size_t i = 0; i < bytes; ++i)
-            ok = ok && r.read(&inbox[i]) == static_cast<unsigned char>(i * 7 + bytes + peer);
-        };
         double start = 0;
         for (int it = -10; it < iterations; ++it) {  // 10 warm-up round trips
           if (it == 0) start = r.wtime();
@@ -45,13 +38,22 @@ struct ping_pong {
             r.wait_notifications(win, peer, tag, 1);
           } else {
             r.wait_notifications(win, peer, tag, 1);
-            if (it == iterations - 1) check_inbox();
             r.put_notify(win, peer, 0, bytes, outbox, tag);
           }
         }
         const double rtt_us = (r.wtime() - start) / iterations * 1e6;
-        if (me == 0) check_inbox();
+        // Each side checks the last message it received, its threads a part
+        // each, outside the timed loop; rank 1 then tells rank 0 (an empty
+        // notification), whose next size's first put would overwrite it.
+        bool ok = true;
+        for (std::size_t i = r.thread(); i < bytes; i += r.threads())
+          ok = ok && r.read(&inbox[i]) == static_cast<unsigned char>(i * 7 + bytes + peer);
         GRMA_ASSERT(r, ok);
+        r.sync_threads();
+        if (me == 1)
+          r.put_notify(win, peer, 0, 0, outbox, size_count + tag);
+        else
+          r.wait_notifications(win, peer, size_count + tag, 1);
         if (me == 0) {
           auto* out = r.template userdata<results>();
           out->rtt_us[tag] = rtt_us;
