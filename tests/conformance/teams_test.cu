@@ -364,6 +364,60 @@ TEST_P(DataCollectives, EveryOpAndTypeOnTeamsOfEverySize) {
   }
 }
 
+// Collectives over team_world while split teams are live: evens (strided)
+// and rows and columns of 3 (2D), each used, then alltoall over world with
+// blocks of an odd size (33 bytes: a byte-wise copy, not lines) checked
+// byte for byte, several times over the same buffers with the teams made
+// anew each time. (A program like this once read wrong bytes on a GPU at
+// 528 ranks; this is its shape on every path.)
+constexpr std::size_t odd_block = 33;
+constexpr int live_rounds = 3;
+
+struct world_while_splits_live {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    auto* source = static_cast<unsigned char*>(r.alloc_symmetric(std::size_t(n) * odd_block));
+    auto* dest = static_cast<unsigned char*>(r.alloc_symmetric(std::size_t(n) * odd_block));
+    for (int round = 0; round < live_rounds; ++round) {
+      grma::team evens = r.team_split_strided(grma::team_world, 0, 2, (n + 1) / 2);
+      grma::team row = grma::team_none, column = grma::team_none;
+      r.team_split_2d(grma::team_world, 3, row, column);
+      if (evens != grma::team_none) r.barrier(evens);
+      r.barrier(row);
+      r.barrier(column);
+      for (int j = 0; j < n; ++j)
+        fill(r, source + std::size_t(j) * odd_block, odd_block,
+             mix(std::uint64_t(round), std::uint64_t(me), std::uint64_t(j)));
+      r.alltoall(grma::team_world, dest, source, odd_block);
+      for (int i = 0; i < n; ++i)
+        CONF_CHECK_PATTERN(r, rec, dest + std::size_t(i) * odd_block, odd_block,
+                           mix(std::uint64_t(round), std::uint64_t(i), std::uint64_t(me)), 0,
+                           round * 100000 + i);
+      r.barrier(grma::team_world);  // every member has read my source before it is filled again
+      r.team_destroy(evens);
+      r.team_destroy(column);
+      r.team_destroy(row);
+      tally(r, rec, 0);
+    }
+    r.free_symmetric(dest);
+    r.free_symmetric(source);
+  }
+};
+
+TEST_P(DataCollectives, WorldAlltoallWhileSplitTeamsAreLive) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(world_while_splits_live{});
+  j.prepare();
+  if (j.run(world_while_splits_live{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return unsigned(live_rounds); }, "rounds checked");
+  }
+}
+
 // An allreduce of more elements than a member fetches at once across nodes
 // (its rank-private 16 KiB): every member's share in several chunks where
 // the team spans nodes, and on one node the on-node reduction.
