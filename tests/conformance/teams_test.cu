@@ -418,6 +418,67 @@ TEST_P(DataCollectives, WorldAlltoallWhileSplitTeamsAreLive) {
   }
 }
 
+// Every column of a 2D split (or its one row, where that is fewer teams)
+// splits itself at once, each split taking a slot of its own: the members
+// use their team (barrier, alltoall of 33-byte blocks checked byte for
+// byte, world collectives between), then destroy it while the other
+// columns' teams live on, for x = 2, 3, 4 and all; twice over.
+struct splits_of_every_column {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int n = r.size(grma::world);
+    const int widths[4] = {2, 3, 4, n};
+    auto* source = static_cast<unsigned char*>(r.alloc_symmetric(std::size_t(n) * odd_block));
+    auto* dest = static_cast<unsigned char*>(r.alloc_symmetric(std::size_t(n) * odd_block));
+    for (int round = 0; round < 8; ++round) {
+      const int x = widths[round % 4] < n ? widths[round % 4] : n;
+      grma::team row = grma::team_none, column = grma::team_none;
+      r.team_split_2d(grma::team_world, x, row, column);
+      // x columns, ceil(n / x) rows: split whichever are fewer.
+      const grma::team parent = x <= (n + x - 1) / x ? column : row;
+      const int ps = r.team_size(parent), pk = r.team_rank(parent), start = 1 % ps;
+      grma::team sub = r.team_split_strided(parent, start, 2, (ps - start + 1) / 2);
+      const int k = r.team_rank(sub), size = r.team_size(sub);
+      const bool member = pk >= start && (pk - start) % 2 == 0;
+      CONF_EXPECT(r, rec, (k >= 0) == member && (!member || k == (pk - start) / 2), round, pk, k);
+      if (member) {
+        r.barrier(sub);
+        for (int j = 0; j < size; ++j)
+          fill(r, source + std::size_t(j) * odd_block, odd_block,
+               mix(std::uint64_t(round), std::uint64_t(k), std::uint64_t(j) + 7));
+        r.alltoall(sub, dest, source, odd_block);
+        for (int i = 0; i < size; ++i)
+          CONF_CHECK_PATTERN(r, rec, dest + std::size_t(i) * odd_block, odd_block,
+                             mix(std::uint64_t(round), std::uint64_t(i), std::uint64_t(k) + 7), 0,
+                             round * 100000 + i);
+        r.barrier(sub);  // every member has read my source before the world's collective fills it
+      }
+      r.alltoall(grma::team_world, dest, source, 1);
+      r.team_destroy(sub);
+      r.barrier(row);
+      r.team_destroy(column);
+      r.team_destroy(row);
+      tally(r, rec, 0);
+    }
+    r.barrier(grma::team_world);
+    r.free_symmetric(dest);
+    r.free_symmetric(source);
+  }
+};
+
+TEST_P(Teams, SplitsOfEveryColumnAtOnce) {
+  grma::runtime rt(suite_settings());
+  job j(rt, GetParam());
+  j.resolve(splits_of_every_column{});
+  j.prepare();
+  if (j.run(splits_of_every_column{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return 8u; }, "rounds checked");
+  }
+}
+
 // An allreduce of more elements than a member fetches at once across nodes
 // (its rank-private 16 KiB): every member's share in several chunks where
 // the team spans nodes, and on one node the on-node reduction.
