@@ -153,6 +153,11 @@ class team_calls {
     const detail::team_members m = r.resolve_team(t, call::team_destroy);
     if (t.slot < detail::predefined_teams) return;
     const int me = r.team_member(m, call::team_destroy);
+    // Every thread has checked the handle (resolve_team reads the slot's
+    // generation) before the leader gives its count back: once all members
+    // have, the last one frees the slot, and a lagging thread of any member
+    // would then find its team gone.
+    r.sync_threads();
     if (r.thread() == 0) {
       detail::team_slots& table = *r.view().teams;
       if (r.team_first_here(m, me)) {  // the node's blocks of the team
