@@ -100,7 +100,9 @@ class job {
 
   // The world windows alive now, in the order they were created while none
   // has been freed (the order their table slots were taken in). Empty until
-  // the ranks create one.
+  // the ranks create one. Throws, as the operations below do, once this
+  // process's ranks have returned (errc::invalid_config, "the job has
+  // ended"; errc::aborted where the job failed).
   std::vector<window> world_windows() const;
   // The source a rank's matching sees in this process's host notifications.
   int host_source() const;

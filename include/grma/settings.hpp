@@ -27,7 +27,8 @@ struct settings {
   std::uint64_t symmetric_size = 64ull << 20;  // GRMA_SYMMETRIC_SIZE, symmetric heap bytes per device, split evenly among its ranks
   std::uint32_t queue_capacity = 1024;       // GRMA_QUEUE_CAPACITY, notifications per rank (power of 2)
   std::uint32_t match_capacity = 256;        // GRMA_MATCH_CAPACITY, unmatched notifications held per rank
-  std::uint32_t max_windows = 64;            // GRMA_MAX_WINDOWS, live windows per device
+  std::uint32_t max_windows = 64;  // GRMA_MAX_WINDOWS, live windows at once: one table for the
+                                   // job's devices (each node its own)
   double timeout_seconds = 60;               // GRMA_TIMEOUT, watchdog; 0 disables it
   std::string node_id;                       // GRMA_NODE_ID; empty = the host name
   int nodes = 1;                             // GRMA_NODES: nodes one process plays (CPU backend, loopback)
