@@ -16,10 +16,19 @@ extern char** environ;
 namespace grma {
 namespace {
 
+// `name` as the user gave it: the variable's name, or the argument
+// (--grma-queue-capacity) for a value from the command line.
 [[noreturn]] void bad(const std::string& name, const std::string& value, const char* expected) {
   throw error(errc::invalid_config, -1, call::runtime,
               "grma: " + name + "=\"" + value + "\" is invalid: expected " + expected);
 }
+
+// A setting's value and how it was given, for the errors' words.
+struct given_value {
+  std::string name;  // the variable's name: GRMA_QUEUE_CAPACITY
+  std::string value;
+  std::string shown;  // GRMA_QUEUE_CAPACITY, or --grma-queue-capacity from argv
+};
 
 std::uint64_t parse_bytes(const std::string& name, const std::string& value) {
   char* end = nullptr;
@@ -92,14 +101,18 @@ void settings::check() const {
   if (node_id.size() > 63) bad("GRMA_NODE_ID", node_id, "1 to 63 characters");
 }
 
-settings settings::parse(const std::vector<std::pair<std::string, std::string>>& values) {
+namespace {
+
+settings parse_given(const std::vector<given_value>& values) {
   settings s;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const auto& [name, value] = values[i];
+    const std::string& name = values[i].name;
+    const std::string& value = values[i].value;
+    const std::string& shown = values[i].shown;
     // A later value of the name replaces this one (an argument a
     // variable's): only the value that counts is read.
     if (std::any_of(values.begin() + std::ptrdiff_t(i) + 1, values.end(),
-                    [&](const auto& later) { return later.first == name; }))
+                    [&](const given_value& later) { return later.name == name; }))
       continue;
     if (name == "GRMA_BACKEND") {
       if (value == "auto")
@@ -107,23 +120,25 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       else if (value == "cpu")
         s.backend = backend_kind::cpu;
       else if (value == "cuda") s.backend = backend_kind::cuda;
-      else bad(name, value, "auto, cpu or cuda");
+      else
+        bad(shown, value, "auto, cpu or cuda");
     } else if (name == "GRMA_RANKS_PER_DEVICE") {
-      s.ranks_per_device = int(parse_count(name, value, 0, 1 << 16));
+      s.ranks_per_device = int(parse_count(shown, value, 0, 1 << 16));
     } else if (name == "GRMA_DEVICES") {
       s.devices =
-          value == "all" ? 0 : int(parse_count(name, value, 1, detail::max_devices, ", or all"));
+          value == "all" ? 0 : int(parse_count(shown, value, 1, detail::max_devices, ", or all"));
     } else if (name == "GRMA_NODE_ID") {
-      if (value.empty() || value.size() > 63) bad(name, value, "1 to 63 characters");
+      if (value.empty() || value.size() > 63) bad(shown, value, "1 to 63 characters");
       s.node_id = value;
     } else if (name == "GRMA_NODES") {
-      s.nodes = int(parse_count(name, value, 1, detail::max_devices));
+      s.nodes = int(parse_count(shown, value, 1, detail::max_devices));
     } else if (name == "GRMA_TRANSPORT") {
       if (value == "auto") s.transport = transport_kind::automatic;
       else if (value == "mpi") s.transport = transport_kind::mpi;
       else if (value == "ucx") s.transport = transport_kind::ucx;
       else if (value == "loopback") s.transport = transport_kind::loopback;
-      else bad(name, value, "auto, mpi, ucx or loopback");
+      else
+        bad(shown, value, "auto, mpi, ucx or loopback");
     } else if (name == "GRMA_WAITS") {
       if (value == "auto")
         s.waits = waits_kind::automatic;
@@ -134,20 +149,20 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
       else if (value == "sleep")
         s.waits = waits_kind::sleep;
       else
-        bad(name, value, "auto, spin, yield or sleep");
+        bad(shown, value, "auto, spin, yield or sleep");
     } else if (name == "GRMA_HEAP_SIZE") {
-      s.heap_size = parse_bytes(name, value);
-      if (s.heap_size < least_heap || s.heap_size > most_bytes) bad(name, value, heap_range);
+      s.heap_size = parse_bytes(shown, value);
+      if (s.heap_size < least_heap || s.heap_size > most_bytes) bad(shown, value, heap_range);
     } else if (name == "GRMA_SYMMETRIC_SIZE") {
-      s.symmetric_size = parse_bytes(name, value);
-      if (s.symmetric_size > most_bytes) bad(name, value, symmetric_range);
+      s.symmetric_size = parse_bytes(shown, value);
+      if (s.symmetric_size > most_bytes) bad(shown, value, symmetric_range);
     } else if (name == "GRMA_QUEUE_CAPACITY") {
-      s.queue_capacity = std::uint32_t(parse_count(name, value, 1, detail::max_queue_capacity));
-      if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(name, value, "a power of two");
+      s.queue_capacity = std::uint32_t(parse_count(shown, value, 1, detail::max_queue_capacity));
+      if ((s.queue_capacity & (s.queue_capacity - 1)) != 0) bad(shown, value, "a power of two");
     } else if (name == "GRMA_MATCH_CAPACITY") {
-      s.match_capacity = std::uint32_t(parse_count(name, value, 1, 1u << 20));
+      s.match_capacity = std::uint32_t(parse_count(shown, value, 1, 1u << 20));
     } else if (name == "GRMA_MAX_WINDOWS") {
-      s.max_windows = std::uint32_t(parse_count(name, value, 1, 0xffff));
+      s.max_windows = std::uint32_t(parse_count(shown, value, 1, 0xffff));
     } else if (name == "GRMA_TIMEOUT") {
       char* end = nullptr;
       errno = 0;
@@ -158,25 +173,35 @@ settings settings::parse(const std::vector<std::pair<std::string, std::string>>&
           !(std::isdigit(static_cast<unsigned char>(value[0])) || value[0] == '.') ||
           value.find_first_of("xX") != std::string::npos || *end != '\0' || errno == ERANGE ||
           !(t >= 0))
-        bad(name, value, "seconds >= 0");
+        bad(shown, value, "seconds >= 0");
       s.timeout_seconds = t;
     } else if (name == "GRMA_ENGINE_PROXY") {
-      s.engine_proxy = parse_count(name, value, 0, 1) == 1;
+      s.engine_proxy = parse_count(shown, value, 0, 1) == 1;
     } else if (name.rfind("GRMA_", 0) == 0) {
       throw error(errc::invalid_config, -1, call::runtime,
-                  "grma: unknown setting " + name + " (see docs/configuration.md)");
+                  "grma: unknown setting " + shown + " (see docs/configuration.md)");
     }
   }
   s.check();
   return s;
 }
 
+}  // namespace
+
+settings settings::parse(const std::vector<std::pair<std::string, std::string>>& values) {
+  std::vector<given_value> given;
+  for (const auto& [name, value] : values) given.push_back({name, value, name});
+  return parse_given(given);
+}
+
 settings settings::from_environment(int* argc, char** argv) {
-  std::vector<std::pair<std::string, std::string>> values;
+  std::vector<given_value> values;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     const char* eq = std::strchr(*e, '=');
-    if (eq != nullptr && std::strncmp(*e, "GRMA_", 5) == 0)
-      values.emplace_back(std::string(*e, std::size_t(eq - *e)), std::string(eq + 1));
+    if (eq != nullptr && std::strncmp(*e, "GRMA_", 5) == 0) {
+      std::string name(*e, std::size_t(eq - *e));
+      values.push_back({name, std::string(eq + 1), name});
+    }
   }
   if (argc != nullptr && argv != nullptr) {
     int kept = 1;
@@ -189,15 +214,18 @@ settings settings::from_environment(int* argc, char** argv) {
         continue;
       }
       const auto eq = arg.find('=');
-      std::string name = "GRMA_" + arg.substr(7, eq == std::string::npos ? std::string::npos : eq - 7);
+      const std::string shown = arg.substr(0, eq);
+      std::string name = "GRMA_" + shown.substr(7);
       for (char& c : name) c = c == '-' ? '_' : char(std::toupper(static_cast<unsigned char>(c)));
-      if (eq == std::string::npos) bad(name, "", "--grma-name=value");
-      values.emplace_back(name, arg.substr(eq + 1));
+      if (eq == std::string::npos)
+        throw error(errc::invalid_config, -1, call::runtime,
+                    "grma: argument " + shown + " has no value: expected --grma-name=value");
+      values.push_back({name, arg.substr(eq + 1), shown});
     }
     *argc = kept;
     argv[kept] = nullptr;
   }
-  return parse(values);
+  return parse_given(values);
 }
 
 }  // namespace grma

@@ -343,7 +343,23 @@ TEST_F(SettingsFromEnvironment, AReplacedValueIsNotRead) {
   unsetenv("GRMA_QUEUE_CAPACITY");
   command_line bad({"program", "--grma-timeout=2", "--grma-timeout=x"});
   EXPECT_EQ(error_of([&] { return settings::from_environment(bad.argc(), bad.argv()); }),
-            invalid("GRMA_TIMEOUT", "x", "seconds >= 0"));
+            invalid("--grma-timeout", "x", "seconds >= 0"));
+}
+
+// An error names the setting as the user gave it: the argument for a value
+// from the command line, the variable for one from the environment.
+TEST_F(SettingsFromEnvironment, ABadArgumentIsNamedAsGiven) {
+  setenv("GRMA_MATCH_CAPACITY", "0", 1);
+  command_line args({"program", "--grma-queue-capacity=3"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(args.argc(), args.argv()); }),
+            invalid("GRMA_MATCH_CAPACITY", "0", "a number from 1 to 1048576"));
+  unsetenv("GRMA_MATCH_CAPACITY");
+  command_line again({"program", "--grma-queue-capacity=3"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(again.argc(), again.argv()); }),
+            invalid("--grma-queue-capacity", "3", "a power of two"));
+  command_line sized({"program", "--grma-heap-size=12Q"});
+  EXPECT_EQ(error_of([&] { return settings::from_environment(sized.argc(), sized.argv()); }),
+            invalid("--grma-heap-size", "12Q", "a size in bytes, optionally with K, M or G"));
 }
 
 // "--" ends the options: what follows is the program's, --grma- or not.
@@ -363,13 +379,13 @@ TEST_F(SettingsFromEnvironment, ArgvWithoutGrmaArgumentsIsUnchanged) {
 TEST_F(SettingsFromEnvironment, ArgumentWithoutValueIsAnError) {
   command_line args({"program", "--grma-timeout"});
   EXPECT_EQ(error_of([&] { return settings::from_environment(args.argc(), args.argv()); }),
-            invalid("GRMA_TIMEOUT", "", "--grma-name=value"));
+            "grma: argument --grma-timeout has no value: expected --grma-name=value");
 }
 
 TEST_F(SettingsFromEnvironment, UnknownArgumentIsAnError) {
   command_line args({"program", "--grma-bogus-name=1"});
   EXPECT_EQ(error_of([&] { return settings::from_environment(args.argc(), args.argv()); }),
-            "grma: unknown setting GRMA_BOGUS_NAME (see docs/configuration.md)");
+            "grma: unknown setting --grma-bogus-name (see docs/configuration.md)");
 }
 
 TEST_F(SettingsFromEnvironment, BadOrUnknownVariableIsAnError) {
