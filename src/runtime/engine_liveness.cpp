@@ -10,6 +10,7 @@
 #include "engine_host.hpp"
 #include "engine_intake.hpp"
 #include "engine_operations.hpp"
+#include "error_text.hpp"
 #include "process_watch.hpp"
 #include "watchdog.hpp"
 
@@ -141,9 +142,9 @@ std::string engine_liveness::in_flight() const {
       s << "the host of process " << cx_.process_of_origin(origin);
     else
       s << "rank " << origin;
-    s << " in progress, the first ("
-      << call_name(call_of(first_one)) << " to rank " << first_one.target << ", "
-      << first_one.bytes << " bytes) " << (queue.front().ready ? "done;" : "still moving its data;");
+    s << " in progress, the first (" << call_name(call_of(first_one)) << " to rank "
+      << first_one.target << ", " << bytes_text(first_one.bytes) << ") "
+      << (queue.front().ready ? "done;" : "still moving its data;");
   }
   if (const std::size_t held = completion_.held(); held != 0)
     s << " " << held << " notifications wait for room in their targets' queues;";

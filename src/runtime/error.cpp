@@ -207,6 +207,10 @@ std::string collective_arguments(call where, std::uint64_t size, std::uint64_t m
 
 }  // namespace
 
+std::string bytes_text(std::uint64_t n) {
+  return std::to_string(n) + (n == 1 ? " byte" : " bytes");
+}
+
 std::string describe_values(const error_record& r) {
   const auto* v = r.values;
   std::ostringstream s;
@@ -219,8 +223,8 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::range_outside_window:
       if (r.text[0] != '\0') s << r.text << " ";  // whose offset: a signal's
-      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
-        << " bytes that rank " << v[3] << " registered with window " << v[4];
+      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << bytes_text(u(v[2]))
+        << " that rank " << v[3] << " registered with window " << v[4];
       break;
     case errc::negative_tag: s << "tag " << v[0] << " is negative (tags are >= 0)"; break;
     case errc::invalid_count: {
@@ -247,16 +251,16 @@ std::string describe_values(const error_record& r) {
       s << "window " << v[0] << " (generation " << v[1] << ") is used after window_free";
       break;
     case errc::window_memory_not_managed:
-      s << "memory at 0x" << std::hex << u(v[0]) << std::dec << " (" << u(v[1])
-        << " bytes) is not grma memory: register memory from alloc or userdata";
+      s << "memory at 0x" << std::hex << u(v[0]) << std::dec << " (" << bytes_text(u(v[1]))
+        << ") is not grma memory: register memory from alloc or userdata";
       break;
     case errc::window_table_full:
       s << "all " << v[0] << " window slots are in use (GRMA_MAX_WINDOWS)";
       break;
     case errc::heap_exhausted:
-      s << "cannot allocate " << u(v[0]) << " bytes: the heap of " << u(v[1]) << " bytes has "
-        << u(v[2]) << " bytes free, the largest free block is " << u(v[3])
-        << " bytes (GRMA_HEAP_SIZE)";
+      s << "cannot allocate " << bytes_text(u(v[0])) << ": the heap of " << bytes_text(u(v[1]))
+        << " has " << bytes_text(u(v[2])) << " free, the largest free block is "
+        << bytes_text(u(v[3])) << " (GRMA_HEAP_SIZE)";
       break;
     case errc::invalid_free:
       s << "pointer 0x" << std::hex << u(v[0]) << std::dec
@@ -298,23 +302,26 @@ std::string describe_values(const error_record& r) {
       s << "refused a request from " << from << ": ";
       switch (static_cast<refusal>(v[1])) {
         case refusal::outside_range:
-          s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the " << u(v[4])
-            << " bytes registered with window " << v[5];
+          s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the "
+            << bytes_text(u(v[4])) << " registered with window " << v[5];
           break;
         case refusal::no_window: s << "window " << v[5] << " is not a live world window here"; break;
         case refusal::wrong_process:
           s << "the origin or the target is not in the process it names (window " << v[5] << ")";
           break;
         case refusal::signal_misaligned:
-          s << "signal offset " << u(v[2]) << " is not 8-byte aligned (window " << v[5] << ")";
+          // The origin checked the offset: it is the window's start that
+          // leaves the word unaligned.
+          s << "the signal word at offset " << u(v[2]) << " of window " << v[5]
+            << " is not 8-byte aligned in the target's memory";
           break;
         case refusal::atomic_misaligned:
           s << "the atomic's " << u(v[3]) << "-byte word at offset " << u(v[2]) << " of window "
             << v[5] << " is not aligned to its size in the target's memory";
           break;
         case refusal::signal_outside_range:
-          s << "signal offset " << u(v[2]) << " + 8 exceeds the " << u(v[4])
-            << " bytes registered with window " << v[5];
+          s << "signal offset " << u(v[2]) << " + 8 exceeds the " << bytes_text(u(v[4]))
+            << " registered with window " << v[5];
           break;
         case refusal::outside_slice:
           s << "offset " << u(v[2]) << " + size " << u(v[3]) << " exceeds the target's " << u(v[4])
@@ -325,7 +332,7 @@ std::string describe_values(const error_record& r) {
                "atomics on a window, and no other operation";
           break;
         case refusal::bad_atomic:
-          s << "an atomic of " << u(v[3]) << " bytes at offset " << u(v[2])
+          s << "an atomic of " << bytes_text(u(v[3])) << " at offset " << u(v[2])
             << " of the symmetric heap (a word of 4 or 8 bytes, aligned, and a known operation)";
           break;
         case refusal::untaken:
@@ -335,8 +342,9 @@ std::string describe_values(const error_record& r) {
       break;
     }
     case errc::shared_size_mismatch:
-      s << "every rank of the device must ask for the same size: this rank asked for " << u(v[0])
-        << " bytes, device rank 0 for " << u(v[2]) << " (device rank " << v[1] << " differs)";
+      s << "every rank of the device must ask for the same size: this rank asked for "
+        << bytes_text(u(v[0])) << ", device rank 0 for " << u(v[2]) << " (device rank " << v[1]
+        << " differs)";
       break;
     case errc::shared_pointer_mismatch:
       s << "every rank of the device must free the same block: device rank " << v[1]
@@ -344,9 +352,9 @@ std::string describe_values(const error_record& r) {
         << std::dec << ")";
       break;
     case errc::not_symmetric:
-      s << "address 0x" << std::hex << u(v[0]) << std::dec << " (" << u(v[1])
-        << " bytes) is not in this rank's symmetric heap slice of " << u(v[2])
-        << " bytes: use memory from alloc_symmetric";
+      s << "address 0x" << std::hex << u(v[0]) << std::dec << " (" << bytes_text(u(v[1]))
+        << ") is not in this rank's symmetric heap slice of " << bytes_text(u(v[2]))
+        << ": use memory from alloc_symmetric";
       break;
     case errc::symmetric_mismatch:
       s << "every rank must pass the same arguments: world rank " << v[2]
@@ -358,8 +366,9 @@ std::string describe_values(const error_record& r) {
       if (v[3] >= v[4])
         s << "all " << v[4] << " symmetric blocks are in use";
       else
-        s << "each rank's slice of " << u(v[1]) << " bytes has no free block that large (largest "
-          << u(v[2]) << " bytes; GRMA_SYMMETRIC_SIZE)";
+        s << "each rank's slice of " << bytes_text(u(v[1]))
+          << " has no free block that large (largest " << bytes_text(u(v[2]))
+          << "; GRMA_SYMMETRIC_SIZE)";
       break;
     case errc::invalid_alignment:
       s << "alignment " << u(v[0]) << " is not a power of two of at most 4096";
@@ -419,8 +428,8 @@ std::string describe_values(const error_record& r) {
         << " must make the same collective call: member " << (u(v[4]) >> 32) << " called "
         << call_name(other);
       if (other == call::alloc_symmetric)
-        s << " for " << u(v[2]) << " bytes at alignment " << other_root << ", this rank for "
-          << mine << " bytes at alignment " << my_root;
+        s << " for " << bytes_text(u(v[2])) << " at alignment " << other_root << ", this rank for "
+          << bytes_text(mine) << " at alignment " << my_root;
       else if (other == call::free_symmetric)
         s << " on offset " << u(v[2]) << ", this rank on offset " << mine << " (4294967295: null)";
       else if (other == call::barrier) {
@@ -429,7 +438,7 @@ std::string describe_values(const error_record& r) {
              "this rank "
           << call_name(mine_call);
         if (mine_call == call::alloc_symmetric)
-          s << " for " << mine << " bytes at alignment " << my_root;
+          s << " for " << bytes_text(mine) << " at alignment " << my_root;
         else if (mine_call == call::free_symmetric)
           s << " on offset " << mine << " (4294967295: null)";
         else
@@ -464,8 +473,8 @@ std::string describe_values(const error_record& r) {
       s << "segment " << v[0] << " exists already (segment_delete first)";
       break;
     case errc::segment_range:
-      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << u(v[2])
-        << " bytes of segment " << v[3] << " (rank " << v[4] << "'s copy)";
+      s << "offset " << u(v[0]) << " + size " << u(v[1]) << " exceeds the " << bytes_text(u(v[2]))
+        << " of segment " << v[3] << " (rank " << v[4] << "'s copy)";
       break;
     case errc::notification_range:
       s << "notification ids " << v[0] << " to " << v[0] + v[1] - 1 << " are not all in 0 to "
@@ -500,8 +509,8 @@ std::string describe_values(const error_record& r) {
         << " that returned timeout: call it again, with the same arguments, first";
       break;
     case errc::passive_message_size:
-      s << "the passive message of " << u(v[0]) << " bytes from rank " << v[2]
-        << " does not fit the " << u(v[1]) << " bytes passive_receive was given";
+      s << "the passive message of " << bytes_text(u(v[0])) << " from rank " << v[2]
+        << " does not fit the " << bytes_text(u(v[1])) << " passive_receive was given";
       break;
     case errc::rank_exception:
       s << "the rank's program threw: " << r.text;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "engine_operations.hpp"
+#include "error_text.hpp"
 #include "grma/error.hpp"
 
 namespace grma::detail {
@@ -15,7 +16,7 @@ call host_call(const remote_command& c) {
 
 std::string host_operation_text(const remote_command& c) {
   return "job::" + std::string(call_name(host_call(c))) + " to rank " + std::to_string(c.target) +
-         " (" + std::to_string(c.bytes) + " bytes)";
+         " (" + bytes_text(c.bytes) + ")";
 }
 
 std::string host_call_text(const char* name, const std::string& why) {

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "error_text.hpp"
 #include "grma/error.hpp"
 #include "grma/types.hpp"
 
@@ -60,8 +61,8 @@ void describe_call(std::ostringstream& s, rank_status& st, int world_size, std::
         s << ", waiting for room in its process's ring of commands to the network engine";
         return;
       case remote_answer_wait:
-        s << " (target " << a[0] << ", offset " << a[1] << ", " << a[2]
-          << " bytes), waiting for the network engine to read its source or bring its answer";
+        s << " (target " << a[0] << ", offset " << a[1] << ", " << bytes_text(a[2])
+          << "), waiting for the network engine to read its source or bring its answer";
         return;
       case lock_wait: {
         static const char* locks[] = {

@@ -243,37 +243,59 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
   }
 
   // Word 0 is the signal the ranks wait for; the refused requests would
-  // have written words 1 to 7.
+  // have written words 1 to 7. A second window starts 4 bytes into the
+  // range, so its 8-byte words are unaligned in the ranks' memory.
   grma::job j = rt.launch(
       [](grma::cpu_rank& r) {
         auto* range = static_cast<std::uint64_t*>(r.alloc(64));
         for (int i = 0; i < 8; ++i) range[i] = 0;
         grma::window w = r.window_create(grma::world, range, 64);
+        grma::window skewed =
+            r.window_create(grma::world, reinterpret_cast<unsigned char*>(range) + 4, 32);
         r.wait_signal(w, 0, grma::cmp::ge, 1);  // set by the host once its refusals came back
         for (int i = 1; i < 8; ++i) GRMA_ASSERT(r, range[i] == 0);
+        r.window_free(skewed);
         r.window_free(w);
       },
       {.host_access = true});
-  const std::vector<grma::window> windows = world_windows_once_made(j);
+  std::vector<grma::window> windows = world_windows_once_made(j);
+  while (windows.size() < 2) windows = j.world_windows();
   const std::uint64_t bytes[3] = {1, 2, 3};
-  const grma::host_request beyond = j.put(windows[0], 1, 48, bytes, sizeof bytes);
-  const grma::host_request signal_beyond =
-      j.put_signal(windows[0], 0, 8, bytes, 8, 64, 1, grma::signal_op::set);
-  for (const grma::host_request* q : {&beyond, &signal_beyond}) {
+  std::uint64_t old = 0;
+  struct refused_request {
+    grma::host_request request;
+    grma::call where;
+    std::string what;  // the message after the origin's words
+  };
+  const std::string slot0 = std::to_string(windows[0].slot),
+                    slot1 = std::to_string(windows[1].slot);
+  const refused_request refused[] = {
+      {j.put(windows[0], 1, 48, bytes, sizeof bytes), grma::call::put,
+       "put to rank 1 (24 bytes): refused a request from the host of process 0: offset 48 + size "
+       "24 exceeds the 64 bytes registered with window " +
+           slot0 + "; nothing was written"},
+      {j.put_signal(windows[0], 0, 8, bytes, 8, 64, 1, grma::signal_op::set),
+       grma::call::put_signal,
+       "put_signal to rank 0 (8 bytes): refused a request from the host of process 0: signal "
+       "offset 64 + 8 exceeds the 64 bytes registered with window " +
+           slot0 + "; nothing was written"},
+      {j.put_signal(windows[1], 0, 0, bytes, 8, 8, 1, grma::signal_op::set), grma::call::put_signal,
+       "put_signal to rank 0 (8 bytes): refused a request from the host of process 0: the signal "
+       "word at offset 8 of window " +
+           slot1 + " is not 8-byte aligned in the target's memory; nothing was written"},
+      {j.atomic_fetch_add<std::uint64_t>(windows[1], 1, 8, 1, &old), grma::call::atomic_fetch_add,
+       "atomic_fetch_add to rank 1 (8 bytes): refused a request from the host of process 0: the "
+       "atomic's 8-byte word at offset 8 of window " +
+           slot1 + " is not aligned to its size in the target's memory; nothing was written"},
+  };
+  for (const refused_request& q : refused) {
     try {
-      q->wait();
-      ADD_FAILURE() << "a request beyond the range completed";
+      q.request.wait();
+      ADD_FAILURE() << "a request the target cannot serve completed: " << q.what;
     } catch (const grma::error& e) {
       EXPECT_EQ(e.code(), grma::errc::request_refused);
-      EXPECT_EQ(e.where(), q == &beyond ? grma::call::put : grma::call::put_signal);
-      EXPECT_STREQ(e.what(),
-                   (std::string("grma: job::") +
-                    (q == &beyond ? "put to rank 1 (24 bytes)" : "put_signal to rank 0 (8 bytes)") +
-                    ": refused a request from the host of process 0: " +
-                    (q == &beyond ? "offset 48 + size 24" : "signal offset 64 + 8") +
-                    " exceeds the 64 bytes registered with window " +
-                    std::to_string(windows[0].slot) + "; nothing was written")
-                       .c_str());
+      EXPECT_EQ(e.where(), q.where);
+      EXPECT_EQ(e.what(), "grma: job::" + q.what);
     }
   }
   // Larger than a whole heap: no window holds it, and the host says so at

@@ -70,6 +70,11 @@ TEST(ErrorText, Windows) {
                                {0x7f001000, 4096})),
             "grma: rank 1: window_create: memory at 0x7f001000 (4096 bytes) is not grma memory: "
             "register memory from alloc or userdata");
+  // A count of one is "1 byte".
+  EXPECT_EQ(
+      describe(record_of(errc::window_memory_not_managed, 1, call::window_create, {0x7f001000, 1})),
+      "grma: rank 1: window_create: memory at 0x7f001000 (1 byte) is not grma memory: "
+      "register memory from alloc or userdata");
 }
 
 TEST(ErrorText, Heap) {
