@@ -113,7 +113,7 @@ class rank_inbox {
  public:
   rank_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity, int lanes = 1)
       : items_(pending_capacity),
-        pending_{0, pending_capacity, items_.data(), 0, 0},
+        pending_{0, pending_capacity, items_.data(), 0, 0, {}},
         ring_(ring_capacity),
         lanes_(lanes) {}
 
@@ -340,7 +340,7 @@ class rings_inbox {
         rings_(rings),
         credits_(std::size_t(rings)),
         items_(pending_capacity),
-        pending_{0, pending_capacity, items_.data(), 0, 0} {
+        pending_{0, pending_capacity, items_.data(), 0, 0, {}} {
     for (int i = 0; i < rings; ++i) {
       ring_.push_back(grma::detail::ring_init<notification>(
           memory_.data() + stride_ * std::uint64_t(i), ring_capacity));
@@ -648,7 +648,8 @@ class bounded_reference {
     for (bool took = true; took && found < q.count;) {
       took = false;
       for (std::deque<notification>& ring : rings_) {
-        if (found == q.count || pending_.size() == capacity_ || ring.empty()) continue;
+        if (found >= q.count || pending_.size() == capacity_ || ring.empty())
+          continue;  // a run may pass the count
         const std::size_t share = (capacity_ - pending_.size()) / rings_.size();
         const std::size_t run = std::min({lanes_, std::max<std::size_t>(share, 1), ring.size()});
         for (std::size_t k = 0; k < run; ++k)
@@ -708,17 +709,33 @@ class bounded_reference {
 
 // The pending list's bookkeeping: `size` entries in [first, end), which
 // start and end with one (no hole at either end), and first = end = 0 when
-// it is empty.
+// it is empty. What it remembers of the last search that found too few is
+// true: that many matches of its query in [first, its end), none before
+// its oldest.
 ::testing::AssertionResult well_formed(const pending_list& p) {
   std::uint32_t held = 0;
   for (std::uint32_t i = p.first; i < p.end; ++i) held += p.items[i].window != grma::detail::no_window;
   const bool ends_held = p.size == 0 ? p.first == 0 && p.end == 0
                                      : p.items[p.first].window != grma::detail::no_window &&
                                            p.items[p.end - 1].window != grma::detail::no_window;
-  if (p.first <= p.end && p.end <= p.capacity && held == p.size && ends_held)
-    return ::testing::AssertionSuccess();
+  if (!(p.first <= p.end && p.end <= p.capacity && held == p.size && ends_held))
+    return ::testing::AssertionFailure()
+           << "size " << p.size << ", first " << p.first << ", end " << p.end << ", held " << held;
+  const grma::detail::pending_search& s = p.searched;
+  if (s.window == grma::detail::no_window) return ::testing::AssertionSuccess();
+  const match_query q{s.window, s.source, s.tag, 1};
+  std::uint32_t found = 0, before_oldest = 0;
+  const bool in_list = p.first <= s.end && s.end <= p.end;
+  for (std::uint32_t i = p.first; in_list && i < s.end; ++i)
+    if (grma::detail::matches(p.items[i], q)) {
+      ++found;
+      before_oldest += i < s.oldest;
+    }
+  if (in_list && found == s.found && before_oldest == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure()
-         << "size " << p.size << ", first " << p.first << ", end " << p.end << ", held " << held;
+         << "the search remembered (end " << s.end << ", " << s.found << " found, oldest "
+         << s.oldest << ") is not the list's: " << found << " found, " << before_oldest
+         << " before the oldest";
 }
 
 // Full pending lists, holes closed in the middle of a match, counts up to
@@ -735,6 +752,7 @@ void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int
     const std::uint32_t ring_capacity = 4u << pick(0, 2);
     rings_inbox inbox(rings, pending_capacity, ring_capacity);
     bounded_reference model(pending_capacity, lanes, rings);
+    match_query last{windows[0], -1, -1, 1};
     for (int step = 0; step < steps; ++step) {
       const int what = pick(0, 99);
       if (what < 55) {
@@ -745,8 +763,15 @@ void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int
         inbox.push(ring, n);
         model.push(n, ring);
       } else if (what < 95) {
-        const match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 8),
-                            pick(0, 2) == 0};
+        // A third of the queries repeat the last one's window, source and
+        // tag (a wait's turns, a test in a loop), with a count of their own.
+        match_query q{windows[pick(0, 2)], pick(-1, 2), pick(-1, 1), pick(1, 8), pick(0, 2) == 0};
+        if (pick(0, 2) == 0) {
+          q.window = last.window;
+          q.source = last.source;
+          q.tag = last.tag;
+        }
+        last = q;
         grma::envelope taken[8]{};
         const std::uint32_t removed = inbox.match(lanes, q, taken);
         ASSERT_EQ(carried_by(taken, removed), carried_by(model.match(q)))

@@ -289,7 +289,7 @@ GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
   l = rank_local{};
   for (ring_reader& r : l.inbox) r.mask = queue_capacity - 1;
   for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
-  l.pending = pending_list{0, match_capacity, pending_items, 0, 0};
+  l.pending = pending_list{0, match_capacity, pending_items, 0, 0, {}};
 }
 
 enum class rank_state : std::int32_t { idle = 0, running, blocked, finished, failed };

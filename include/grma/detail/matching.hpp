@@ -158,6 +158,23 @@ GRMA_INLINE constexpr bool matches(const notification& n, const match_query& q) 
               (int(q.tag < 0) | int(n.tag == q.tag)));
 }
 
+// What the last search that found too few (match_in_list, match_serially)
+// saw, so that the next search for the same query (a wait's next turn, a
+// test in a loop) starts where it stopped: `found` matches in [first,
+// end) of the list, the oldest at `oldest` or after it. Without it a wait
+// for many notifications through a small ring looked at every held entry
+// again on each arrival (its time grew as the count squared). Appends keep
+// it true; closing the holes (entries move) and removals (held entries
+// become holes) forget it.
+struct pending_search {
+  std::uint32_t window;  // the query's window key; no_window: nothing remembered
+  std::int32_t source;
+  std::int32_t tag;
+  std::uint32_t end;
+  std::uint32_t found;
+  std::uint32_t oldest;
+};
+
 // Unmatched notifications of one rank, oldest first. `items` points at
 // `capacity` entries owned by the same rank; items[first, end) hold the
 // `size` notifications and holes (window no_window) between them.
@@ -167,7 +184,27 @@ struct pending_list {
   notification* items;
   std::uint32_t first;
   std::uint32_t end;
+  pending_search searched;  // value-initialized: nothing remembered
 };
+
+// Where a search for `q` starts: after what the last one that found too
+// few for the same query saw (pending_search), else at the list's first.
+struct search_start {
+  std::uint32_t from, found, oldest;
+};
+
+GRMA_INLINE search_start search_start_of(const pending_list& p, const match_query& q) {
+  const pending_search& s = p.searched;
+  if (s.window == q.window && s.window != no_window && s.source == q.source && s.tag == q.tag)
+    return {s.end, s.found, s.oldest};
+  return {p.first, 0, p.end};
+}
+
+// A search found `found` < wanted matches of `q` in the whole list.
+GRMA_INLINE void remember_search(pending_list& p, const match_query& q, std::uint32_t found,
+                                 std::uint32_t oldest) {
+  p.searched = {q.window, q.source, q.tag, p.end, found, oldest};
+}
 
 // On a GPU a rank's pending list is in its block's shared memory
 // (cuda_launch.hpp). Saying so lets the compiler load and store its
@@ -257,6 +294,7 @@ GRMA_INLINE void pending_close_holes(pending_list& p, Lanes g) {
   g.sync();
   p.first = 0;
   p.end = kept;
+  p.searched.window = no_window;  // the entries moved
 }
 
 // Adds `n` of the lanes in `taking`, in lane order, as the newest
@@ -306,6 +344,7 @@ template <class Lanes>
 GRMA_INLINE void pending_removed(pending_list& p, std::uint32_t low, std::uint32_t high,
                                  std::uint32_t count, Lanes g) {
   p.size -= count;
+  p.searched.window = no_window;  // matches it counted may be gone
   if (p.size == 0) {
     p.first = p.end = 0;
     return;
@@ -481,10 +520,12 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
     return removed;
   };
 
-  // The held matches, oldest first, up to the number wanted. `oldest` is
+  // The held matches, oldest first, up to the number wanted (those the
+  // last search for `q` counted, then from where it stopped). `oldest` is
   // the oldest match's place (for one wanted), or a place at or before it.
-  std::uint32_t found = 0, oldest = p.end;
-  for (std::uint32_t base = p.first; base < p.end && found < wanted;
+  const search_start start = search_start_of(p, q);
+  std::uint32_t found = start.found, oldest = start.oldest;
+  for (std::uint32_t base = start.from; base < p.end && found < wanted;
        base += std::uint32_t(g.count)) {
     const std::uint32_t i = base + std::uint32_t(g.index);
     const std::uint32_t hits = g.ballot(i < p.end && matches(p.items[i], q));
@@ -511,13 +552,18 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
       advance_head(readers[i], run, g);
     }
   }
-  if (found < wanted) return finish(0);
+  if (found < wanted) {
+    remember_search(p, q, found, oldest);
+    return finish(0);
+  }
 
   // Take out the `wanted` oldest matches, leaving holes (the rest keep
   // their places); [low, high] spans the removed. Each lane hands out the
-  // matches it looked at (a lone match: lane 0).
+  // matches it looked at (a lone match: lane 0, where this search found it
+  // and `oldest` is its place; one a search for more counted may be past
+  // the place remembered).
   std::uint32_t low = oldest, high = oldest;
-  if (wanted == 1) {
+  if (wanted == 1 && start.found == 0) {
     if (taken != nullptr && g.leads()) *taken = envelope_of(p.items[oldest]);
     g.sync();
     if (g.leads()) p.items[oldest].window = no_window;
@@ -611,8 +657,9 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   const head_match step = match_at_head<S>(pending, in, readers, q, taken, false);
   if (step != head_match::search) return step == head_match::matched ? 1u : 0u;
   const std::uint32_t wanted = std::uint32_t(q.count);
-  std::uint32_t found = 0, oldest = pending.end;
-  for (std::uint32_t i = pending.first; i < pending.end && found < wanted; ++i)
+  const search_start start = search_start_of(pending, q);
+  std::uint32_t found = start.found, oldest = start.oldest;
+  for (std::uint32_t i = start.from; i < pending.end && found < wanted; ++i)
     if (matches(pending.items[i], q) && found++ == 0) oldest = i;
   for (bool took = true; took && found < wanted;) {
     took = false;
@@ -625,7 +672,10 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
     }
   }
   release_rings<S>(in, readers);
-  if (found == 0 || (!q.some && found < wanted)) return 0;
+  if (found == 0 || (!q.some && found < wanted)) {
+    remember_search(pending, q, found, oldest);
+    return 0;
+  }
   // Take out the oldest matches, as many as wanted or found (the search
   // starts at `oldest`), leaving holes; [low, high] spans them.
   const std::uint32_t removing = found < wanted ? found : wanted;
