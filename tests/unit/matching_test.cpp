@@ -87,7 +87,8 @@ class lane_team {
 // second by `lanes` lanes; or (`lanes` 0) one warp's wait, match_serially.
 // The number of matches removed; `taken`, where not null, receives them
 // (the lanes share it, as a rank's threads share the array of
-// wait_some_notifications).
+// wait_some_notifications; for one wanted exactly, each lane has a place
+// of its own, as for wait_notification, and lane 0's must get the match).
 std::uint32_t match_by(int lanes, pending_list& pending, const grma::detail::inbox_rings& in,
                        grma::detail::ring_reader* readers, const match_query& q,
                        grma::envelope* taken) {
@@ -98,13 +99,19 @@ std::uint32_t match_by(int lanes, pending_list& pending, const grma::detail::inb
   if (step != grma::detail::head_match::search)
     return step == grma::detail::head_match::matched ? 1u : 0u;
   // The lanes' step: a query for some has one of its own.
-  const auto in_list = [&](auto g) {
-    return q.some ? grma::detail::take_some<scope::device>(pending, in, readers, q, taken, g)
-                  : match_in_list<scope::device>(pending, in, readers, q, taken, g);
+  const auto in_list = [&](auto g, grma::envelope* place) {
+    return q.some ? grma::detail::take_some<scope::device>(pending, in, readers, q, place, g)
+                  : match_in_list<scope::device>(pending, in, readers, q, place, g);
   };
-  if (lanes == 1) return in_list(grma::detail::lane_group{});
+  if (lanes == 1) return in_list(grma::detail::lane_group{}, taken);
+  const bool lone = taken != nullptr && q.count == 1 && !q.some;
+  std::vector<grma::envelope> own(static_cast<std::size_t>(lanes));
   lane_team team(lanes);
-  return team.run([&](lane_team::lanes g) { return in_list(g); });
+  const std::uint32_t removed = team.run([&](lane_team::lanes g) {
+    return in_list(g, lone ? &own[static_cast<std::size_t>(g.index)] : taken);
+  });
+  if (lone && removed != 0) *taken = own[0];
+  return removed;
 }
 
 // One rank's unmatched notifications as the runtime keeps them: a pending list

@@ -522,7 +522,8 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
 
   // The held matches, oldest first, up to the number wanted (those the
   // last search for `q` counted, then from where it stopped). `oldest` is
-  // the oldest match's place (for one wanted), or a place at or before it.
+  // the oldest match's place where this search found it, or a place at or
+  // before it (no match between).
   const search_start start = search_start_of(p, q);
   std::uint32_t found = start.found, oldest = start.oldest;
   for (std::uint32_t base = start.from; base < p.end && found < wanted;
@@ -557,13 +558,23 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
     return finish(0);
   }
 
+  // A lone match that an earlier search counted may lie past the place
+  // remembered (the holes closed since): find its place, at or after it.
+  if (wanted == 1 && start.found != 0)
+    for (std::uint32_t base = oldest;; base += std::uint32_t(g.count)) {
+      const std::uint32_t i = base + std::uint32_t(g.index);
+      const std::uint32_t hits = g.ballot(i < p.end && matches(p.items[i], q));
+      if (hits != 0) {
+        oldest = base + lowest_lane(hits);
+        break;
+      }
+    }
+
   // Take out the `wanted` oldest matches, leaving holes (the rest keep
   // their places); [low, high] spans the removed. Each lane hands out the
-  // matches it looked at (a lone match: lane 0, where this search found it
-  // and `oldest` is its place; one a search for more counted may be past
-  // the place remembered).
+  // matches it looked at; a lone match, at `oldest`, lane 0.
   std::uint32_t low = oldest, high = oldest;
-  if (wanted == 1 && start.found == 0) {
+  if (wanted == 1) {
     if (taken != nullptr && g.leads()) *taken = envelope_of(p.items[oldest]);
     g.sync();
     if (g.leads()) p.items[oldest].window = no_window;
