@@ -197,10 +197,10 @@ TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {
   rt.run([](grma::cpu_rank& r) { r.barrier(grma::world); });
 }
 
-// The job's world windows, once its ranks have made the first.
-std::vector<grma::window> world_windows_once_made(const grma::job& j) {
+// The job's world windows, once its ranks have made the first `count`.
+std::vector<grma::window> world_windows_once_made(const grma::job& j, std::size_t count = 1) {
   std::vector<grma::window> windows;
-  while ((windows = j.world_windows()).empty()) std::this_thread::yield();
+  while ((windows = j.world_windows()).size() < count) std::this_thread::yield();
   return windows;
 }
 
@@ -258,8 +258,7 @@ TEST(Runtime, HostAccessRefusesWhatItCannotServe) {
         r.window_free(w);
       },
       {.host_access = true});
-  std::vector<grma::window> windows = world_windows_once_made(j);
-  while (windows.size() < 2) windows = j.world_windows();
+  const std::vector<grma::window> windows = world_windows_once_made(j, 2);
   const std::uint64_t bytes[3] = {1, 2, 3};
   std::uint64_t old = 0;
   struct refused_request {

@@ -161,11 +161,11 @@ GRMA_INLINE constexpr bool matches(const notification& n, const match_query& q) 
 // What the last search that found too few (match_in_list, match_serially)
 // saw, so that the next search for the same query (a wait's next turn, a
 // test in a loop) starts where it stopped: `found` matches in [first,
-// end) of the list, the oldest at `oldest` or after it. Without it a wait
-// for many notifications through a small ring looked at every held entry
-// again on each arrival (its time grew as the count squared). Appends keep
-// it true; closing the holes (entries move) and removals (held entries
-// become holes) forget it.
+// end) of the list, the oldest at `oldest` or after it (no match
+// between). So a wait for many notifications through a small ring looks
+// at each held entry once, not again on each arrival (time growing as
+// the count squared). Appends keep it true; closing the holes (entries
+// move) and removals (held entries become holes) forget it.
 struct pending_search {
   std::uint32_t window;  // the query's window key; no_window: nothing remembered
   std::int32_t source;
