@@ -141,7 +141,7 @@ enum class errc : std::int32_t {
   heap_exhausted,                // v0 request, v1 heap size, v2 free bytes, v3 largest free block
   invalid_free,                  // v0 address
   double_free,                   // v0 address
-  null_buffer,                   // v0 size
+  null_buffer,                   // v0 size; or text: the output argument that is null
   collective_mismatch,  // v0 communicator, v1 other rank (world's), v2 other call, v3 epoch
   invalid_comm,         // v0 communicator id
   signal_misaligned,    // v0 offset
@@ -160,7 +160,8 @@ enum class errc : std::int32_t {
   shared_pointer_mismatch,  // v0 this rank's pointer, v1 first device rank that differs from rank 0
   not_symmetric,            // v0 address, v1 size, v2 bytes of each rank's symmetric slice
   symmetric_mismatch,   // v0, v1 this rank's arguments, v2 first world rank whose differ from rank
-                        // 0's
+                        // 0's, v3 the address a free was given (a world block on one node;
+                        // across nodes the members' check reports team_collective_mismatch)
   symmetric_exhausted,  // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block
                         // limit
   invalid_alignment,    // v0 alignment

@@ -187,7 +187,7 @@ struct state {
   std::uint64_t outbox_taken;   // the sequence of this rank's outbox message its receiver took
   std::uint64_t outbox_header;  // sequence << 32 | bytes of the message in the outbox
   std::uint64_t members_hash[group_max];  // of each group at its commit, read by the others
-  std::int64_t agree[4];                  // segment_create's id check (an allreduce of two words)
+  std::int64_t agree[8];                  // segment_create's id and size check (agree)
 
   int world_size;
   int world_words;
@@ -282,10 +282,29 @@ class handle {
     const int n = r.size(world);
     in_range(where, "ranks of the job (the layer's barriers take 2^16)", n, 1,
              1 << layer::barrier_rounds);
+    // Every rank passes the same config (the layer's state has its sizes).
+    const std::int64_t mine[] = {c.notification_num, c.queue_num, c.queue_size_max,
+                                 std::int64_t(c.passive_transfer_size_max)};
+    const char* const names[] = {
+        "config.notification_num differs between ranks (every rank passes the same); another "
+        "rank's",
+        "config.queue_num differs between ranks (every rank passes the same); another rank's",
+        "config.queue_size_max differs between ranks (every rank passes the same); another "
+        "rank's",
+        "config.passive_transfer_size_max differs between ranks (every rank passes the same); "
+        "another rank's"};
+    auto* scratch = static_cast<std::int64_t*>(r.alloc_symmetric_for(16 * 8, 64, where));
+    agree(where, scratch, mine, names, 4);
+    r.free_symmetric(scratch);
     const std::size_t passive = (c.passive_transfer_size_max + 7) / 8 * 8;
     // Zeroed on every rank before any rank returns: no word another rank
     // writes is cleared after it was written.
-    auto* s = static_cast<layer::state*>(r.calloc_symmetric(layer::state::bytes(n, passive), 1));
+    auto* s = static_cast<layer::state*>(
+        r.alloc_symmetric_for(layer::state::bytes(n, passive), 64, where));
+    for (std::size_t i = std::size_t(r.thread()); i < layer::state::bytes(n, passive) / 8;
+         i += std::size_t(r.threads()))
+      reinterpret_cast<std::uint64_t*>(s)[i] = 0;
+    r.barrier(world);
     layer::local_state* l = layer::local_of(s);
     auto* words = reinterpret_cast<std::uint32_t*>(l);
     for (std::size_t i = std::size_t(r.thread()); i < sizeof(layer::local_state) / 4;
@@ -338,11 +357,11 @@ class handle {
   }
 
   GRMA_INLINE status proc_rank(rank_t* rank) const {
-    result_at(call::gaspi_proc_query, rank) = r_->rank(world);
+    result_at(call::gaspi_proc_query, "rank", rank) = r_->rank(world);
     return success;
   }
   GRMA_INLINE status proc_num(rank_t* ranks) const {
-    result_at(call::gaspi_proc_query, ranks) = r_->size(world);
+    result_at(call::gaspi_proc_query, "ranks", ranks) = r_->size(world);
     return success;
   }
 
@@ -351,7 +370,7 @@ class handle {
   // partner of the round, a passive message's receiver), else state_healthy.
   GRMA_INLINE status state_vec_get(state_t* state_vec) {
     layer::local_state& l = state_of(call::gaspi_state_vec_get);
-    if (state_vec == nullptr) failed(errc::null_buffer, call::gaspi_state_vec_get, l.world_size);
+    if (state_vec == nullptr) null_output(call::gaspi_state_vec_get, "state_vec");
     for (int k = 0; k < l.world_size; ++k) state_vec[k] = s_->health()[k];  // by every thread
     r_->sync_threads();
     return success;
@@ -376,26 +395,22 @@ class handle {
     in_range(where, "segment_create's policy", int(policy), 0, 1);
     const std::size_t slot_bytes = (std::size_t(l.cfg.notification_num) * 8 + 255) / 256 * 256;
     size_in_range(where, "segment size", size, 0, ~std::size_t{0} / 2 - slot_bytes);
-    auto* memory = static_cast<unsigned char*>(r.alloc_symmetric(slot_bytes + size, 256));
+    // Every rank names the block with the same id and size.
+    const std::int64_t mine[] = {id, std::int64_t(size)};
+    const char* const names[] = {
+        "segment_create's id differs between ranks (they create the same ids in the same "
+        "order); another rank's",
+        "segment_create's size differs between ranks (every rank passes the same); another "
+        "rank's"};
+    agree(where, s_->agree, mine, names, 2);
+    auto* memory =
+        static_cast<unsigned char*>(r.alloc_symmetric_for(slot_bytes + size, 256, where));
     auto* slots = reinterpret_cast<std::uint64_t*>(memory);
     for (std::size_t i = std::size_t(r.thread()); i < slot_bytes / 8; i += std::size_t(r.threads()))
       slots[i] = 0;
     if (policy == mem_initialized)
       for (std::size_t i = std::size_t(r.thread()); i < size; i += std::size_t(r.threads()))
         memory[slot_bytes + i] = 0;
-    // Every rank names the block with the same id: the highest and the
-    // lowest id any rank passed are this one.
-    if (r.thread() == 0) {
-      s_->agree[0] = id;
-      s_->agree[1] = -id;
-    }
-    r.sync_threads();
-    r.allreduce(team_world, s_->agree + 2, s_->agree, 2, reduce_op::max);
-    if (s_->agree[2] != id || -s_->agree[3] != id)
-      refuse(where,
-             "segment_create's id differs between ranks (they create the same ids in the same "
-             "order); another rank's",
-             s_->agree[2] != id ? s_->agree[2] : -s_->agree[3]);
     if (r.thread() == 0) l.segments[id] = {slots, memory + slot_bytes, size, 1, 0};
     r.barrier(team_world);  // every rank's slots are zero before any rank notifies
     return success;
@@ -414,39 +429,39 @@ class handle {
 
   GRMA_INLINE status segment_ptr(segment_id_t id, void** pointer) {
     void* data = segment(call::gaspi_segment_query, id).data;
-    result_at(call::gaspi_segment_query, pointer) = data;
+    result_at(call::gaspi_segment_query, "pointer", pointer) = data;
     return success;
   }
   // Every rank's copy has the same size.
   GRMA_INLINE status segment_size(segment_id_t id, rank_t rank, std::size_t* size) {
     check_rank(call::gaspi_segment_query, rank);
     const std::size_t bytes = segment(call::gaspi_segment_query, id).bytes;
-    result_at(call::gaspi_segment_query, size) = bytes;
+    result_at(call::gaspi_segment_query, "size", size) = bytes;
     return success;
   }
   GRMA_INLINE status segment_num(int* count) {
     layer::local_state& l = state_of(call::gaspi_segment_query);
     int n = 0;
     for (int id = 0; id < segment_max; ++id) n += l.segments[id].alive != 0 ? 1 : 0;
-    result_at(call::gaspi_segment_query, count) = n;
+    result_at(call::gaspi_segment_query, "count", count) = n;
     return success;
   }
   // The ids of the first `count` live segments, in order.
   GRMA_INLINE status segment_list(int count, segment_id_t* ids) {
     layer::local_state& l = state_of(call::gaspi_segment_query);
-    if (count > 0 && ids == nullptr) failed(errc::null_buffer, call::gaspi_segment_query, count);
+    if (count > 0 && ids == nullptr) null_output(call::gaspi_segment_query, "ids");
     int n = 0;
     for (int id = 0; id < segment_max && n < count; ++id)
       if (l.segments[id].alive != 0) ids[n++] = id;
     return success;
   }
   GRMA_INLINE status segment_max_get(int* count) const {
-    result_at(call::gaspi_segment_query, count) = segment_max;
+    result_at(call::gaspi_segment_query, "count", count) = segment_max;
     return success;
   }
   GRMA_INLINE status notification_num(int* count) {
     const int ids = state_of(call::gaspi_segment_query).cfg.notification_num;
-    result_at(call::gaspi_segment_query, count) = ids;
+    result_at(call::gaspi_segment_query, "count", count) = ids;
     return success;
   }
 
@@ -603,7 +618,8 @@ class handle {
                                      notification_id_t* first_id, timeout_t limit) {
     const call where = call::gaspi_notify_waitsome;
     layer::segment_entry& e = segment(where, segment_local);
-    if (first_id == nullptr) failed(errc::null_buffer, where, count);
+    if (first_id == nullptr) null_output(where, "first_id");
+    if (count < 0) out_of_range(where, "num", count, 0, state_of(where).cfg.notification_num);
     if (count == 0) return success;  // GPI-2's: nothing to wait for (*first_id is left)
     check_ids(where, segment_local, first, count);
     Rank& r = *r_;
@@ -661,17 +677,17 @@ class handle {
   GRMA_INLINE status queue_size(queue_id_t queue, int* posted) {
     layer::local_state& l = state_of(call::gaspi_queue_query);
     check_queue(call::gaspi_queue_query, queue);
-    result_at(call::gaspi_queue_query, posted) = int(l.posted[queue]);
+    result_at(call::gaspi_queue_query, "posted", posted) = int(l.posted[queue]);
     return success;
   }
   GRMA_INLINE status queue_size_max(int* most) {
     const int entries = state_of(call::gaspi_queue_query).cfg.queue_size_max;
-    result_at(call::gaspi_queue_query, most) = entries;
+    result_at(call::gaspi_queue_query, "most", most) = entries;
     return success;
   }
   GRMA_INLINE status queue_num(int* queues) {
     const int n = state_of(call::gaspi_queue_query).cfg.queue_num;
-    result_at(call::gaspi_queue_query, queues) = n;
+    result_at(call::gaspi_queue_query, "queues", queues) = n;
     return success;
   }
 
@@ -712,7 +728,7 @@ class handle {
     Rank& r = *r_;
     const int id = l.groups_made;
     in_range(where, "group id (ids are not reused after group_delete)", id, 1, group_max - 1);
-    group_t& made = result_at(where, group);
+    group_t& made = result_at(where, "group", group);
     r.sync_threads();
     if (r.thread() == 0) {
       l.groups_made = id + 1;
@@ -787,18 +803,18 @@ class handle {
   }
   GRMA_INLINE status group_size(group_t group, int* size) {
     const int n = group_at(call::gaspi_group_query, group, 0).size;
-    result_at(call::gaspi_group_query, size) = n;
+    result_at(call::gaspi_group_query, "size", size) = n;
     return success;
   }
   // The members' world ranks, ascending.
   GRMA_INLINE status group_ranks(group_t group, rank_t* ranks) {
     const int n = group_at(call::gaspi_group_query, group, 0).size;
-    if (n != 0 && ranks == nullptr) failed(errc::null_buffer, call::gaspi_group_query, n);
+    if (n != 0 && ranks == nullptr) null_output(call::gaspi_group_query, "ranks");
     for (int i = 0; i < n; ++i) ranks[i] = world_of(group, i);  // by every thread
     return success;
   }
   GRMA_INLINE status group_max_get(int* count) const {
-    result_at(call::gaspi_group_query, count) = group_max;
+    result_at(call::gaspi_group_query, "count", count) = group_max;
     return success;
   }
 
@@ -885,11 +901,11 @@ class handle {
   }
   // The bytes an allreduce_user reduces at most.
   GRMA_INLINE status allreduce_buf_size_get(std::size_t* bytes) const {
-    result_at(call::gaspi_allreduce_user, bytes) = allreduce_buf_size;
+    result_at(call::gaspi_allreduce_user, "bytes", bytes) = allreduce_buf_size;
     return success;
   }
   GRMA_INLINE status allreduce_elem_max_get(int* count) const {
-    result_at(call::gaspi_allreduce, count) = allreduce_elem_max;
+    result_at(call::gaspi_allreduce, "count", count) = allreduce_elem_max;
     return success;
   }
 
@@ -938,7 +954,7 @@ class handle {
                                      rank_t* rank, std::size_t size, timeout_t limit) {
     const call where = call::gaspi_passive_receive;
     layer::local_state& l = state_of(where);
-    if (rank == nullptr) failed(errc::null_buffer, where, std::int64_t(size));
+    if (rank == nullptr) null_output(where, "rank");
     Rank& r = *r_;
     const int me = r.rank(world);
     auto* to = static_cast<unsigned char*>(place(where, segment_local, offset_local, size, me));
@@ -985,7 +1001,7 @@ class handle {
   }
   GRMA_INLINE status passive_transfer_size_max(std::size_t* bytes) {
     const std::size_t most = state_of(call::gaspi_passive_send).cfg.passive_transfer_size_max;
-    result_at(call::gaspi_passive_send, bytes) = most;
+    result_at(call::gaspi_passive_send, "bytes", bytes) = most;
     return success;
   }
 
@@ -1025,18 +1041,41 @@ class handle {
                                      std::int64_t v4 = 0) const {
     r_->fail(code, where, v0, v1, v2, v3, v4);
   }
+  // Every rank passed the same values[0, n) (a collective over every rank,
+  // through `scratch`, 4n words of the symmetric heap), else the job ends
+  // naming the first that differs (names[i]: "...; another rank's") and
+  // the highest or lowest value another rank passed.
+  GRMA_INLINE void agree(call where, std::int64_t* scratch, const std::int64_t* values,
+                         const char* const* names, int n) const {
+    Rank& r = *r_;
+    if (r.thread() == 0)
+      for (int i = 0; i < n; ++i) {
+        scratch[2 * i] = values[i];
+        scratch[2 * i + 1] = -values[i];
+      }
+    r.sync_threads();
+    std::int64_t* highest = scratch + 2 * n;  // [2i] the highest of value i, [2i + 1] -the lowest
+    r.allreduce(team_world, highest, scratch, std::size_t(2 * n), reduce_op::max);
+    for (int i = 0; i < n; ++i)
+      if (highest[2 * i] != values[i] || -highest[2 * i + 1] != values[i])
+        refuse(where, names[i], highest[2 * i] != values[i] ? highest[2 * i] : -highest[2 * i + 1]);
+  }
   // An argument the call does not take: "what: value".
   [[noreturn]] GRMA_COLD void refuse(call where, const char* what, std::int64_t value) const {
     std::uint32_t n = 0;
     while (what[n] != 0) ++n;
     r_->fail(errc::argument_refused, where, value, 0, 0, 0, 0, what, n);
   }
-  // Where a query's result goes: a null pointer is a bad argument, as a
-  // null buffer is (its size: the result's).
+  // Where a query's result goes: a null pointer is a bad argument, named.
   template <class T>
-  GRMA_INLINE T& result_at(call where, T* pointer) const {
-    if (pointer == nullptr) failed(errc::null_buffer, where, std::int64_t(sizeof(T)));
+  GRMA_INLINE T& result_at(call where, const char* name, T* pointer) const {
+    if (pointer == nullptr) null_output(where, name);
     return *pointer;
+  }
+  [[noreturn]] GRMA_COLD void null_output(call where, const char* name) const {
+    std::uint32_t n = 0;
+    while (name[n] != 0) ++n;
+    r_->fail(errc::null_buffer, where, 0, 0, 0, 0, 0, name, n);
   }
   GRMA_INLINE void check_rank(call where, rank_t rank) const {
     const int n = r_->size(world);

@@ -1717,6 +1717,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     detail::team_workspace& mine = team_workspace(m.slot);
     const std::uint64_t epoch_tag = ((mine.epoch + 1) & 0xffu) << 56;
     constexpr std::uint64_t more_bits = (std::uint64_t{1} << 56) - 1;
+    more &= more_bits;  // as stored and compared (a negative stride: its low 56 bits)
     const std::uint64_t own = epoch_tag | ((std::uint64_t(where) & 0xffu) << 48) |
                               ((std::uint64_t(root) & 0xffffu) << 32) |
                               (std::uint64_t(size) & 0xffffffffu);

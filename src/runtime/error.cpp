@@ -186,7 +186,12 @@ std::string collective_arguments(call where, std::uint64_t size, std::uint64_t m
                                  std::uint64_t root) {
   std::ostringstream s;
   if (where == call::team_split_strided) {
-    s << "size " << size << ", start " << root << " and stride " << more;
+    // The stride as given (a team of one takes any), in 56 bits.
+    s << "size " << size << ", start " << root << " and stride " << (std::int64_t(more << 8) >> 8);
+    return s.str();
+  }
+  if (where == call::team_split_2d) {  // its size: the xrange
+    s << "xrange " << size;
     return s.str();
   }
   s << "size " << size;
@@ -269,7 +274,12 @@ std::string describe_values(const error_record& r) {
     case errc::double_free:
       s << "pointer 0x" << std::hex << u(v[0]) << std::dec << " was freed already (double free)";
       break;
-    case errc::null_buffer: s << "buffer is null but size is " << u(v[0]); break;
+    case errc::null_buffer:
+      if (r.text[0] != '\0')  // an output argument, named (GASPI's queries)
+        s << "the output " << r.text << " is null";
+      else
+        s << "buffer is null but size is " << u(v[0]);
+      break;
     case errc::collective_mismatch:
       s << "collective mismatch on communicator " << comm_name(std::uint32_t(v[0])) << ": rank "
         << v[1] << " called " << call_name(static_cast<call>(v[2])) << " (collective #" << v[3]
@@ -358,8 +368,13 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::symmetric_mismatch:
       s << "every rank must pass the same arguments: world rank " << v[2]
-        << " passed others than world rank 0 (this rank passed " << u(v[0]) << " and " << u(v[1])
-        << ")";
+        << " passed others than world rank 0 (this rank passed ";
+      if (static_cast<call>(r.where) != call::free_symmetric)  // alloc_symmetric, or a layer's
+        s << bytes_text(u(v[0])) << " at alignment " << u(v[1]) << ")";
+      else if (u(v[0]) == ~std::uint64_t{0})
+        s << "null)";
+      else
+        s << "0x" << std::hex << u(v[3]) << std::dec << ", offset " << u(v[0]) << " of its slice)";
       break;
     case errc::symmetric_exhausted:
       s << "cannot allocate " << u(v[0]) << " symmetric bytes: ";
@@ -387,7 +402,8 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::invalid_stride:
       s << "dest stride " << v[0] << ", source stride " << v[1]
-        << ": strides count elements and are never negative (alltoalls': at least 1)";
+        << ": strides count elements and are never negative";
+      if (static_cast<call>(r.where) == call::alltoalls) s << " (alltoalls': at least 1)";
       break;
     case errc::buffer_not_shared:
       s << "buffer 0x" << std::hex << u(v[0]) << std::dec
@@ -401,8 +417,12 @@ std::string describe_values(const error_record& r) {
       s << "this rank is not a member of the team (slot " << v[0] << ", " << v[1] << " members)";
       break;
     case errc::team_invalid:
-      s << "team " << v[0] << " (generation " << v[1]
-        << ") is not a live team (used after team_destroy, or never created)";
+      if (u(v[0]) == team_none.slot)
+        s << "team_none (shmem's team_invalid: what a split gives the ranks outside the team it "
+             "makes) is no team to call on";
+      else
+        s << "team " << v[0] << " (generation " << v[1]
+          << ") is not a live team (used after team_destroy, or never created)";
       break;
     case errc::team_split_invalid:
       if (static_cast<call>(r.where) == call::team_split_2d)
@@ -411,7 +431,8 @@ std::string describe_values(const error_record& r) {
       else
         s << "start " << v[0] << ", stride " << v[1] << " and size " << v[2]
           << " do not name members of a parent team of " << v[3]
-          << " (start >= 0, stride >= 1, size >= 1, start + (size - 1) * stride < parent size)";
+          << " (start >= 0, size >= 1, start + (size - 1) * stride < parent size, and stride >= 1 "
+             "where size > 1)";
       break;
     case errc::team_table_full:
       s << "no team slot is free on every node of the parent team's members (a node has " << v[0]
@@ -461,7 +482,7 @@ std::string describe_values(const error_record& r) {
       break;
     case errc::not_initialized:
       if (v[0] == 1)
-        s << "the GASPI layer is initialized already on this rank (proc_init once per run)";
+        s << "the GASPI layer is initialized already on this rank (proc_term ends it first)";
       else
         s << "the GASPI layer is not initialized on this rank (proc_init first)";
       break;

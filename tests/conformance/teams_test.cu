@@ -69,6 +69,15 @@ struct team_splits {
       CONF_EXPECT(r, rec, r.team_translate(mine, i, parent) == 2 * i + k % 2, 8, i,
                   r.team_translate(mine, i, parent));
     r.barrier(mine);
+    // A team of one member takes any stride (0, or negative).
+    grma::team last = r.team_split_strided(parent, ns - 1, pass == 0 ? 0 : -3, 1);
+    CONF_EXPECT(r, rec,
+                k == ns - 1 ? r.team_rank(last) == 0 && r.team_size(last) == 1 &&
+                                  r.team_translate(last, 0, parent) == k
+                            : last == grma::team_none,
+                18, pass, r.team_size(last));
+    if (k == ns - 1) r.barrier(last);
+    r.team_destroy(last);
     // A grid of rows of 3.
     grma::team row = grma::team_none, column = grma::team_none;
     r.team_split_2d(parent, 3, row, column);

@@ -461,14 +461,44 @@ TEST(Errors, NullBuffer) {
 
 // ---- the core: symmetric heap, RMA, atomics, contexts, waits ----
 
+// On one node the leader compares every rank's arguments with rank 0's;
+// across nodes the members' check of every collective over a team says
+// what the other member passed.
 TEST(Errors, SymmetricSizesDiffer) {
-  const grma::error e = expect_failure([](auto& r) {
+  auto sizes_differ = [](auto& r) {
     r.free_symmetric(r.alloc_symmetric(r.rank(grma::world) == 1 ? 128 : 64));
-  });
+  };
+  const grma::error e = expect_failure(sizes_differ);
   EXPECT_EQ(e.code(), grma::errc::symmetric_mismatch);
   EXPECT_EQ(e.where(), grma::call::alloc_symmetric);
-  EXPECT_THAT(e.what(), HasSubstr("alloc_symmetric: every rank must pass the same arguments: world "
-                                  "rank 1 passed others than world rank 0 (this rank passed "));
+  EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 0: alloc_symmetric: every rank must pass the same "
+                                        "arguments: world rank 1 passed others than world rank 0 "
+                                        "(this rank passed 64 bytes at alignment 64)"),
+                              HasSubstr("rank 1: alloc_symmetric: every rank must pass the same "
+                                        "arguments: world rank 1 passed others than world rank 0 "
+                                        "(this rank passed 128 bytes at alignment 64)")));
+  grma::settings two_nodes = small_job(2);
+  two_nodes.nodes = 2;
+  two_nodes.devices = 2;
+  const grma::error across = expect_failure(sizes_differ, two_nodes);
+  EXPECT_EQ(across.code(), grma::errc::team_collective_mismatch);
+  EXPECT_THAT(across.what(), HasSubstr("alloc_symmetric: every member of team 0 must make the same "
+                                       "collective call: member "));
+  EXPECT_THAT(across.what(), HasSubstr("at alignment 64, this rank for "));
+}
+
+TEST(Errors, SymmetricFreesDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    void* block = r.alloc_symmetric(64);
+    r.free_symmetric(r.rank(grma::world) == 1 ? nullptr : block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::symmetric_mismatch);
+  EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 0: free_symmetric: every rank must pass the same "
+                                        "arguments: world rank 1 passed others than world rank 0 "
+                                        "(this rank passed 0x"),
+                              HasSubstr("rank 1: free_symmetric: every rank must pass the same "
+                                        "arguments: world rank 1 passed others than world rank 0 "
+                                        "(this rank passed null)")));
 }
 
 // Whichever rank's report ends the job names the largest free block,
@@ -630,7 +660,7 @@ TEST(Errors, ShmemNegativeStride) {
   EXPECT_STREQ(
       e.what(),
       "grma: rank 1: iput: dest stride -1, source stride 1: strides count elements and are "
-      "never negative (alltoalls': at least 1)");
+      "never negative");
 }
 
 TEST(Errors, ShmemAlltoallsWithAZeroStride) {
@@ -814,21 +844,53 @@ TEST(Errors, GaspiCommitByARankOutsideTheGroup) {
                "group: 1");
 }
 
-// A query's result pointer is checked as a buffer is: a null one is a bad
-// argument of the call, not a crash.
+// A call's output pointer is checked: a null one is a bad argument of the
+// call, named, not a crash.
 TEST(Errors, GaspiQueriesWithANullResultPointer) {
   const grma::error segment =
       expect_failure(gaspi_program([](auto& g) { g.segment_ptr(0, nullptr); }));
   EXPECT_EQ(segment.code(), grma::errc::null_buffer);
   EXPECT_STREQ(segment.what(),
-               "grma: rank 1: gaspi_segment_ptr/size/num/list: buffer is null but size is 8");
+               "grma: rank 1: gaspi_segment_ptr/size/num/list: the output pointer is null");
   const grma::error rank = expect_failure(gaspi_program([](auto& g) { g.proc_rank(nullptr); }));
-  EXPECT_STREQ(rank.what(), "grma: rank 1: gaspi_proc_rank/num: buffer is null but size is 4");
+  EXPECT_STREQ(rank.what(), "grma: rank 1: gaspi_proc_rank/num: the output rank is null");
   const grma::error group = expect_failure(gaspi_program([](auto& g) { g.group_create(nullptr); }));
-  EXPECT_STREQ(group.what(), "grma: rank 1: gaspi_group_create: buffer is null but size is 4");
+  EXPECT_STREQ(group.what(), "grma: rank 1: gaspi_group_create: the output group is null");
   const grma::error size = expect_failure(gaspi_program([](auto& g) { g.queue_size(0, nullptr); }));
   EXPECT_STREQ(size.what(),
-               "grma: rank 1: gaspi_queue_size/size_max/num: buffer is null but size is 4");
+               "grma: rank 1: gaspi_queue_size/size_max/num: the output posted is null");
+  const grma::error id = expect_failure(
+      gaspi_program([](auto& g) { g.notify_waitsome(0, 0, 4, nullptr, gaspi::test); }));
+  EXPECT_STREQ(id.what(), "grma: rank 1: gaspi_notify_waitsome: the output first_id is null");
+  const grma::error sender = expect_failure(
+      gaspi_program([](auto& g) { g.passive_receive(0, 0, nullptr, 8, gaspi::test); }));
+  EXPECT_STREQ(sender.what(), "grma: rank 1: gaspi_passive_receive: the output rank is null");
+  const grma::error list =
+      expect_failure(gaspi_program([](auto& g) { g.segment_list(1, nullptr); }));
+  EXPECT_STREQ(list.what(),
+               "grma: rank 1: gaspi_segment_ptr/size/num/list: the output ids is null");
+}
+
+TEST(Errors, GaspiWaitsomeOfANegativeCount) {
+  const grma::error e = expect_failure(gaspi_program([](auto& g) {
+    gaspi::notification_id_t id = 0;
+    g.notify_waitsome(0, 0, -1, &id, gaspi::test);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::argument_range);
+  EXPECT_STREQ(e.what(), "grma: rank 1: gaspi_notify_waitsome: num -1 is outside 0 to 1024");
+}
+
+TEST(Errors, GaspiProcInitTwice) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    if (r.rank(grma::world) == 1) g.proc_init(gaspi::block);
+    g.proc_term(gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::not_initialized);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: gaspi_proc_init: the GASPI layer is initialized already on this rank "
+               "(proc_term ends it first)");
 }
 
 TEST(Errors, GaspiCallBeforeProcInit) {
@@ -958,6 +1020,56 @@ TEST(Errors, GaspiSegmentIdsThatDiffer) {
                         "create the same ids in the same order); another rank's: "));
 }
 
+// Sizes and configs that differ between ranks are named by the GASPI call
+// and the argument, before the heap sees them. Every rank fails; each names
+// the value of another rank: the highest or the lowest.
+TEST(Errors, GaspiSegmentSizesThatDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(0, r.rank(grma::world) == 1 ? 128 : 64, gaspi::group_all, gaspi::block);
+    g.barrier(gaspi::group_all, gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::argument_refused);
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 0: gaspi_segment_create: segment_create's size differs between "
+                              "ranks (every rank passes the same); another rank's: 128"),
+                    HasSubstr("rank 1: gaspi_segment_create: segment_create's size differs between "
+                              "ranks (every rank passes the same); another rank's: 64")));
+}
+
+TEST(Errors, GaspiConfigsThatDiffer) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    gaspi::config c = g.config_get();
+    if (r.rank(grma::world) == 1) c.passive_transfer_size_max = 4096;
+    g.proc_init(c, gaspi::block);
+    g.proc_term(gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::argument_refused);
+  EXPECT_THAT(e.what(), AnyOf(HasSubstr("rank 0: gaspi_proc_init: config.passive_transfer_size_max "
+                                        "differs between ranks (every rank passes the same); "
+                                        "another rank's: 4096"),
+                              HasSubstr("rank 1: gaspi_proc_init: config.passive_transfer_size_max "
+                                        "differs between ranks (every rank passes the same); "
+                                        "another rank's: 2048")));
+}
+
+// A segment too large for the heap fails the layer's call; the bytes asked
+// for are its size and its notification slots' (1024 of 8 bytes).
+TEST(Errors, GaspiSegmentLargerThanTheHeap) {
+  const grma::error e = expect_failure([](auto& r) {
+    gaspi::handle g(r);
+    g.proc_init(gaspi::block);
+    g.segment_create(1, std::size_t{1} << 30, gaspi::group_all, gaspi::block);
+    g.proc_term(gaspi::block);
+  });
+  EXPECT_EQ(e.code(), grma::errc::symmetric_exhausted);
+  EXPECT_THAT(e.what(),
+              HasSubstr("gaspi_segment_create: cannot allocate 1073750016 symmetric bytes: "
+                        "each rank's slice of "));
+}
+
 TEST(Errors, GaspiPassiveMessageLargerThanTheReceive) {
   const grma::error e = expect_failure([](auto& r) {
     gaspi::handle g(r);
@@ -1056,8 +1168,14 @@ TEST(Errors, SplitOutsideTheParent) {
   });
   EXPECT_STREQ(e.what(),
                "grma: rank 0: team_split_strided: start 1, stride 2 and size 2 do not name members "
-               "of a parent team of 2 (start >= 0, stride >= 1, size >= 1, start + (size - 1) * "
-               "stride < parent size)");
+               "of a parent team of 2 (start >= 0, size >= 1, start + (size - 1) * stride < parent "
+               "size, and stride >= 1 where size > 1)");
+  const grma::error reversed = expect_failure([](auto& r) {
+    if (r.rank(grma::world) == 0) r.team_split_strided(grma::team_world, 1, -1, 2);
+    r.barrier(grma::team_world);
+  });
+  EXPECT_THAT(reversed.what(), HasSubstr("team_split_strided: start 1, stride -1 and size 2 do not "
+                                         "name members of a parent team of 2"));
 }
 
 TEST(Errors, Split2DWithoutColumns) {
@@ -1167,17 +1285,48 @@ TEST(Errors, MembersReduceCountsThatDifferAboveTheLow24Bits) {
 // members that differ only there would make different teams or move
 // different elements.
 TEST(Errors, MembersSplitWithDifferentStrides) {
-  const grma::error e = expect_failure([](auto& r) {
-    r.team_split_strided(grma::team_world, 0, r.rank(grma::world) == 0 ? 1 : 2, 1);
-  });
+  const grma::error e = expect_failure(
+      [](auto& r) {
+        r.team_split_strided(grma::team_world, 0, r.rank(grma::world) == 0 ? 1 : 2, 2);
+      },
+      4);
   EXPECT_THAT(
       e.what(),
       AnyOf(HasSubstr("rank 1: team_split_strided: every member of team 0 must make the "
                       "same collective call: member 0 called team_split_strided with size "
-                      "1, start 0 and stride 1, this rank with size 1, start 0 and stride 2"),
+                      "2, start 0 and stride 1, this rank with size 2, start 0 and stride 2"),
             HasSubstr("rank 0: team_split_strided: every member of team 0 must make the "
-                      "same collective call: member 1 called team_split_strided with size "
-                      "1, start 0 and stride 2, this rank with size 1, start 0 and stride 1")));
+                      "same collective call: member 3 called team_split_strided with size "
+                      "2, start 0 and stride 2, this rank with size 2, start 0 and stride 1")));
+}
+
+TEST(Errors, MembersSplit2DWithDifferentRows) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team row = grma::team_none, column = grma::team_none;
+    r.team_split_2d(grma::team_world, r.rank(grma::world) == 0 ? 1 : 2, row, column);
+  });
+  EXPECT_THAT(e.what(),
+              AnyOf(HasSubstr("rank 1: team_split_2d: every member of team 0 must make the same "
+                              "collective call: member 0 called team_split_2d with xrange 1, this "
+                              "rank with xrange 2"),
+                    HasSubstr("rank 0: team_split_2d: every member of team 0 must make the same "
+                              "collective call: member 1 called team_split_2d with xrange 2, this "
+                              "rank with xrange 1")));
+}
+
+// What a split gives the ranks outside it is no team to call on.
+TEST(Errors, CollectiveOnTeamNone) {
+  const grma::error e = expect_failure([](auto& r) {
+    grma::team first = r.team_split_strided(grma::team_world, 0, 1, 1);
+    if (r.rank(grma::world) == 1) r.barrier(first);
+    r.barrier(grma::team_world);
+    r.team_destroy(first);
+  });
+  EXPECT_EQ(e.code(), grma::errc::team_invalid);
+  EXPECT_STREQ(
+      e.what(),
+      "grma: rank 1: barrier: team_none (shmem's team_invalid: what a split gives the ranks "
+      "outside the team it makes) is no team to call on");
 }
 
 TEST(Errors, MembersCallAlltoallsWithDifferentStrides) {

@@ -30,16 +30,21 @@ class symmetric_heap_calls {
   // copy. Every rank passes the same arguments. Like OpenSHMEM's
   // shmem_malloc it is a barrier: no rank returns before all have called.
   GRMA_INLINE void* alloc_symmetric(std::size_t bytes, std::size_t alignment = 64) {
+    return alloc_symmetric_for(bytes, alignment, call::alloc_symmetric);
+  }
+  // alloc_symmetric for a call's own use (a layer's segment): its errors
+  // (arguments that differ between ranks, a heap too full) name that call.
+  GRMA_INLINE void* alloc_symmetric_for(std::size_t bytes, std::size_t alignment, call where) {
     Rank& r = self();
-    check_alignment(alignment, call::alloc_symmetric);
+    check_alignment(alignment, where);
     // Across nodes the nodes' tables may differ (team blocks): the offset
     // is agreed over world's members.
-    if (r.spans_nodes()) return allocate_agreed(team_world, bytes, alignment);
+    if (r.spans_nodes()) return allocate_agreed(team_world, bytes, alignment, where);
     // Every rank passed the same arguments: the leader's are everyone's.
     const std::uint64_t result = agreed_action(
-        call::alloc_symmetric, bytes, alignment,
+        where, bytes, alignment,
         [&](const detail::collective_arrival*) { return allocate(bytes, alignment, 0); });
-    if ((result & exhausted) != 0) fail_exhausted(bytes, result);
+    if ((result & exhausted) != 0) fail_exhausted(bytes, result, where);
     return r.symmetric_slice_base() + result;
   }
 
@@ -52,7 +57,7 @@ class symmetric_heap_calls {
   GRMA_INLINE void* alloc_symmetric(team t, std::size_t bytes, std::size_t alignment = 64) {
     if (t == team_world) return alloc_symmetric(bytes, alignment);
     check_alignment(alignment, call::alloc_symmetric);
-    return allocate_agreed(t, bytes, alignment);
+    return allocate_agreed(t, bytes, alignment, call::alloc_symmetric);
   }
 
   // alloc_symmetric(t, count * size), zeroed in every member's slice before
@@ -114,7 +119,8 @@ class symmetric_heap_calls {
     }
     const std::uint64_t offset = r.symmetric_offset_of(block, 1, call::free_symmetric);
     const std::uint64_t result = agreed_action(
-        call::free_symmetric, offset, 0, [&](const detail::collective_arrival*) { return release(offset, 0); });
+        call::free_symmetric, offset, 0,
+        [&](const detail::collective_arrival*) { return release(offset, 0); }, block);
     if (result != 0) fail_release(block, result);
   }
 
@@ -174,27 +180,28 @@ class symmetric_heap_calls {
     self().fail(errc::invalid_free, call::free_symmetric, address);
   }
 
-  GRMA_COLD void fail_exhausted(std::uint64_t bytes, std::uint64_t result) {
+  GRMA_COLD void fail_exhausted(std::uint64_t bytes, std::uint64_t result, call where) {
     const Rank& r = self();
-    r.fail(errc::symmetric_exhausted, call::alloc_symmetric, std::int64_t(bytes),
+    r.fail(errc::symmetric_exhausted, where, std::int64_t(bytes),
            std::int64_t(r.view().symmetric_slice), std::int64_t(result & value_mask),
            std::int64_t(*r.view().symmetric.count), std::int64_t(r.view().symmetric.capacity));
   }
 
   // A block over team t whose offset the members agree on in the tables
   // of every node of them (team_agree).
-  GRMA_OUT_OF_LINE void* allocate_agreed(team t, std::size_t bytes, std::size_t alignment) {
+  GRMA_OUT_OF_LINE void* allocate_agreed(team t, std::size_t bytes, std::size_t alignment,
+                                         call where) {
     Rank& r = self();
-    const detail::team_members m = r.resolve_team(t, call::alloc_symmetric);
-    const int me = r.team_member(m, call::alloc_symmetric);
+    const detail::team_members m = r.resolve_team(t, where);
+    const int me = r.team_member(m, where);
     // The barrier in it: every member has made the same call.
-    r.team_collective_begin(m, me, call::alloc_symmetric, bytes, int(alignment));
+    r.team_collective_begin(m, me, where, bytes, int(alignment));
     const std::uint64_t owner = t == team_world ? 0 : r.symmetric_owner(m, t.generation);
     const detail::symmetric_table& table = r.view().symmetric;
     std::uint64_t largest = 0;  // this node's largest gap, where it had none
     bool short_here = false;    // this node's table had no gap (its first member looked)
     const std::uint64_t agreed = r.team_agree(
-        m, r.team_first_here(m, me), 0, call::alloc_symmetric,
+        m, r.team_first_here(m, me), 0, where,
         [&](std::uint64_t from) {
           detail::symmetric_failure why{};
           const std::uint64_t at = detail::symmetric_first_fit(table, first_offset(from), r.view().symmetric_slice,
@@ -213,18 +220,19 @@ class symmetric_heap_calls {
       // exchange hands every member the smallest largest gap of the nodes
       // that had none (as above - gap, the exchange keeping the largest).
       constexpr std::uint64_t above = detail::team_value_none - 1;
-      const std::uint64_t seen =
-          r.team_exchange(m, short_here ? above - largest : 0, call::alloc_symmetric);
-      fail_exhausted(bytes, failed | exhausted | (seen == 0 ? 0 : above - seen));
+      const std::uint64_t seen = r.team_exchange(m, short_here ? above - largest : 0, where);
+      fail_exhausted(bytes, failed | exhausted | (seen == 0 ? 0 : above - seen), where);
     }
     return r.symmetric_slice_base() + agreed;
   }
 
   // A world collective that runs `act` at the leader once every rank has
   // passed the same (p0, p1); where one passed others, every rank fails
-  // the job naming the first that differs from world rank 0.
+  // the job naming the first that differs from world rank 0 (and `block`,
+  // the address a free was given).
   template <class Act>
-  GRMA_INLINE std::uint64_t agreed_action(call where, std::uint64_t p0, std::uint64_t p1, Act&& act) {
+  GRMA_INLINE std::uint64_t agreed_action(call where, std::uint64_t p0, std::uint64_t p1, Act&& act,
+                                          const void* block = nullptr) {
     Rank& r = self();
     const auto l = r.layout(world);
     const std::uint64_t result =
@@ -237,7 +245,8 @@ class symmetric_heap_calls {
         });
     if ((result & disagreed) != 0)
       r.fail(errc::symmetric_mismatch, where, std::int64_t(p0), std::int64_t(p1),
-             std::int64_t(result & value_mask));
+             std::int64_t(result & value_mask),
+             std::int64_t(reinterpret_cast<std::uintptr_t>(block)));
     return result;
   }
 };

@@ -100,14 +100,17 @@ class team_calls {
   }
 
   // Members start, start + stride, ... (size of them) of `parent`.
+  // A team of one member takes any stride (OpenSHMEM's); a larger one a
+  // stride of at least 1.
   GRMA_INLINE team team_split_strided(team parent, int start, int stride, int size) {
     Rank& r = self();
     const detail::team_members p = r.resolve_team(parent, call::team_split_strided);
-    check_split(p, start, stride, size, call::team_split_strided);
-    // Every member makes the same split (size, start and stride checked)
-    // before a node's table is locked for it.
+    check_split(p, start, size == 1 ? 1 : stride, size, call::team_split_strided);
+    // Every member makes the same split (size, start and stride checked,
+    // as given) before a node's table is locked for it.
     r.team_collective_begin(p, r.team_member(p, call::team_split_strided), call::team_split_strided,
                             std::size_t(size), start, std::uint64_t(stride));
+    if (size == 1) stride = 1;
     detail::team_members child{0, p.base, p.start + start * p.stride, stride * p.stride, size};
     const std::uint64_t taken = take_slot(p, child, r.team_members_here(child), call::team_split_strided);
     child.slot = std::uint32_t(taken >> 32);
