@@ -30,7 +30,14 @@ class command_line {
   bool next() { return ++at_ < argc_; }
   // The argument stepped to.
   std::string option() const { return argv_[at_]; }
-  [[noreturn]] void unknown() const { usage("unknown argument '" + option() + "'"); }
+  // An argument no option took; --help (or -h) asks for the usage line.
+  [[noreturn]] void unknown() const {
+    if (option() == "--help" || option() == "-h") {
+      std::printf("usage: %s %s\n", program_, synopsis_);
+      std::exit(0);
+    }
+    usage("unknown argument '" + option() + "'");
+  }
   // The option's value: the argument after it, stepped over.
   std::string value() {
     if (at_ + 1 >= argc_) usage(option() + " needs a value");
@@ -49,6 +56,15 @@ class command_line {
       usage(std::string(what) + " must be a number from " + std::to_string(low) + " to " +
             std::to_string(high) + ", not '" + text + "'");
     return v;
+  }
+  // Closes a file the program wrote: where a write failed (a full disk, a
+  // file that takes no writes), the program ends with status 1 and says so.
+  void close_written(std::FILE* file, const std::string& path) const {
+    const bool failed = std::ferror(file) != 0;
+    if (std::fclose(file) != 0 || failed) {
+      std::fprintf(stderr, "%s: cannot write %s\n", program_, path.c_str());
+      std::exit(1);
+    }
   }
   // The option's value split at commas: at least one item.
   std::vector<std::string> items() {

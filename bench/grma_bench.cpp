@@ -955,7 +955,8 @@ int main(int argc, char** argv) try {
   }
   if (json) {
     std::fprintf(json, "\n  ]\n}\n");
-    std::fclose(json);
+    const bool failed = std::ferror(json) != 0;
+    if (std::fclose(json) != 0 || failed) throw std::runtime_error("cannot write " + o.json);
   }
   if (lead) std::printf("%sJSON: %s\n", reports.c_str(), o.json.c_str());
   return 0;

@@ -32,9 +32,10 @@ int main(int argc, char** argv) try {
   std::printf("devices\n  %-5s %-7s %-4s %-7s %-28s %-14s %10s %6s %12s\n", "job", "process", "node",
               "ordinal", "name", "bus", "memory MiB",
               t.backend == grma::backend_kind::cuda ? "SMs" : "cores", "smem/block");
-  for (const grma::device_description& d : t.devices)
-    std::printf("  %-5d %-7d %-4d %-7d %-28s %-14s %10llu %6d %12zu\n", d.index, d.process, d.node,
-                d.ordinal, d.name.c_str(), d.bus_id.empty() ? "-" : d.bus_id.c_str(),
+  for (const grma::device_description& d : t.devices)  // an ordinal is a GPU's
+    std::printf("  %-5d %-7d %-4d %-7s %-28s %-14s %10llu %6d %12zu\n", d.index, d.process, d.node,
+                t.backend == grma::backend_kind::cuda ? std::to_string(d.ordinal).c_str() : "-",
+                d.name.c_str(), d.bus_id.empty() ? "-" : d.bus_id.c_str(),
                 static_cast<unsigned long long>(d.memory_bytes >> 20), d.multiprocessors,
                 d.shared_memory_per_block);
 
@@ -61,6 +62,8 @@ int main(int argc, char** argv) try {
   std::printf("\nlimits\n");
   std::printf("  heap per device           %llu bytes (GRMA_HEAP_SIZE)\n",
               static_cast<unsigned long long>(s.heap_size));
+  std::printf("  symmetric heap per device %llu bytes (GRMA_SYMMETRIC_SIZE)\n",
+              static_cast<unsigned long long>(s.symmetric_size));
   std::printf("  notification ring         %u slots per rank and device (GRMA_QUEUE_CAPACITY)\n",
               s.queue_capacity);
   std::printf("  unmatched notifications   %u per rank (GRMA_MATCH_CAPACITY)\n", s.match_capacity);

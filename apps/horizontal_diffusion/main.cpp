@@ -263,7 +263,7 @@ int main(int argc, char** argv) try {
   }
   if (json) {
     std::fprintf(json, "\n  ]\n}\n");
-    std::fclose(json);
+    line.close_written(json, o.json);
     std::printf("JSON: %s\n", o.json.c_str());
   }
   if (!all_good) {

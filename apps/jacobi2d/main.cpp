@@ -146,7 +146,7 @@ int main(int argc, char** argv) try {
   grma::settings s = grma::settings::from_environment(&argc, argv);
   apps::command_line line("grma-jacobi2d",
                           "[--sizes N,N,...] [--iterations N] [--repeats K] [--check-iterations K] "
-                          "[--threads T] [--no-baseline] [--json FILE]",
+                          "[--threads T] [--no-baseline] [--no-nvshmem] [--json FILE]",
                           argc, argv);
   const options o = parse(line);
   const grma::launch_options launch{.threads_per_rank = o.threads};
@@ -168,6 +168,11 @@ int main(int argc, char** argv) try {
     slice = std::max<std::uint64_t>(slice, jacobi::tile_bytes(d) + (64 << 10));
   }
   slice = (slice + 4095) / 4096 * 4096;
+  constexpr std::uint64_t symmetric_most = std::uint64_t(1) << 40;  // GRMA_SYMMETRIC_SIZE's
+  if (slice * std::uint64_t(info.ranks_per_device) > symmetric_most)
+    line.usage("the largest size's tiles need " +
+               std::to_string(slice * std::uint64_t(info.ranks_per_device)) +
+               " bytes of symmetric heap a device, more than GRMA_SYMMETRIC_SIZE takes (1024G)");
   s.symmetric_size =
       std::max<std::uint64_t>(s.symmetric_size, slice * std::uint64_t(info.ranks_per_device));
   grma::runtime rt(s);
@@ -309,7 +314,7 @@ int main(int argc, char** argv) try {
   }
   if (json) {
     std::fprintf(json, "  ]\n}\n");
-    std::fclose(json);
+    line.close_written(json, o.json);
   }
   if (!all_good)
     std::fprintf(stderr, "grma-jacobi2d: a result differs from the serial reference\n");

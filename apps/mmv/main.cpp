@@ -50,7 +50,7 @@ options parse(apps::command_line& line) {
     } else if (a == "--pairs") {
       o.pairs = int(line.number(1, 1 << 16));
     } else if (a == "--vectors") {
-      o.vectors = line.number(1, 1ll << 40);
+      o.vectors = line.number(1, (1ll << 31) - 1);  // batches count in an int
     } else if (a == "--repeats") {
       o.repeats = int(line.number(1, 1000));
     } else if (a == "--threads") {
@@ -206,7 +206,7 @@ int main(int argc, char** argv) try {
   }
   if (json) {
     std::fprintf(json, "  ]\n}\n");
-    std::fclose(json);
+    line.close_written(json, o.json);
   }
   if (!all_good)
     std::fprintf(stderr, "grma-mmv: a product differs from the matrix times its vector\n");

@@ -117,15 +117,28 @@ inline csr read_matrix_market(const std::string& path) {
   }
   std::istringstream header(line);
   long rows = 0, cols = 0, entries = 0;
-  if (!(header >> rows >> cols >> entries) || rows != cols || rows < 1 || rows > (1L << 30))
-    throw std::runtime_error(path + ": a square matrix's size line expected");
+  if (!(header >> rows >> cols >> entries) || entries < 0)
+    throw std::runtime_error(path + ": a size line (rows, columns, entries) expected");
+  if (rows != cols || rows < 1)
+    throw std::runtime_error(path + ": " + std::to_string(rows) + " x " + std::to_string(cols) +
+                             " is no square matrix");
+  if (rows > (1L << 30))
+    throw std::runtime_error(path + ": " + std::to_string(rows) + " rows are more than 2^30");
   std::vector<std::vector<std::pair<int, double>>> below(static_cast<std::size_t>(rows));
   std::vector<double> diagonal(static_cast<std::size_t>(rows), 0.0);
   for (long k = 0; k < entries; ++k) {
     long r = 0, c = 0;
     double v = 1.0;
-    if (!(in >> r >> c) || (!pattern && !(in >> v)) || r < 1 || c < 1 || r > rows || c > rows)
+    if (!(in >> r >> c) || (!pattern && !(in >> v))) {
+      if (in.eof())
+        throw std::runtime_error(path + ": the file ends after " + std::to_string(k) + " of its " +
+                                 std::to_string(entries) + " entries");
       throw std::runtime_error(path + ": bad entry " + std::to_string(k + 1));
+    }
+    if (r < 1 || c < 1 || r > rows || c > rows)
+      throw std::runtime_error(path + ": entry " + std::to_string(k + 1) + " (" +
+                               std::to_string(r) + ", " + std::to_string(c) + ") is outside the " +
+                               std::to_string(rows) + " x " + std::to_string(rows) + " matrix");
     if (r < c) {
       if (!symmetric) continue;  // above the diagonal
       std::swap(r, c);           // a symmetric file's upper entry is its lower one

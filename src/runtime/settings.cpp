@@ -99,6 +99,16 @@ void settings::check() const {
   if (unsigned(waits) > unsigned(waits_kind::sleep))
     bad("GRMA_WAITS", n(unsigned(waits)), "auto, spin, yield or sleep");
   if (node_id.size() > 63) bad("GRMA_NODE_ID", node_id, "1 to 63 characters");
+  // A transport this grma was not built with can join nothing, whatever the
+  // job's shape.
+  const std::vector<transport_kind> built = transports_built();
+  if (transport != transport_kind::automatic &&
+      std::find(built.begin(), built.end(), transport) == built.end()) {
+    std::string these = "auto";
+    for (transport_kind k : built) these += std::string(", ") + to_string(k);
+    bad("GRMA_TRANSPORT", to_string(transport),
+        ("a transport this grma was built with: " + these).c_str());
+  }
 }
 
 namespace {
