@@ -1,15 +1,15 @@
 #include "process_group.hpp"
 
-#include <algorithm>
-#include <chrono>
+#include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "grma/error.hpp"
 
@@ -56,17 +56,43 @@ void settle() {
     check_mpi(MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE), "MPI_Wait");
 }
 
+// How many ranks_running live (runs of this process whose ranks run).
+std::atomic<int> runs_with_ranks{0};
+
+// At exit. Not where ranks still run (a rank called exit()): the others
+// wait for this process's vote. Not where a vote is left unfinished after a
+// while: a process of the job was lost, and finalizing would wait for it
+// for ever. Either way the process leaves MPI as a lost process does.
 void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized) return;
-  if (pending_vote.request != MPI_REQUEST_NULL)
-    MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE);  // at exit: no one to tell of an error
+  if (finalized || runs_with_ranks.load() != 0) return;
+  if (pending_vote.request != MPI_REQUEST_NULL) {
+    // A slow process's vote comes within the watch's silence and a margin.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    int done = 0;
+    while (MPI_Test(&pending_vote.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
+           std::chrono::steady_clock::now() < give_up)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!done) return;
+  }
   MPI_Finalize();
 }
 #endif
 
 }  // namespace
+
+process_group::ranks_running::ranks_running() {
+#if GRMA_HAVE_MPI
+  runs_with_ranks.fetch_add(1);
+#endif
+}
+
+process_group::ranks_running::~ranks_running() {
+#if GRMA_HAVE_MPI
+  runs_with_ranks.fetch_sub(1);
+#endif
+}
 
 process_group& process_group::get() {
   static process_group group;
@@ -149,6 +175,7 @@ std::optional<bool> process_group::end_of_run_vote(
     // As long as the watch's silence: a process that stalled that long and
     // then votes is slow, not lost.
     constexpr auto late_vote = std::chrono::seconds(5);
+    const auto voted = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point lost_since{};
     for (;;) {
       int done = 0;
@@ -158,9 +185,14 @@ std::optional<bool> process_group::end_of_run_vote(
         lost = lost_now();
         lost_since = std::chrono::steady_clock::now();
       }
-      if (!lost.empty() &&
-          (voted_failed || std::chrono::steady_clock::now() - lost_since > late_vote))
-        return std::nullopt;
+      const auto now = std::chrono::steady_clock::now();
+      if (!lost.empty() && (voted_failed || now - lost_since > late_vote)) return std::nullopt;
+      // Having failed with no loss seen (its watchdog fired, say, and its
+      // network engine stopped before it saw a process of another node
+      // gone): the live processes learned of the failure and vote; one
+      // that has not after as long is gone or stuck, and this process's own
+      // failure is the run's.
+      if (voted_failed && now - voted > late_vote) return std::nullopt;
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }

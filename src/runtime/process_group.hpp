@@ -17,6 +17,18 @@ class process_group {
  public:
   static process_group& get();
 
+  // While one lives, this process's ranks run, and the other processes
+  // will wait for its end-of-run vote: a process that exits then (a rank
+  // called exit()) leaves MPI without finalizing it, as a lost process does
+  // (finalizing would wait for the others, which wait for its vote).
+  class ranks_running {
+   public:
+    ranks_running();
+    ~ranks_running();
+    ranks_running(const ranks_running&) = delete;
+    ranks_running& operator=(const ranks_running&) = delete;
+  };
+
   int index() const { return index_; }
   int count() const { return count_; }
 
@@ -33,9 +45,10 @@ class process_group {
   // Such a process may never vote, so this process may leave with its vote
   // cast and no result (nullopt), and completes the vote at its next
   // collective: the others' vote still ends, whether it was lost or slow.
-  // Having voted "failed" (a loss seen before voting) it leaves at once:
-  // every process learns that vote. Having voted "ran", it waits 5 s more
-  // first, so that a late vote, whose result every process sees, decides.
+  // Having voted "failed" it leaves at once where it saw a loss, else after
+  // 5 s: every process learns that vote. Having voted "ran", it waits 5 s
+  // more first, so that a late vote, whose result every process sees,
+  // decides.
   std::optional<bool> end_of_run_vote(bool failed, std::string& lost,
                                       const std::function<std::string()>& lost_now) const;
   // Collective checkpoint: returns when no process failed since the last

@@ -28,6 +28,10 @@
 //           two processes per node, whose watchdogs may both fire)
 //   stuck_both  rank 0 as in stuck, and rank 1 (the other node, whose
 //           watchdog is slower) waits too: its node's report names both
+//   exits   rank 1 (a CPU rank, the last process's) calls exit(5) while
+//           rank 0 waits for it: no process hangs (one that exits while its
+//           ranks run leaves MPI unfinalized, as a lost one; the others report
+//           it, or their watchdog's report, and leave)
 //   held    rank 1 notifies rank 0 (the other node) once more than rank 0's
 //           queue holds (run with --grma-queue-capacity=4) and enters a
 //           barrier where rank 0 waits: rank 1's arrival waits for its last
@@ -36,6 +40,7 @@
 // what a put sends is in grma memory), so the same cases run on two GPUs
 // made two nodes.
 #include <cstdio>
+#include <cstdlib>
 #include <grma/grma.hpp>
 #include <stdexcept>
 #include <string>
@@ -300,6 +305,19 @@ struct stuck {
   }
 };
 
+struct exits {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    void* memory = r.alloc(64);
+    grma::window w = r.window_create(grma::world, memory, 64);
+    r.barrier(grma::world);
+#if !defined(__CUDA_ARCH__)
+    if (r.rank(grma::world) == 1) std::exit(5);
+#endif
+    if (r.rank(grma::world) == 0) r.wait_notifications(w, 1, 9, 1);  // never sent
+  }
+};
+
 struct held {
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
@@ -332,13 +350,15 @@ int main(int argc, char** argv) try {
     rt.run(late{which != "late", which == "late_throw"});
   } else if (which == "stuck" || which == "stuck_node" || which == "stuck_both") {
     rt.run(stuck{which == "stuck_node", which == "stuck_both"});
+  } else if (which == "exits") {
+    rt.run(exits{});
   } else if (which == "held") {
     rt.run(held{});
   } else {
     std::fprintf(stderr,
                  "usage: %s "
                  "flood|large|forged|forged_symmetric|forged_atomic|order|windows|late|late_assert|"
-                 "late_throw|stuck|stuck_node|stuck_both|held "
+                 "late_throw|stuck|stuck_node|stuck_both|exits|held "
                  "[--grma-...]\n",
                  argv[0]);
     return 2;

@@ -31,7 +31,7 @@ error_record exception_record(int rank) {
   error_record record{};
   record.code = std::int32_t(errc::rank_exception);
   record.rank = rank;
-  record.where = std::int32_t(call::none);
+  record.where = std::int32_t(call::runtime);  // no grma call: the program's own
   std::string what = "an exception that is not a std::exception";
   try {
     throw;
@@ -333,6 +333,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   if (processes > 1)
     watch = std::make_unique<process_watch>(beats, me, mine[0]->control, info.rank_responsible);
 
+  const process_group::ranks_running running;  // until the vote below is done
   const std::exception_ptr failure = run_cpu_ranks(mine, body);
   // The other nodes may still need this process's memory: the engines
   // serve them until every part is done.
@@ -347,29 +348,41 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
   }
   std::string report = progress_engine::first_report(watchdogs);
   // The control block of the node whose error the job ends with (each
-  // node records the first error it sees), else of this process's first.
+  // node records the first error it sees), else of this process's first;
+  // and where another process's watchdog ended the job (of this node, or
+  // of another node, whose report an engine left here), what it saw.
   const job_control* control = mine[0]->control;
-  for (const node_here& n : on)
-    if (load_acquire<scope::system>(n.job[0]->control->error_claimed) != 0) {
-      control = n.job[0]->control;
-      break;
-    }
-  // Another process's watchdog ended the job (of this node, or of another
-  // node, whose report an engine left here): report what it saw.
-  for (const node_here& n : on)
-    if (report.empty()) report = left_report(*n.job[0]->control);
-  const auto watch_failure = [&] { return watch ? watch->failure() : std::string(); };
-  std::string lost = watch_failure();
-  for (const node_here& n : on)
-    if (lost.empty() && n.network) lost = n.network->failure();
+  const auto look_at_nodes = [&] {
+    for (const node_here& n : on)
+      if (load_acquire<scope::system>(n.job[0]->control->error_claimed) != 0) {
+        control = n.job[0]->control;
+        break;
+      }
+    for (const node_here& n : on)
+      if (report.empty()) report = left_report(*n.job[0]->control);
+  };
+  look_at_nodes();
+  // A process this node's watch or a network engine takes for lost.
+  const auto lost_now = [&] {
+    std::string seen = watch ? watch->failure() : std::string();
+    for (const node_here& n : on)
+      if (seen.empty() && n.network) seen = n.network->failure();
+    return seen;
+  };
+  std::string lost = lost_now();
   // Every process, failed or not, votes before any unmaps its memory
   // (others' ranks may still use it). A process that seems lost (to this
   // node's watch, or to the network engine before the vote) cannot stall
   // the vote: leaving without a vote made the others wait for ever, in MPI,
   // where no watchdog reaches, when it was only slow.
   const std::optional<bool> failed_somewhere =
-      group.end_of_run_vote(failure || !report.empty(), lost, watch_failure);
-  if (failed_somewhere.value_or(true)) throw_failure(failure, report, lost, *control);
+      group.end_of_run_vote(failure || !report.empty(), lost, lost_now);
+  if (failed_somewhere.value_or(true)) {
+    // Another process of the node may have left its error or its report
+    // while this one's ranks had returned: it voted after leaving them.
+    look_at_nodes();
+    throw_failure(failure, report, lost, *control);
+  }
   if (o.userdata_size != 0) merge_userdata(o, userdata);
 }
 

@@ -509,6 +509,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
                            network ? &network->others_progress() : nullptr);
   process_watch watch(beats, me, host_view.control, plan.ranks);
   job_control& control = *host_view.control;
+  const process_group::ranks_running running;  // until the vote below is done
   const kernel_outcome run =
       kernel.launch_and_wait(view, plan.ranks, plan.threads, plan.shared_bytes, stream->get());
   after_launch(gpu, run, control);
@@ -520,9 +521,15 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   // Another process's watchdog ended the job (of this node, or of another
   // node, whose report an engine left here): report what it saw.
   if (report.empty()) report = left_report(control);
-  std::string lost = watch.failure();
-  if (lost.empty() && network) lost = network->failure();
+  // A process this node's watch or the network engine takes for lost.
+  const auto lost_now = [&] {
+    std::string seen = watch.failure();
+    if (seen.empty() && network) seen = network->failure();
+    return seen;
+  };
+  std::string lost = lost_now();
   auto fail = [&] {
+    if (report.empty()) report = left_report(control);  // left while this process voted
     if (control.error_claimed != 0) throw error(control.error);
     if (!lost.empty()) throw error(errc::process_failed, -1, call::runtime, lost);
     if (!report.empty()) throw error(errc::timeout, -1, call::runtime, report);
@@ -534,10 +541,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   // kernels may still use. A process that seems lost cannot stall the vote:
   // the others leave without its vote (it may only be stopped, its kernel
   // still running until it sees the abort flag raised above or by the watch).
-  if (group
-          .end_of_run_vote(run.status != 0 || !report.empty(), lost,
-                           [&] { return watch.failure(); })
-          .value_or(true))
+  if (group.end_of_run_vote(run.status != 0 || !report.empty(), lost, lost_now).value_or(true))
     fail();
   watch.stop();
   if (o.userdata_size != 0)
