@@ -299,12 +299,7 @@ class handle {
     const std::size_t passive = (c.passive_transfer_size_max + 7) / 8 * 8;
     // Zeroed on every rank before any rank returns: no word another rank
     // writes is cleared after it was written.
-    auto* s = static_cast<layer::state*>(
-        r.alloc_symmetric_for(layer::state::bytes(n, passive), 64, where));
-    for (std::size_t i = std::size_t(r.thread()); i < layer::state::bytes(n, passive) / 8;
-         i += std::size_t(r.threads()))
-      reinterpret_cast<std::uint64_t*>(s)[i] = 0;
-    r.barrier(world);
+    auto* s = static_cast<layer::state*>(r.calloc_symmetric(layer::state::bytes(n, passive), 1));
     layer::local_state* l = layer::local_of(s);
     auto* words = reinterpret_cast<std::uint32_t*>(l);
     for (std::size_t i = std::size_t(r.thread()); i < sizeof(layer::local_state) / 4;

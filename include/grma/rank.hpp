@@ -1726,7 +1726,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       const int next = m.world_of(view(), (me + 1) % m.size);
       constexpr std::size_t word =
           offsetof(detail::team_workspace, signature) / sizeof(std::uint64_t);
-      if (more != 0) team_word_store(next, m.slot, word + 1, epoch_tag | (more & more_bits), where);
+      if (more != 0) team_word_store(next, m.slot, word + 1, epoch_tag | more, where);
       team_word_store(next, m.slot, word, own, where);
     }
     team_barrier(m, where);
@@ -1761,7 +1761,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     // and more, its size, its root and this rank's (16 bits each), and that
     // member with this rank's size.
     if (before != own || before_more != more)
-      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot | (more & more_bits) << 8),
+      fail(errc::team_collective_mismatch, where, std::int64_t(m.slot | more << 8),
            std::int64_t(((before >> 48) & 0xffu) | before_more << 8),
            std::int64_t(before & 0xffffffffu),
            std::int64_t((before >> 32) & 0xffffu) | std::int64_t((own >> 32) & 0xffffu) << 16,

@@ -56,17 +56,22 @@ void settle() {
     check_mpi(MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE), "MPI_Wait");
 }
 
-// How many ranks_running live (runs of this process whose ranks run).
+// How many ranks_running live (runs of this process whose ranks run); read
+// at exit by whichever thread called exit() (sequentially consistent: a
+// count read there is the run's, which began before its ranks could exit).
 std::atomic<int> runs_with_ranks{0};
+int job_processes = 1;  // MPI_COMM_WORLD's size, set when the group is made
 
-// At exit. Not where ranks still run (a rank called exit()): the others
-// wait for this process's vote. Not where a vote is left unfinished after a
-// while: a process of the job was lost, and finalizing would wait for it
-// for ever. Either way the process leaves MPI as a lost process does.
+// At exit. In a job of several processes, not where ranks still run (a rank
+// called exit()): the others wait for this process's vote. Not where a vote
+// is left unfinished after a while: a process of the job was lost, and
+// finalizing would wait for it for ever. Either way the process leaves MPI
+// as a lost process does (before any MPI call from the exiting thread).
 void finalize_mpi() {
+  if (job_processes > 1 && runs_with_ranks.load() != 0) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (finalized || runs_with_ranks.load() != 0) return;
+  if (finalized) return;
   if (pending_vote.request != MPI_REQUEST_NULL) {
     // A slow process's vote comes within the watch's silence and a margin.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -121,6 +126,7 @@ process_group::process_group() {
                     ", grma needs MPI_THREAD_SERIALIZED (initialize MPI with MPI_Init_thread)");
   MPI_Comm_rank(MPI_COMM_WORLD, &index_);
   MPI_Comm_size(MPI_COMM_WORLD, &count_);
+  job_processes = count_;
 #endif
 }
 

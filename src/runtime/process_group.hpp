@@ -1,7 +1,9 @@
 // The processes of a job. One process unless the program was started by an MPI
 // launcher (mpirun, srun) and grma has MPI; then MPI_COMM_WORLD's processes,
 // with MPI initialized by grma if the program has not done it (and finalized
-// at exit). Only the thread that calls runtime::run uses it.
+// at exit). Only the thread that calls runtime::run makes its MPI calls; the
+// exit handler (which may run in a rank's thread) makes none while that
+// thread's ranks run.
 #pragma once
 
 #include <cstddef>

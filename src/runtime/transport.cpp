@@ -81,10 +81,6 @@ transport_kind choose_transport(const settings& s, int nodes) {
     case transport_kind::automatic:
       break;
   }
-#if !GRMA_HAVE_MPI
-  unusable(asked + ": a job whose processes are on several nodes needs MPI, and this grma was "
-                   "built without it");
-#endif
 #if GRMA_HAVE_UCX
   if (s.transport == transport_kind::automatic) return transport_kind::ucx;
 #endif

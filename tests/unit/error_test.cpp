@@ -110,6 +110,20 @@ TEST(ErrorText, TeamCollectiveMismatchCarriesFullStrides) {
             "134217729, this rank with size 2, dest stride 1 and source stride 2");
 }
 
+// A strided split's stride as given (a team of one takes any, -3 here), in
+// the 56 bits the check keeps.
+TEST(ErrorText, TeamSplitMismatchShowsANegativeStride) {
+  const std::uint64_t more_bits = (std::uint64_t{1} << 56) - 1;
+  const std::uint64_t before = std::uint64_t(-3) & more_bits, mine = 0;
+  const auto split = std::uint64_t(call::team_split_strided);
+  EXPECT_EQ(describe(record_of(errc::team_collective_mismatch, 1, call::team_split_strided,
+                               {std::int64_t(2 | mine << 8), std::int64_t(split | before << 8), 1,
+                                4 | 4 << 16, std::int64_t(1)})),
+            "grma: rank 1: team_split_strided: every member of team 2 must make the same "
+            "collective call: member 0 called team_split_strided with size 1, start 4 and stride "
+            "-3, this rank with size 1, start 4 and stride 0");
+}
+
 TEST(ErrorText, Signals) {
   EXPECT_EQ(describe(record_of(errc::signal_misaligned, 1, call::put_signal, {12})),
             "grma: rank 1: put_signal: signal offset 12 is not 8-byte aligned in the heap");

@@ -362,14 +362,12 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
       if (report.empty()) report = left_report(*n.job[0]->control);
   };
   look_at_nodes();
-  // A process this node's watch or a network engine takes for lost.
-  const auto lost_now = [&] {
-    std::string seen = watch ? watch->failure() : std::string();
-    for (const node_here& n : on)
-      if (seen.empty() && n.network) seen = n.network->failure();
-    return seen;
-  };
+  // A process this node's watch takes for lost (the network engines, which
+  // see those of other nodes, have stopped: what they saw is in `lost`).
+  const auto lost_now = [&] { return watch ? watch->failure() : std::string(); };
   std::string lost = lost_now();
+  for (const node_here& n : on)
+    if (lost.empty() && n.network) lost = n.network->failure();
   // Every process, failed or not, votes before any unmaps its memory
   // (others' ranks may still use it). A process that seems lost (to this
   // node's watch, or to the network engine before the vote) cannot stall

@@ -521,13 +521,8 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   // Another process's watchdog ended the job (of this node, or of another
   // node, whose report an engine left here): report what it saw.
   if (report.empty()) report = left_report(control);
-  // A process this node's watch or the network engine takes for lost.
-  const auto lost_now = [&] {
-    std::string seen = watch.failure();
-    if (seen.empty() && network) seen = network->failure();
-    return seen;
-  };
-  std::string lost = lost_now();
+  std::string lost = watch.failure();
+  if (lost.empty() && network) lost = network->failure();
   auto fail = [&] {
     if (report.empty()) report = left_report(control);  // left while this process voted
     if (control.error_claimed != 0) throw error(control.error);
@@ -541,7 +536,10 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
   // kernels may still use. A process that seems lost cannot stall the vote:
   // the others leave without its vote (it may only be stopped, its kernel
   // still running until it sees the abort flag raised above or by the watch).
-  if (group.end_of_run_vote(run.status != 0 || !report.empty(), lost, lost_now).value_or(true))
+  if (group
+          .end_of_run_vote(run.status != 0 || !report.empty(), lost,
+                           [&] { return watch.failure(); })
+          .value_or(true))
     fail();
   watch.stop();
   if (o.userdata_size != 0)
