@@ -33,7 +33,12 @@ process_watch::process_watch(std::vector<job_control*> beats, int me, job_contro
 process_watch::~process_watch() { stop(); }
 
 void process_watch::stop() {
-  stopping_ = true;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  // A run ends at once, not after the watch's next look.
+  wake_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -44,8 +49,12 @@ std::string process_watch::failure() const {
 
 void process_watch::loop() {
   const auto silence = std::uint64_t(silence_limit_seconds * 1e9);
-  while (!stopping_) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (wake_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stopping_; }))
+        return;
+    }
     beat(*beats_[std::size_t(me_)]);
     for (std::size_t p = 0; p < beats_.size(); ++p) {
       if (int(p) == me_ || beats_[p] == nullptr) continue;  // null: another node's

@@ -5,7 +5,7 @@
 // every rank leaves its wait, and keeps a message naming the process.
 #pragma once
 
-#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -47,8 +47,9 @@ class process_watch {
   int me_;
   job_control* job_;
   int ranks_of_;
-  std::atomic<bool> stopping_{false};
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // guards stopping_ and failure_
+  std::condition_variable wake_;
+  bool stopping_ = false;
   std::string failure_;
   std::thread thread_;
 };

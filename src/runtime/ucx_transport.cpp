@@ -31,34 +31,60 @@ ucp_tag_t tag_of(unsigned job, channel c, int sender) {
   return ucp_tag_t(job & 0xffffu) << 48 | ucp_tag_t(unsigned(c) & 0xffu) << 40 | ucp_tag_t(std::uint32_t(sender));
 }
 
+// UCX's context: its transports found and their resources opened, some
+// 75 ms that every run of a job would pay again. It is the process's, made
+// at its first job and released by its exit, not by a cleanup (a rank that
+// calls exit() leaves its job's worker alive); each job has its own worker
+// and endpoints.
+struct ucx_context {
+  ucp_context_h handle = nullptr;
+  bool reaches_cuda = false;  // UCX moves a GPU's data itself
+};
+
+ucx_context make_ucx_context() {
+  ucx_context made;
+  ucp_config_t* config = nullptr;
+  ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
+  if (s != UCS_OK) ucx_failed(s, "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_TAG;
+  // Jobs of runtimes that run at once make and use their workers on
+  // threads of their own.
+  params.mt_workers_shared = 1;
+  s = ucp_init(&params, config, &made.handle);
+  ucp_config_release(config);
+  if (s != UCS_OK) ucx_failed(s, "ucp_init");
+  // A UCX built with CUDA (the libucx-cu13 wheel) moves a GPU's data
+  // itself, between a node's GPUs by CUDA IPC: the engine stages only
+  // small chunks (cuda_engine_memory).
+  ucp_context_attr_t attributes{};
+  attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  s = ucp_context_query(made.handle, &attributes);
+  if (s != UCS_OK) ucx_failed(s, "ucp_context_query");
+  made.reaches_cuda = (attributes.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  return made;
+}
+
+const ucx_context& process_ucx_context() {
+  static const ucx_context context =
+      make_ucx_context();  // a failure throws, and the next job tries again
+  return context;
+}
+
 class ucx_transport final : public transport {
  public:
   explicit ucx_transport(unsigned job) : job_(job) {
     const process_group& group = process_group::get();
     me_ = group.index();
-    ucp_config_t* config = nullptr;
-    ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
-    if (s != UCS_OK) ucx_failed(s, "ucp_config_read");
-    ucp_params_t params{};
-    params.field_mask = UCP_PARAM_FIELD_FEATURES;
-    params.features = UCP_FEATURE_TAG;
-    s = ucp_init(&params, config, &context_);
-    ucp_config_release(config);
-    if (s != UCS_OK) ucx_failed(s, "ucp_init");
-    // A UCX built with CUDA (the libucx-cu13 wheel) moves a GPU's data
-    // itself, between a node's GPUs by CUDA IPC: the engine stages only
-    // small chunks (cuda_engine_memory).
-    ucp_context_attr_t attributes{};
-    attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
-    s = ucp_context_query(context_, &attributes);
-    if (s != UCS_OK) ucx_failed(s, "ucp_context_query");
-    reaches_cuda_ = (attributes.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+    const ucx_context& context = process_ucx_context();
+    reaches_cuda_ = context.reaches_cuda;
     ucp_worker_params_t worker{};
     worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     // Made on the thread that starts the job, then used by the engine's
     // thread alone.
     worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-    s = ucp_worker_create(context_, &worker, &worker_);
+    ucs_status_t s = ucp_worker_create(context.handle, &worker, &worker_);
     if (s != UCS_OK) ucx_failed(s, "ucp_worker_create");
     ucp_address_t* address = nullptr;
     std::size_t length = 0;
@@ -119,7 +145,6 @@ class ucx_transport final : public transport {
       ucp_request_free(r);
     }
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
-    if (context_ != nullptr) ucp_cleanup(context_);
   }
   ucx_transport(const ucx_transport&) = delete;
   ucx_transport& operator=(const ucx_transport&) = delete;
@@ -266,7 +291,6 @@ class ucx_transport final : public transport {
   unsigned job_;
   int me_ = 0;
   bool reaches_cuda_ = false;
-  ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;
   std::vector<bool> peer_errors_;                // by process: its endpoint reports the peer's loss
