@@ -44,6 +44,7 @@ struct vote {
   MPI_Request request = MPI_REQUEST_NULL;
   int mine = 0;
   int all = 0;
+  bool left_for_a_loss = false;  // left unfinished because a process was lost
 };
 vote pending_vote;
 
@@ -54,6 +55,7 @@ vote pending_vote;
 void settle() {
   if (pending_vote.request != MPI_REQUEST_NULL)
     check_mpi(MPI_Wait(&pending_vote.request, MPI_STATUS_IGNORE), "MPI_Wait");
+  pending_vote.left_for_a_loss = false;
 }
 
 // How many ranks_running live (runs of this process whose ranks run); read
@@ -64,14 +66,16 @@ int job_processes = 1;  // MPI_COMM_WORLD's size, set when the group is made
 
 // At exit. In a job of several processes, not where ranks still run (a rank
 // called exit()): the others wait for this process's vote. Not where a vote
-// is left unfinished after a while: a process of the job was lost, and
-// finalizing would wait for it for ever. Either way the process leaves MPI
-// as a lost process does (before any MPI call from the exiting thread).
+// was left unfinished for a process taken for lost, or is still unfinished
+// after a while: finalizing would wait for that process for ever. Either
+// way the process leaves MPI as a lost process does (before any MPI call
+// from the exiting thread).
 void finalize_mpi() {
   if (job_processes > 1 && runs_with_ranks.load() != 0) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
+  if (pending_vote.left_for_a_loss) return;
   if (pending_vote.request != MPI_REQUEST_NULL) {
     // A slow process's vote comes within the watch's silence and a margin.
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -192,7 +196,10 @@ std::optional<bool> process_group::end_of_run_vote(
         lost_since = std::chrono::steady_clock::now();
       }
       const auto now = std::chrono::steady_clock::now();
-      if (!lost.empty() && (voted_failed || now - lost_since > late_vote)) return std::nullopt;
+      if (!lost.empty() && (voted_failed || now - lost_since > late_vote)) {
+        v.left_for_a_loss = true;
+        return std::nullopt;
+      }
       // Having failed with no loss seen (its watchdog fired, say, and its
       // network engine stopped before it saw a process of another node
       // gone): the live processes learned of the failure and vote; one
