@@ -75,10 +75,12 @@ void finalize_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) return;
-  if (pending_vote.left_for_a_loss) return;
   if (pending_vote.request != MPI_REQUEST_NULL) {
-    // A slow process's vote comes within the watch's silence and a margin.
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    // A slow process's vote comes within the watch's silence and a margin;
+    // one taken for lost votes only if it has already (it was slow).
+    const auto give_up =
+        std::chrono::steady_clock::now() +
+        (pending_vote.left_for_a_loss ? std::chrono::seconds(0) : std::chrono::seconds(10));
     int done = 0;
     while (MPI_Test(&pending_vote.request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
            std::chrono::steady_clock::now() < give_up)

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,13 +33,15 @@ ucp_tag_t tag_of(unsigned job, channel c, int sender) {
 }
 
 // UCX's context: its transports found and their resources opened, some
-// 75 ms that every run of a job would pay again. It is the process's, made
-// at its first job and released by its exit, not by a cleanup (a rank that
-// calls exit() leaves its job's worker alive); each job has its own worker
-// and endpoints.
+// 75 ms that every run of a job would pay again. Where UCX makes it safe
+// for workers on several threads (jobs of runtimes that run at once), it
+// is the process's: made at its first job and released by its exit, not by
+// a cleanup (a rank that calls exit() leaves its job's worker alive). A UCX
+// built without that gives each job a context of its own.
 struct ucx_context {
   ucp_context_h handle = nullptr;
   bool reaches_cuda = false;  // UCX moves a GPU's data itself
+  bool shared = false;        // the process's, for every job
 };
 
 ucx_context make_ucx_context() {
@@ -49,8 +52,6 @@ ucx_context make_ucx_context() {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
   params.features = UCP_FEATURE_TAG;
-  // Jobs of runtimes that run at once make and use their workers on
-  // threads of their own.
   params.mt_workers_shared = 1;
   s = ucp_init(&params, config, &made.handle);
   ucp_config_release(config);
@@ -59,17 +60,25 @@ ucx_context make_ucx_context() {
   // itself, between a node's GPUs by CUDA IPC: the engine stages only
   // small chunks (cuda_engine_memory).
   ucp_context_attr_t attributes{};
-  attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+  attributes.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES | UCP_ATTR_FIELD_THREAD_MODE;
   s = ucp_context_query(made.handle, &attributes);
-  if (s != UCS_OK) ucx_failed(s, "ucp_context_query");
+  if (s != UCS_OK) {
+    ucp_cleanup(made.handle);
+    ucx_failed(s, "ucp_context_query");
+  }
   made.reaches_cuda = (attributes.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA)) != 0;
+  made.shared = attributes.thread_mode == UCS_THREAD_MODE_MULTI;
   return made;
 }
 
-const ucx_context& process_ucx_context() {
-  static const ucx_context context =
-      make_ucx_context();  // a failure throws, and the next job tries again
-  return context;
+ucx_context context_for_a_job() {
+  static std::mutex making;
+  static ucx_context kept;
+  const std::lock_guard<std::mutex> lock(making);
+  if (kept.shared) return kept;
+  const ucx_context made = make_ucx_context();  // a failure throws, and the next job tries again
+  if (made.shared) kept = made;
+  return made;
 }
 
 class ucx_transport final : public transport {
@@ -77,14 +86,13 @@ class ucx_transport final : public transport {
   explicit ucx_transport(unsigned job) : job_(job) {
     const process_group& group = process_group::get();
     me_ = group.index();
-    const ucx_context& context = process_ucx_context();
-    reaches_cuda_ = context.reaches_cuda;
+    context_ = context_for_a_job();
     ucp_worker_params_t worker{};
     worker.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
     // Made on the thread that starts the job, then used by the engine's
     // thread alone.
     worker.thread_mode = UCS_THREAD_MODE_SERIALIZED;
-    ucs_status_t s = ucp_worker_create(context.handle, &worker, &worker_);
+    ucs_status_t s = ucp_worker_create(context_.handle, &worker, &worker_);
     if (s != UCS_OK) ucx_failed(s, "ucp_worker_create");
     ucp_address_t* address = nullptr;
     std::size_t length = 0;
@@ -145,13 +153,14 @@ class ucx_transport final : public transport {
       ucp_request_free(r);
     }
     if (worker_ != nullptr) ucp_worker_destroy(worker_);
+    if (!context_.shared) ucp_cleanup(context_.handle);
   }
   ucx_transport(const ucx_transport&) = delete;
   ucx_transport& operator=(const ucx_transport&) = delete;
 
   const char* name() const override { return "ucx"; }
   bool in_one_process() const override { return false; }
-  bool reaches_cuda_memory() const override { return reaches_cuda_; }
+  bool reaches_cuda_memory() const override { return context_.reaches_cuda; }
 
   void send(int to, channel c, const void* buffer, std::size_t bytes, memory_place place,
             std::function<void()> done) override {
@@ -290,7 +299,7 @@ class ucx_transport final : public transport {
 
   unsigned job_;
   int me_ = 0;
-  bool reaches_cuda_ = false;
+  ucx_context context_;
   ucp_worker_h worker_ = nullptr;
   std::vector<ucp_ep_h> endpoints_;
   std::vector<bool> peer_errors_;                // by process: its endpoint reports the peer's loss
