@@ -41,8 +41,10 @@ struct arena_layout {
   std::uint64_t control_bytes;
   std::uint64_t host_bytes;
   std::uint64_t queue_stride;
+  std::uint32_t channel_capacity;
+  std::uint64_t channel_block;  // a rank's channel table and channels
   // offsets in the control block
-  std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
+  std::uint64_t allocator, slots, entries, queues, channels, tickets, collectives, world_arrivals,
       device_arrivals, words, completion, symmetric_count, symmetric_blocks, teams;
   // offsets in the host-visible block
   std::uint64_t status, control, log, commands, payloads, window_states;

@@ -434,6 +434,74 @@ TEST_P(Queue, ANotificationIsVisibleWhileAnotherOriginsLargePutCopies) {
   }
 }
 
+// Every other rank sends rank 0 ordered_per_source 8-byte puts, each
+// carrying its number as data (to a word of its own) and as immediate,
+// while rank 0 takes them one at a time from any source. At capacity 2 the
+// senders' channels and rings fill again and again (spills; senders of the
+// same channel number share the rings): each source's still arrive in the
+// order it sent them, each exactly once, its data in place.
+constexpr int ordered_per_source = 24;
+constexpr int ordered_tag = 7;
+
+struct ordered_overflow {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    // Rank 0: a word per source and number, then the number each source
+    // sent last. The others: the word they put from.
+    const std::size_t landing = me == 0 ? std::size_t(n) * ordered_per_source : 1;
+    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (landing + std::size_t(n))));
+    for (std::size_t i = r.thread(); i < landing + std::size_t(n); i += r.threads()) words[i] = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, words, 8 * landing);
+    if (me != 0) {
+      for (int i = 1; i <= ordered_per_source; ++i) {
+        if (r.thread() == 0) words[0] = std::uint64_t(i);
+        r.sync_threads();
+        r.put_notify(w, 0, 8 * (std::size_t(me) * ordered_per_source + std::size_t(i - 1)), 8,
+                     words, ordered_tag, std::uint64_t(i));
+      }
+    } else {
+      std::uint64_t* last = words + landing;
+      for (int k = 0; k < (n - 1) * ordered_per_source; ++k) {
+        const grma::envelope e = r.wait_notification(w, grma::any_source, ordered_tag);
+        if (r.thread() == 0) {
+          const bool known = e.source > 0 && e.source < n;
+          CONF_EXPECT(r, rec, known && e.immediate == last[e.source] + 1, k, e.source, e.immediate);
+          if (known && e.immediate == last[e.source] + 1) {
+            const std::uint64_t data =
+                words[std::size_t(e.source) * ordered_per_source + std::size_t(e.immediate - 1)];
+            CONF_EXPECT(r, rec, data == e.immediate, k, e.source, data);
+            last[e.source] = e.immediate;
+          }
+          tally(r, rec, 0);
+        }
+        r.sync_threads();
+      }
+      for (int s = 1; s < n; ++s)
+        CONF_EXPECT(r, rec, last[s] == ordered_per_source, -1, s, last[s]);
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -2, 0, 0);
+    r.window_free(w);
+    r.free(words);
+  }
+};
+
+TEST_P(Queue, EachSourcesNotificationsKeepTheirOrderThroughFullChannelsAndRings) {
+  grma::runtime rt(with_queue_capacity(2));
+  job j(rt, GetParam());
+  const int n = j.resolve(ordered_overflow{});
+  j.prepare();
+  if (j.run(ordered_overflow{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int rank) { return rank == 0 ? unsigned((n - 1) * ordered_per_source) : 0u; },
+        "notifications matched in order");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, Queue, testing::ValuesIn(suite_configs()), config_name);
 
 }  // namespace

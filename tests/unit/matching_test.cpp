@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "grma/detail/channels.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -831,6 +832,193 @@ TEST_P(Matching, SeveralRingsKeepEachSourcesOrder) {
         continue;
       }
       const match_query q{windows[pick(0, 1)], pick(0, 3), pick(-1, 2), pick(1, 4),
+                          pick(0, 1) == 0};
+      grma::envelope taken[4]{};
+      const std::vector<notification> expected = model.match(q);
+      const std::uint32_t removed = inbox.match(GetParam(), q, taken);
+      ASSERT_EQ(carried_by(taken, removed), carried_by(expected))
+          << "seed " << seed << ", step " << step;
+      held -= int(removed);
+    }
+  }
+}
+
+// A rank's inbox with one device ring and its channels (channels.hpp), and
+// its producers as a rank's notify drives them: a source that owns a
+// channel puts its notifications there while it has room and it is not
+// spilling; when full, they spill into the ring, marked, until the rank has
+// taken every spilled one. Sources without a channel use the ring.
+class channels_inbox {
+ public:
+  channels_inbox(std::uint32_t pending_capacity, std::uint32_t ring_capacity,
+                 std::uint32_t channel_capacity, int owners)
+      : ring_(ring_capacity),
+        block_(grma::detail::channel_block_for(channel_capacity)),
+        table_(reinterpret_cast<grma::detail::channel_table*>(block_.data())),
+        channel_capacity_(channel_capacity),
+        sources_(std::size_t(owners) + 2),
+        items_(pending_capacity),
+        pending_{0, pending_capacity, items_.data(), 0, 0, {}} {
+    readers_.push_back({0, 0, ring_capacity - 1});
+    for (int k = 0; k < grma::detail::channel_count; ++k) {
+      grma::detail::ring_init<notification>(channel_memory(k), channel_capacity);
+      readers_.push_back({0, 0, channel_capacity - 1});
+    }
+    // Sources 0 .. owners-1 own channels 0, 2, 4, ...; the last two own none.
+    for (int s = 0; s < owners; ++s) {
+      sources_[std::size_t(s)].channel = 2 * s;
+      table_->leased |= 1u << (2 * s);
+    }
+  }
+
+  // Publishes `n` as its source's notify would; false (nothing published)
+  // where that would wait for room at the ring.
+  bool push(notification n) {
+    producer& p = sources_[std::size_t(n.source)];
+    grma::detail::notification_ring& q = *ring_;
+    if (p.channel >= 0 && p.spill_end != 0 &&
+        grma::detail::load_acquire<scope::device>(q.consumed) >= p.spill_end)
+      p.spill_end = 0;
+    if (p.channel >= 0 && p.spill_end == 0) {
+      grma::detail::notification_ring& c = channel(p.channel);
+      if (grma::detail::ring_has_credit<scope::device>(c, channel_capacity_, p.next, p.known)) {
+        grma::detail::ring_publish<scope::device>(c, channel_capacity_, p.next++, n);
+        return true;
+      }
+    }
+    if (!grma::detail::ring_has_credit<scope::device>(q, q.capacity, q.reserved, ring_credit_))
+      return false;
+    const std::uint64_t ticket = grma::detail::ring_take_ticket<scope::device>(q);
+    if (p.channel >= 0) {
+      n.spilled = std::uint32_t(p.channel) + 1;
+      p.spill_end = ticket + 1;
+    }
+    grma::detail::ring_publish<scope::device>(q, q.capacity, ticket, n);
+    return true;
+  }
+  std::uint32_t match(int lanes, const match_query& q, grma::envelope* taken) {
+    return match_by(lanes, pending_, rings(), readers_.data(), q, taken);
+  }
+  void take_arrivals() {
+    grma::detail::take_arrivals<scope::device>(pending_, rings(), readers_.data(),
+                                               grma::detail::no_window);
+  }
+  std::vector<carried> held() const {
+    std::vector<notification> out;
+    grma::detail::pending_for_each(pending_, [&](const notification& n) {
+      out.push_back(n);
+      return true;
+    });
+    return carried_by(out);
+  }
+
+ private:
+  struct producer {
+    int channel = -1;
+    std::uint64_t next = 0, known = 0, spill_end = 0;
+  };
+  unsigned char* channel_memory(int k) const {
+    return grma::detail::first_channel(*table_) +
+           grma::detail::channel_stride_for(channel_capacity_) * std::uint64_t(k);
+  }
+  grma::detail::notification_ring& channel(int k) const {
+    return *reinterpret_cast<grma::detail::notification_ring*>(channel_memory(k));
+  }
+  grma::detail::inbox_rings rings() const {
+    return {reinterpret_cast<unsigned char*>(&*ring_),
+            0,
+            1,
+            grma::detail::first_channel(*table_),
+            grma::detail::channel_stride_for(channel_capacity_),
+            grma::detail::channel_count,
+            table_->leased};
+  }
+
+  owned_ring<notification> ring_;
+  std::uint64_t ring_credit_ = 0;
+  grma::test::aligned_buffer block_;
+  grma::detail::channel_table* table_;
+  std::uint32_t channel_capacity_;
+  std::vector<producer> sources_;
+  std::vector<grma::detail::ring_reader> readers_;
+  std::vector<notification> items_;
+  pending_list pending_;
+};
+
+// A spilled notification waits in the ring while its channel holds older
+// ones: matched one at a time, any source, its source's come out in order.
+TEST_P(Matching, ASpilledNotificationWaitsForItsChannel) {
+  channels_inbox inbox(16, 8, 2, 2);
+  // Source 0 fills its channel (2), spills 3 and 4; source 2 (no channel)
+  // and source 1 (a channel) send after it.
+  for (std::uint64_t i = 1; i <= 4; ++i) ASSERT_TRUE(inbox.push({window_a, 0, 5, 0, i}));
+  ASSERT_TRUE(inbox.push({window_a, 2, 5, 0, 20}));
+  ASSERT_TRUE(inbox.push({window_a, 1, 5, 0, 10}));
+  std::vector<carried> got;
+  grma::envelope taken[1]{};
+  for (int i = 0; i < 6; ++i) {
+    ASSERT_EQ(inbox.match(GetParam(), {window_a, any, 5, 1}, taken), 1u) << "match " << i;
+    got.push_back(carried_by(taken, 1)[0]);
+  }
+  EXPECT_EQ(inbox.match(GetParam(), {window_a, any, any, 1}, taken), 0u);
+  std::vector<std::uint64_t> from_0;
+  for (const carried& c : got)
+    if (std::get<0>(c) == 0) from_0.push_back(std::get<2>(c));
+  EXPECT_EQ(from_0, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+  // All six at once: the same order for source 0.
+  for (std::uint64_t i = 1; i <= 4; ++i) ASSERT_TRUE(inbox.push({window_a, 0, 5, 0, i}));
+  ASSERT_TRUE(inbox.push({window_a, 2, 5, 0, 20}));
+  ASSERT_TRUE(inbox.push({window_a, 1, 5, 0, 10}));
+  grma::envelope all[6]{};
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, 5, 6}, all), 6u);
+  from_0.clear();
+  for (const carried& c : carried_by(all, 6))
+    if (std::get<0>(c) == 0) from_0.push_back(std::get<2>(c));
+  EXPECT_EQ(from_0, (std::vector<std::uint64_t>{1, 2, 3, 4}));
+}
+
+// Where the pending list has room for one, the spilled entries stay in the
+// ring behind the channel's second: nothing overtakes.
+TEST(Channels, ASpilledNotificationStaysInTheRingWhileTheListIsFull) {
+  channels_inbox inbox(1, 8, 2, 1);
+  for (std::uint64_t i = 1; i <= 4; ++i) ASSERT_TRUE(inbox.push({window_a, 0, 5, 0, i}));
+  inbox.take_arrivals();
+  EXPECT_EQ(inbox.held(), (std::vector<carried>{{0, 5, 1}}));
+  grma::envelope taken[4]{};
+  ASSERT_EQ(inbox.match(1, {window_a, 0, 5, 4}, taken), 0u);  // the list holds one only
+  ASSERT_EQ(inbox.match(1, {window_a, 0, 5, 1}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{0, 5, 1}}));
+  for (std::uint64_t i = 2; i <= 4; ++i) {
+    ASSERT_EQ(inbox.match(1, {window_a, any, any, 1}, taken), 1u);
+    EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{0, 5, i}}));
+  }
+}
+
+// Against the plain specification: sources with channels (small, so they
+// spill often) and without, a ring that fills, queries naming their source
+// (what each takes is then that source's FIFO, whatever the interleaving).
+TEST_P(Matching, ChannelsAndSpillsKeepEachSourcesOrder) {
+  const unsigned sequences = sequences_for(3000);
+  constexpr int steps = 120;
+  const std::uint32_t windows[] = {window_a, window_b};
+  for (unsigned seed = 1; seed <= sequences; ++seed) {
+    picker pick(seed);
+    const int owners = pick(1, 3);
+    channels_inbox inbox(64, std::uint32_t(1) << pick(1, 4), std::uint32_t(1) << pick(0, 2),
+                         owners);
+    reference_matcher model;
+    int held = 0;
+    for (int step = 0; step < steps; ++step) {
+      if (held < 48 && pick(0, 99) < 60) {
+        const notification n{windows[pick(0, 1)], pick(0, owners + 1), pick(0, 2), 0,
+                             std::uint64_t(seed) * 1000 + std::uint64_t(step)};
+        if (inbox.push(n)) {
+          model.push(n);
+          ++held;
+        }
+        continue;
+      }
+      const match_query q{windows[pick(0, 1)], pick(0, owners + 1), pick(-1, 2), pick(1, 4),
                           pick(0, 1) == 0};
       grma::envelope taken[4]{};
       const std::vector<notification> expected = model.match(q);

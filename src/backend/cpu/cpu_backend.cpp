@@ -64,7 +64,7 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
   std::vector<notification> pending(total * match_capacity);
   for (std::size_t r = 0; r < total; ++r)
     rank_local_init(locals[r], pending.data() + r * match_capacity, match_capacity,
-                    views[0]->queue_capacity);
+                    views[0]->queue_capacity, views[0]->devices);
 
   std::vector<std::thread> threads;
   threads.reserve(total);
