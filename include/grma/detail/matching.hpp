@@ -739,17 +739,31 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   std::uint32_t found = start.found, oldest = start.oldest;
   for (std::uint32_t i = start.from; i < pending.end && found < wanted; ++i)
     if (matches(pending.items[i], q) && found++ == 0) oldest = i;
-  for (bool took = true; took && found < wanted;) {
-    took = false;
+  // Round robin, one entry a ring, passing over the rings found empty
+  // earlier in the call until a pass takes nothing; then a pass looks at
+  // every ring again, and one that takes nothing ends the search. (A rank
+  // whose sender has a channel would otherwise look at its empty ring for
+  // every entry it takes.)
+  std::uint64_t idle = 0;
+  while (found < wanted && pending.size < pending.capacity) {
+    const bool every = idle == 0;
+    bool took = false;
     for (int i = 0; i < in.end() && found < wanted && pending.size < pending.capacity;
          i = in.next(i)) {
+      if ((idle >> i) & 1u) continue;
       notification n;
-      if (!arrived<S>(in, readers, i, n)) continue;
+      if (!arrived<S>(in, readers, i, n)) {
+        idle |= std::uint64_t{1} << i;
+        continue;
+      }
       ++readers[i].head;
       took = true;
       if (pending_append(pending, n, 1u, lane_group{})) oldest = pending.first;
       if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
+    if (took) continue;
+    if (every) break;
+    idle = 0;
   }
   release_rings<S>(in, readers);
   if (found == 0 || (!q.some && found < wanted)) {
