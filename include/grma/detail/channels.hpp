@@ -51,12 +51,12 @@ struct channel_table {
 GRMA_INLINE constexpr std::uint32_t channel_capacity_for(std::uint32_t queue_capacity) {
   return queue_capacity < channel_capacity_limit ? queue_capacity : channel_capacity_limit;
 }
-// Bytes from one channel to the next.
-GRMA_INLINE constexpr std::uint64_t channel_stride_for(std::uint32_t capacity) {
+// Bytes from one channel to the next (host: the arena's layout).
+constexpr std::uint64_t channel_stride_for(std::uint32_t capacity) {
   return align_up(notification_ring::bytes_for(capacity), heap_alignment);
 }
 // A rank's channel table and channels.
-GRMA_INLINE constexpr std::uint64_t channel_block_for(std::uint32_t capacity) {
+constexpr std::uint64_t channel_block_for(std::uint32_t capacity) {
   return align_up(sizeof(channel_table), heap_alignment) +
          std::uint64_t(channel_count) * channel_stride_for(capacity);
 }
