@@ -823,12 +823,13 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         const auto in_list = [&](bool polls) {
           std::uint32_t removed = 0;
           attempt(g, polls, [&] {
+            // The lanes walk the same rings: lane 0's look at the leases.
+            detail::inbox_rings in = inbox<scope.value>();
+            in.leased = g.uniform(in.leased);
             if constexpr (Some)
-              removed = detail::take_some<scope.value>(l.pending, inbox<scope.value>(), l.inbox, q,
-                                                       taken, g);
+              removed = detail::take_some<scope.value>(l.pending, in, l.inbox, q, taken, g);
             else
-              removed = detail::match_in_list<scope.value>(l.pending, inbox<scope.value>(), l.inbox,
-                                                           q, taken, g);
+              removed = detail::match_in_list<scope.value>(l.pending, in, l.inbox, q, taken, g);
             return removed != 0;
           });
           return unlimited ? (P::any_thread(leader() && removed != 0) ? exact : 0u)
@@ -1222,9 +1223,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const std::uint32_t me = std::uint32_t(world_rank()) + 1;
     detail::channel_table& table = view().channels_of(a.world_target);
     e = {a.world_target, -1, 0, 0, 0};
-    at_scope(a.path != detail::route::same_device, [&](auto scope) {
-      // Relaxed: the lease orders nothing but this rank's own entries,
-      // which it publishes with release after it.
+    // At the job's scope: ranks of every device of the node may contend
+    // for the word. Relaxed: the lease orders nothing but this rank's own
+    // entries, which it publishes with release after it.
+    at_scope(wide(), [&](auto scope) {
       std::uint32_t owner = detail::load_relaxed<scope.value>(table.owner[k]);
       if (owner == 0 &&
           (detail::word_fetch_op<detail::word_op::bit_or, scope.value>(table.leased, 1u << k) &

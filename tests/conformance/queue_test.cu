@@ -502,6 +502,141 @@ TEST_P(Queue, EachSourcesNotificationsKeepTheirOrderThroughFullChannelsAndRings)
   }
 }
 
+// A sender may leave its channel's room (2 at capacity 2) and the ring's
+// (2) at a target that takes nothing meanwhile: pairs send each other 4,
+// meet, take them (the last 2 spilled into the ring, behind the channel's
+// first 2), then send 2 more (in the channel again, once the spilled are
+// taken) and take those. Order, data and counts checked.
+constexpr int spill_first = 4, spill_then = 2;
+
+struct spill_and_return {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int peer = pair_partner(me, n);
+    constexpr int total = spill_first + spill_then;
+    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (total + 1)));
+    for (int i = r.thread(); i <= total; i += r.threads()) words[i] = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, words, 8 * total);
+    std::uint64_t* source = words + total;
+    const auto send = [&](int from, int to) {
+      for (int i = from; i < to; ++i) {
+        if (r.thread() == 0) *source = 100 + std::uint64_t(i);
+        r.sync_threads();
+        r.put_notify(w, peer, 8 * std::size_t(i), 8, source, 5, std::uint64_t(i));
+      }
+    };
+    const auto take = [&](int from, int to) {
+      for (int i = from; i < to; ++i) {
+        const grma::envelope e = r.wait_notification(w, grma::any_source, 5);
+        CONF_EXPECT(r, rec, e.source == peer && e.immediate == std::uint64_t(i), i, e.source,
+                    e.immediate);
+        CONF_EXPECT(r, rec, words[i] == 100 + std::uint64_t(i), i, 0, words[i]);
+        tally(r, rec, 0);
+      }
+    };
+    send(0, spill_first);
+    r.barrier(grma::world);
+    take(0, spill_first);
+    r.barrier(grma::world);
+    send(spill_first, total);
+    r.barrier(grma::world);
+    take(spill_first, total);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -1, 0, 0);
+    r.barrier(grma::world);
+    r.window_free(w);
+    r.free(words);
+  }
+};
+
+TEST_P(Queue, ASenderPastItsChannelsRoomSpillsIntoTheRingAndComesBack) {
+  grma::runtime rt(with_queue_capacity(2));
+  job j(rt, GetParam());
+  j.resolve(spill_and_return{});
+  j.prepare();
+  if (j.run(spill_and_return{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [](int) { return unsigned(spill_first + spill_then); }, "taken in order");
+  }
+}
+
+// 40 ranks a device: ranks p and p + 32 contend for channel p at each
+// target (one leases it, the other's notifications go through the
+// rings), and every sender alternates between targets 0 and 8, whose
+// leases share one place in its cache (each put evicts the other's and
+// reads it back). At capacity 2 they spill too. Each source's arrive in
+// order, each once, with their data.
+constexpr int contested_per_target = 12;
+constexpr int contested_first = 0, contested_second = 8;
+
+struct contested_leases {
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const bool target = me == contested_first || me == contested_second;
+    const std::size_t landing = target ? std::size_t(n) * contested_per_target : 1;
+    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (landing + std::size_t(n))));
+    for (std::size_t i = r.thread(); i < landing + std::size_t(n); i += r.threads()) words[i] = 0;
+    r.sync_threads();
+    grma::window w = r.window_create(grma::world, words, 8 * landing);
+    if (!target) {
+      for (int i = 1; i <= contested_per_target; ++i) {
+        if (r.thread() == 0) words[0] = std::uint64_t(i);
+        r.sync_threads();
+        const std::size_t at = 8 * (std::size_t(me) * contested_per_target + std::size_t(i - 1));
+        r.put_notify(w, contested_first, at, 8, words, 4, std::uint64_t(i));
+        r.put_notify(w, contested_second, at, 8, words, 4, std::uint64_t(i));
+      }
+    } else {
+      std::uint64_t* last = words + landing;
+      for (int k = 0; k < (n - 2) * contested_per_target; ++k) {
+        const grma::envelope e = r.wait_notification(w, grma::any_source, 4);
+        if (r.thread() == 0) {
+          const bool right = e.source >= 0 && e.source < n && e.immediate == last[e.source] + 1;
+          CONF_EXPECT(r, rec, right, k, e.source, e.immediate);
+          if (right) {
+            const std::uint64_t data =
+                words[std::size_t(e.source) * contested_per_target + std::size_t(e.immediate - 1)];
+            CONF_EXPECT(r, rec, data == e.immediate, k, e.source, data);
+            last[e.source] = e.immediate;
+          }
+          tally(r, rec, 0);
+        }
+        r.sync_threads();
+      }
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -1, 0, 0);
+    r.window_free(w);
+    r.free(words);
+  }
+};
+
+TEST_P(Queue, ContestedAndEvictedLeasesKeepEachSourcesOrder) {
+  config c = GetParam();
+  if (c.ranks != 2) GTEST_SKIP() << "runs once a thread count, at 40 ranks a device";
+  c.ranks = 40;
+  grma::runtime rt(with_queue_capacity(2));
+  job j(rt, c);
+  const int n = j.resolve(contested_leases{});
+  j.prepare();
+  if (j.run(contested_leases{})) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0,
+        [&](int rank) {
+          return rank == contested_first || rank == contested_second
+                     ? unsigned((n - 2) * contested_per_target)
+                     : 0u;
+        },
+        "notifications taken in order");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, Queue, testing::ValuesIn(suite_configs()), config_name);
 
 }  // namespace

@@ -250,6 +250,14 @@ struct lane_group {
   GRMA_INLINE bool leads() const {
     return index == 0;
   }
+  // Lane 0's `v`, to every lane: what the lanes must agree on but load
+  // each for itself (inbox_rings::leased).
+  GRMA_INLINE std::uint32_t uniform(std::uint32_t v) const {
+#if GRMA_DEVICE_CODE
+    if (count > 1) return __shfl_sync(0xffffffffu, v, 0);
+#endif
+    return v;
+  }
   GRMA_INLINE std::uint32_t lanes_below() const {
     return (1u << index) - 1u;
   }
@@ -445,7 +453,9 @@ GRMA_INLINE bool entry_at(const inbox_rings& in, const ring_reader* readers, int
 template <scope S>
 GRMA_INLINE bool held_back(const inbox_rings& in, const ring_reader* readers,
                            const notification& n) {
-  if (n.spilled == 0) return false;
+  // Only a channel's owner marks an entry, so a rank with no channels
+  // (channel_slots 0) never finds one marked.
+  if (n.spilled == 0 || int(n.spilled) > in.channel_slots) return false;
   notification ahead;
   return entry_at<S>(in, readers, in.count + int(n.spilled) - 1, 0, ahead);
 }
@@ -740,12 +750,19 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   for (std::uint32_t i = start.from; i < pending.end && found < wanted; ++i)
     if (matches(pending.items[i], q) && found++ == 0) oldest = i;
   // Round robin, one entry a ring, passing over the rings found empty
-  // earlier in the call until a pass takes nothing; then a pass looks at
-  // every ring again, and one that takes nothing ends the search. (A rank
-  // whose sender has a channel would otherwise look at its empty ring for
-  // every entry it takes.)
+  // earlier in the call until a pass takes nothing or the call has taken
+  // as many entries as it looks at rings (so an arrival in a ring passed
+  // over waits behind at most that many, as behind one round of the round
+  // robin); then a pass looks at every ring again, and one that takes
+  // nothing ends the search. (A rank whose sender has a channel would
+  // otherwise look at its empty ring for every entry it takes.)
   std::uint64_t idle = 0;
+  int since_all = 0;
   while (found < wanted && pending.size < pending.capacity) {
+    if (since_all >= in.active()) {
+      idle = 0;
+      since_all = 0;
+    }
     const bool every = idle == 0;
     bool took = false;
     for (int i = 0; i < in.end() && found < wanted && pending.size < pending.capacity;
@@ -758,6 +775,7 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
       }
       ++readers[i].head;
       took = true;
+      ++since_all;
       if (pending_append(pending, n, 1u, lane_group{})) oldest = pending.first;
       if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
