@@ -1223,6 +1223,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const std::uint32_t me = std::uint32_t(world_rank()) + 1;
     detail::channel_table& table = view().channels_of(a.world_target);
     e = {a.world_target, -1, 0, 0, 0};
+    if (!view().lease_channels) return;
     // At the job's scope: ranks of every device of the node may contend
     // for the word. Relaxed: the lease orders nothing but this rank's own
     // entries, which it publishes with release after it.

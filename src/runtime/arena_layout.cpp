@@ -108,6 +108,7 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.channel_block = l.channel_block;
   v.channel_stride = channel_stride_for(l.channel_capacity);
   v.channel_capacity = l.channel_capacity;
+  v.lease_channels = p.channels;
   v.match_capacity = p.match_capacity;
   v.tickets = reinterpret_cast<std::uint64_t*>(control + l.tickets);
   auto* collectives = reinterpret_cast<collective_state*>(control + l.collectives);

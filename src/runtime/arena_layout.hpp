@@ -30,6 +30,9 @@ struct arena_params {
   // Processes whose host threads notify the ranks (launch_options::
   // host_access), else 0: the sources after the world ranks.
   int host_sources = 0;
+  // Whether this process's ranks lease channels (GRMA_CHANNELS); the
+  // layout has them either way, for the node's other processes.
+  bool channels = true;
 };
 
 struct arena_layout {

@@ -516,11 +516,13 @@ TEST_P(Queue, EachSourcesNotificationsKeepTheirOrderThroughFullChannelsAndRings)
 // last 2 spilled into the ring, behind the channel's first 2), then send
 // 2 more (in the channel again, once the spilled are taken) and take
 // those. Order and data checked; each rank counts one run through. Pairs
-// across nodes have the ring's room only (no channels there): they send
-// 2, meet, take them, then 2 more.
+// across nodes, and every pair under GRMA_CHANNELS=0, have the ring's room
+// only: they send 2, meet, take them, then 2 more.
 constexpr int spill_first = 4, spill_then = 2;
 
 struct spill_and_return {
+  bool channels;  // GRMA_CHANNELS
+
   template <class Rank>
   GRMA_HOST_DEVICE void operator()(Rank& r) const {
     rank_record& rec = record_of(r);
@@ -532,8 +534,9 @@ struct spill_and_return {
     r.sync_threads();
     grma::window w = r.window_create(grma::world, words, 8 * total);
     std::uint64_t* source = words + total;
-    const bool across = r.team_translate(grma::team_world, peer, grma::team_node) < 0;
-    const int first = across ? 2 : spill_first, end = across ? 4 : total;
+    const bool ring_only =
+        !channels || r.team_translate(grma::team_world, peer, grma::team_node) < 0;
+    const int first = ring_only ? 2 : spill_first, end = ring_only ? 4 : total;
     const auto send = [&](int from, int to) {
       for (int i = from; i < to; ++i) {
         if (r.thread() == 0) *source = 100 + std::uint64_t(i);
@@ -567,9 +570,10 @@ struct spill_and_return {
 TEST_P(Queue, ASenderPastItsChannelsRoomSpillsIntoTheRingAndComesBack) {
   grma::runtime rt(with_queue_capacity(2));
   job j(rt, GetParam());
-  j.resolve(spill_and_return{});
+  const spill_and_return program{suite_settings().channels};
+  j.resolve(program);
   j.prepare();
-  if (j.run(spill_and_return{})) {
+  if (j.run(program)) {
     j.expect_no_failures(__FILE__);
     j.expect_counts(
         0, [](int) { return 1u; }, "runs through");

@@ -569,6 +569,7 @@ struct device_view {
   std::uint64_t channel_block;
   std::uint64_t channel_stride;
   std::uint32_t channel_capacity;
+  bool lease_channels;  // GRMA_CHANNELS: else this device's ranks notify through the rings alone
   // Per world rank: tickets handed to this device's producers for their ring
   // at that rank. Tickets stay on the producers' device, so taking one is a
   // local atomic even when the ring is on a peer.

@@ -200,7 +200,8 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
                         s.match_capacity,
                         s.max_windows,
                         log_capacity,
-                        host_sources};
+                        host_sources,
+                        s.channels};
   };
   const arena_layout layout = layout_arena(params_of(0));
 
