@@ -67,9 +67,6 @@ int main(int argc, char** argv) try {
   std::printf("  notification ring         %u slots per rank and device (GRMA_QUEUE_CAPACITY)\n",
               s.queue_capacity);
   std::printf("  unmatched notifications   %u per rank (GRMA_MATCH_CAPACITY)\n", s.match_capacity);
-  std::printf(
-      "  channels                  %s (GRMA_CHANNELS)\n",
-      s.channels ? "leased by senders of the node" : "off: notifications through the rings");
   std::printf("  live windows              %u per job (GRMA_MAX_WINDOWS)\n", s.max_windows);
   std::printf("  watchdog                  %g s without progress (GRMA_TIMEOUT; 0 = off)\n",
               s.timeout_seconds);

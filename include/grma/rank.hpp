@@ -287,8 +287,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     forget_window(w.slot, std::uint32_t(key));
     if (leader())
       at_scope(wide(), [&](auto scope) {
-        detail::purge_notifications<scope.value>(local().pending, inbox<scope.value>(),
-                                                 local().inbox, std::uint32_t(key));
+        detail::purge_notifications<scope.value>(local().pending, inbox(), local().inbox,
+                                                 std::uint32_t(key));
       });
     w = window_none;
   }
@@ -786,8 +786,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         std::uint32_t removed = 0;
         detail::match_query now = q;
         const auto serially = [&] {
-          removed = detail::match_serially<scope.value>(l.pending, inbox<scope.value>(), l.inbox,
-                                                        now, taken);
+          removed = detail::match_serially<scope.value>(l.pending, inbox(), l.inbox, now, taken);
           if constexpr (Some) now.count = 1;
           return removed != 0;
         };
@@ -809,8 +808,8 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         const auto at_head = [&](const detail::match_query& one, bool held_unmatched) {
           auto step = detail::head_match::empty;
           attempt(leader_alone(), waits, [&] {
-            step = detail::match_at_head<scope.value>(l.pending, inbox<scope.value>(), l.inbox, one,
-                                                      taken, held_unmatched);
+            step = detail::match_at_head<scope.value>(l.pending, inbox(), l.inbox, one, taken,
+                                                      held_unmatched);
             return step != detail::head_match::empty;
           });
           if (!unlimited) return from_leader(step);
@@ -823,13 +822,11 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
         const auto in_list = [&](bool polls) {
           std::uint32_t removed = 0;
           attempt(g, polls, [&] {
-            // The lanes walk the same rings: lane 0's look at the leases.
-            detail::inbox_rings in = inbox<scope.value>();
-            in.leased = g.uniform(in.leased);
             if constexpr (Some)
-              removed = detail::take_some<scope.value>(l.pending, in, l.inbox, q, taken, g);
+              removed = detail::take_some<scope.value>(l.pending, inbox(), l.inbox, q, taken, g);
             else
-              removed = detail::match_in_list<scope.value>(l.pending, in, l.inbox, q, taken, g);
+              removed =
+                  detail::match_in_list<scope.value>(l.pending, inbox(), l.inbox, q, taken, g);
             return removed != 0;
           });
           return unlimited ? (P::any_thread(leader() && removed != 0) ? exact : 0u)
@@ -1090,21 +1087,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       fail(errc::rank_out_of_range, where, source, comm_size, comm, hosts);
   }
 
-  // This rank's rings, one per device of the job, and its channels with
-  // an owner. Relaxed: an owner takes its lease before it publishes there,
-  // so whatever made an entry of it visible to this rank (a barrier, the
-  // entry's own acquire) makes the lease visible to its next call; a poll
-  // calls again.
-  template <detail::scope Scope>
+  // This rank's rings, one per device of the job.
   GRMA_INLINE detail::inbox_rings inbox() const {
-    detail::channel_table& channels = view().channels_of(world_rank());
-    return {reinterpret_cast<unsigned char*>(&view().queue(world_rank(), 0)),
-            view().queue_stride,
-            view().devices,
-            detail::first_channel(channels),
-            view().channel_stride,
-            detail::channel_count,
-            detail::load_relaxed<Scope>(channels.leased)};
+    return {reinterpret_cast<unsigned char*>(&view().queue(world_rank(), 0)), view().queue_stride,
+            view().devices};
   }
 
   // Does the job span devices (so that shared words need system scope)?
@@ -1119,12 +1105,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   }
 
   // Copies a put's or get's data with every thread of the rank and takes
-  // its notification's ticket on the way: the leader's ticket, in_channel
-  // where the notification goes to this rank's channel at the target
-  // (early_ticket), or no_ticket (notify takes it then). The target takes its ring's entries in
-  // ticket order, so a ticket held during a long copy would hide every later origin's notification
-  // until the copy ended (behind a 256 MiB put: tens of milliseconds). The ticket is therefore
-  // taken before the copy's last piece: the last ticket_lead_bytes and what is left over up to a
+  // its notification's ticket on the way: the leader's ticket, or no_ticket
+  // (notify takes it then). The target takes its ring's entries in ticket
+  // order, so a ticket held during a long copy would hide every later
+  // origin's notification until the copy ended (behind a 256 MiB put: tens
+  // of milliseconds). The ticket is therefore taken before the copy's last
+  // piece: the last ticket_lead_bytes and what is left over up to a
   // multiple of the copy's step (the whole of a small copy), whose time the
   // atomic's round trip overlaps. Taken after a copy instead, it cost a peer
   // put of 64 KiB a quarter of one rank's bandwidth; cut where the step's
@@ -1134,7 +1120,6 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // (papers/000 §3.2.3).
   static constexpr std::size_t ticket_lead_bytes = 4096;
   static constexpr std::uint64_t no_ticket = ~std::uint64_t{0};
-  static constexpr std::uint64_t in_channel = ~std::uint64_t{1};
   GRMA_INLINE std::uint64_t copy_taking_ticket(const access& a, void* destination,
                                                const void* source, std::size_t bytes) {
     auto* d = static_cast<unsigned char*>(destination);
@@ -1150,111 +1135,31 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
       head = (bytes - ticket_lead_bytes) / step * step;
     }
     if (distance != 0 && head != 0) P::copy(d, s, head);
-    const std::uint64_t ticket = leader() ? early_ticket(a) : no_ticket;
+    const std::uint64_t ticket =
+        leader() ? detail::ring_take_ticket<S>(view().tickets[a.world_target]) : no_ticket;
     if (distance != 0) P::copy(d + head, s + head, bytes - head);
     return ticket;
   }
 
-  // The leading thread's ticket for a notification to a.world_target, taken
-  // during the copy: in_channel where it goes to this rank's channel there
-  // (no ticket: the channel is this rank's alone), else one of the ring of
-  // this rank's device.
-  GRMA_INLINE std::uint64_t early_ticket(const access& a) {
-    detail::channel_lease& e = lease(a);
-    if (e.channel >= 0 && (e.spill_end == 0 || spill_taken(e, a))) return in_channel;
-    return detail::ring_take_ticket<S>(view().tickets[a.world_target]);
-  }
-
   // Publishes the notification of a put or get whose data every thread has
-  // copied: in this rank's channel at the target where the copy's ticket
-  // says so and it has room, else in the ring of this rank's device, with
-  // the ticket taken during the copy or, failing that, now; marked spilled
-  // where this rank owns a channel there (channels.hpp).
+  // copied, with the ticket taken during the copy or, failing that, now.
   GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t immediate,
                           std::uint64_t ticket, call where) {
     P::publish_fence();
     if (leader()) {
       const int t = a.world_target;
-      detail::notification n{detail::window_key(w.slot, w.generation), layout(comm{a.comm}).rank,
-                             tag, 0, immediate};
-      detail::channel_lease& e = lease(a);
-      // A peer's ring or channel: the release that orders the data must
-      // reach that device.
+      if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
+      detail::notification_ring& q = view().queue(t, view().device_index);
+      waiter<true> wait(*this, where, {w.slot, a.target, tag, 0});
+      const detail::notification n{detail::window_key(w.slot, w.generation),
+                                   layout(comm{a.comm}).rank, tag, 0, immediate};
+      // A peer's ring: the release that orders the data must reach that device.
       at_scope(a.path != detail::route::same_device, [&](auto scope) {
-        const std::uint32_t room = view().channel_capacity;
-        if (ticket == no_ticket) ticket = early_ticket(a);
-        if (ticket == in_channel) {
-          detail::notification_ring& c = view().channel(t, e.channel);
-          // Acquire where the count is read: see ring_has_credit.
-          if (detail::ring_has_credit<scope.value>(c, room, e.next, e.known)) {
-            detail::ring_publish<scope.value>(c, room, e.next++, n);
-            return;
-          }
-          // The channel is full: spill.
-          ticket = detail::ring_take_ticket<S>(view().tickets[t]);
-        }
-        if (e.channel >= 0) {
-          n.spilled = std::uint32_t(e.channel) + 1;
-          e.spill_end = ticket + 1;
-        }
-        detail::notification_ring& q = view().queue(t, view().device_index);
-        waiter<true> wait(*this, where, {w.slot, a.target, tag, 0});
         detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);
         detail::ring_publish<scope.value>(q, view().queue_capacity, ticket, n);
       });
     }
     completed();
-  }
-
-  // The leading thread's lease entry for a.world_target: its channel
-  // there, or -1 (channels.hpp). Looked up in rank_local's cache; a miss
-  // writes the evicted entry back to its target's table and reads the
-  // target's, taking the lease where its channel has no owner yet.
-  GRMA_INLINE detail::channel_lease& lease(const access& a) {
-    detail::channel_lease& e = local().leases[a.world_target % detail::lease_cache_size];
-    if (e.target != a.world_target) lease_miss(e, a);
-    return e;
-  }
-  GRMA_COLD void lease_miss(detail::channel_lease& e, const access& a) {
-    // Only this rank reads or writes its state at the target: plain accesses.
-    if (e.target >= 0 && e.channel >= 0)
-      view().channels_of(e.target).state[e.channel] = {e.next, e.spill_end};
-    const int k = world_rank() % detail::channel_count;
-    const std::uint32_t me = std::uint32_t(world_rank()) + 1;
-    detail::channel_table& table = view().channels_of(a.world_target);
-    e = {a.world_target, -1, 0, 0, 0};
-    if (!view().lease_channels) return;
-    // At the job's scope: ranks of every device of the node may contend
-    // for the word. Relaxed: the lease orders nothing but this rank's own
-    // entries, which it publishes with release after it.
-    at_scope(wide(), [&](auto scope) {
-      std::uint32_t owner = detail::load_relaxed<scope.value>(table.owner[k]);
-      if (owner == 0 &&
-          (detail::word_fetch_op<detail::word_op::bit_or, scope.value>(table.leased, 1u << k) &
-           (1u << k)) == 0) {
-        detail::store_relaxed<scope.value>(table.owner[k], me);
-        owner = me;
-      }
-      if (owner != me) return;
-      e.channel = k;
-      e.next = table.state[k].next;
-      e.spill_end = table.state[k].spill_end;
-    });
-  }
-  // Whether the target has taken every entry this rank spilled into its
-  // ring (the ring's consumed count has passed the last), which ends the
-  // spill: its next entries go to its channel again, behind them.
-  GRMA_COLD bool spill_taken(detail::channel_lease& e, const access& a) {
-    std::uint64_t& known = credit(a.world_target);
-    if (known < e.spill_end)
-      at_scope(a.path != detail::route::same_device, [&](auto scope) {
-        // Acquire: pairs with the consumer's count as ring_has_credit's does.
-        known = detail::load_acquire<scope.value>(
-            view().queue(a.world_target, view().device_index).consumed);
-      });
-    if (known < e.spill_end) return false;
-    e.spill_end = 0;
-    return true;
   }
 
   // A rank whose put waits for room at a ring moves its own arrivals into
@@ -1268,7 +1173,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   static constexpr std::uint32_t drain_spins = 16;
   GRMA_COLD void take_own_arrivals() {
     at_scope(wide(), [&](auto scope) {
-      detail::take_arrivals<scope.value>(local().pending, inbox<scope.value>(), local().inbox,
+      detail::take_arrivals<scope.value>(local().pending, inbox(), local().inbox,
                                          detail::no_window);
     });
   }

@@ -34,7 +34,6 @@ struct settings {
   int nodes = 1;                             // GRMA_NODES: nodes one process plays (CPU backend, loopback)
   transport_kind transport = transport_kind::automatic;  // GRMA_TRANSPORT=auto|mpi|ucx|loopback
   bool engine_proxy = true;                  // GRMA_ENGINE_PROXY=1|0, GPUs across nodes: see docs/configuration.md
-  bool channels = true;                      // GRMA_CHANNELS=1|0: this process's ranks lease channels
   waits_kind waits = waits_kind::automatic;  // GRMA_WAITS=auto|spin|yield|sleep, CPU backend
 
   // Settings from name/value pairs named like the environment variables

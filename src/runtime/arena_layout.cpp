@@ -50,15 +50,12 @@ arena_layout layout_arena(const arena_params& p) {
   l.heap_bytes =
       align_up(l.allocatable_start + align_up(p.heap_size, heap_payload_alignment), 4096);
   l.queue_stride = align_up(notification_ring::bytes_for(p.queue_capacity), heap_alignment);
-  l.channel_capacity = channel_capacity_for(p.queue_capacity);
-  l.channel_block = channel_block_for(l.channel_capacity);
 
   carver c;
   l.allocator = c.take<heap_allocator>(1);
   l.slots = c.take<window_slot>(p.max_windows);
   l.entries = c.take<window_entry>(std::uint64_t(p.max_windows) * p.world_size);
   l.queues = c.take_bytes(l.queue_stride * std::uint64_t(p.ranks) * std::uint64_t(p.devices));
-  l.channels = c.take_bytes(l.channel_block * std::uint64_t(p.ranks));
   l.tickets = c.take<std::uint64_t>(std::uint64_t(p.world_size));
   l.collectives = c.take<collective_state>(comm_count);
   l.world_arrivals = c.take<collective_arrival>(p.world_size);
@@ -104,11 +101,6 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.queues = control + l.queues;
   v.queue_stride = l.queue_stride;
   v.queue_capacity = p.queue_capacity;
-  v.channels = control + l.channels;
-  v.channel_block = l.channel_block;
-  v.channel_stride = channel_stride_for(l.channel_capacity);
-  v.channel_capacity = l.channel_capacity;
-  v.lease_channels = p.channels;
   v.match_capacity = p.match_capacity;
   v.tickets = reinterpret_cast<std::uint64_t*>(control + l.tickets);
   auto* collectives = reinterpret_cast<collective_state*>(control + l.collectives);
@@ -131,7 +123,6 @@ device_view make_view(const arena_layout& l, const arena_params& p, unsigned cha
   v.userdata_device = p.device_index;
   v.peer_heaps[p.device_index] = heap;
   v.peer_queues[p.device_index] = v.queues;
-  v.peer_channels[p.device_index] = v.channels;
   v.world_releases[p.device_index] = v.collectives[0];
   v.node_devices = 1u << p.device_index;
   v.nodes = 1;
@@ -151,7 +142,6 @@ void link_views(device_view* const* views, int devices, int devices_per_process,
     for (int e = 0; e < devices; ++e) {
       v.peer_heaps[e] = here(e) ? views[e]->heap : nullptr;
       v.peer_queues[e] = here(e) ? views[e]->queues : nullptr;
-      v.peer_channels[e] = here(e) ? views[e]->channels : nullptr;
       v.world_releases[e] = here(e) ? views[e]->collectives[0] : nullptr;
     }
     v.node_devices = node_devices;
@@ -172,15 +162,6 @@ heap_block init_arena(const arena_layout& l, const arena_params& p, unsigned cha
   for (int r = 0; r < p.ranks * p.devices; ++r)
     ring_init<notification>(control_image + l.queues + l.queue_stride * std::uint64_t(r),
                             p.queue_capacity);
-  // The channel tables stay zero: no owners yet.
-  const std::uint64_t channel_stride = channel_stride_for(l.channel_capacity);
-  for (int r = 0; r < p.ranks; ++r) {
-    auto& table = *reinterpret_cast<channel_table*>(control_image + l.channels +
-                                                    l.channel_block * std::uint64_t(r));
-    for (int k = 0; k < channel_count; ++k)
-      ring_init<notification>(first_channel(table) + channel_stride * std::uint64_t(k),
-                              l.channel_capacity);
-  }
 
   ring_init<log_record>(host + l.log, p.log_capacity);
   ring_init<remote_command>(host + l.commands, command_capacity);

@@ -30,9 +30,6 @@ struct arena_params {
   // Processes whose host threads notify the ranks (launch_options::
   // host_access), else 0: the sources after the world ranks.
   int host_sources = 0;
-  // Whether this process's ranks lease channels (GRMA_CHANNELS); the
-  // layout has them either way, for the node's other processes.
-  bool channels = true;
 };
 
 struct arena_layout {
@@ -44,10 +41,8 @@ struct arena_layout {
   std::uint64_t control_bytes;
   std::uint64_t host_bytes;
   std::uint64_t queue_stride;
-  std::uint32_t channel_capacity;
-  std::uint64_t channel_block;  // a rank's channel table and channels
   // offsets in the control block
-  std::uint64_t allocator, slots, entries, queues, channels, tickets, collectives, world_arrivals,
+  std::uint64_t allocator, slots, entries, queues, tickets, collectives, world_arrivals,
       device_arrivals, words, completion, symmetric_count, symmetric_blocks, teams;
   // offsets in the host-visible block
   std::uint64_t status, control, log, commands, payloads, window_states;

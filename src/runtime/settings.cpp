@@ -187,8 +187,6 @@ settings parse_given(const std::vector<given_value>& values) {
       s.timeout_seconds = t;
     } else if (name == "GRMA_ENGINE_PROXY") {
       s.engine_proxy = parse_count(shown, value, 0, 1) == 1;
-    } else if (name == "GRMA_CHANNELS") {
-      s.channels = parse_count(shown, value, 0, 1) == 1;
     } else if (name.rfind("GRMA_", 0) == 0) {
       throw error(errc::invalid_config, -1, call::runtime,
                   "grma: unknown setting " + shown + " (see docs/configuration.md)");

@@ -92,8 +92,7 @@ void expect_freed_slots(config c, freed_case which, std::uint32_t capacity, unsi
   j.prepare();
   if (j.run(freed_slots{which})) {
     j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0, [&](int) { return per_rank; }, "notifications matched");
+    j.expect_counts(0, [&](int) { return per_rank; }, "notifications matched");
   }
 }
 
@@ -111,10 +110,10 @@ TEST_P(Queue, PairsSendAndMatchMoreThanHalfTheRingTwice) {
 
 // ---- every rank sends and receives at once, at the capacity's limit -----------------
 
-constexpr int flow_group = 8;  // ranks that exchange notifications with each other
-constexpr int flow_max = 6;    // notifications from one source to one target, at most
+constexpr int flow_group = 8;    // ranks that exchange notifications with each other
+constexpr int flow_max = 6;      // notifications from one source to one target, at most
 constexpr int flow_tags = 3;
-constexpr int flow_forms = 4;        // how receivers match: see `flow::match_some`
+constexpr int flow_forms = 4;    // how receivers match: see `flow::match_some`
 constexpr double flow_seconds = 20;  // a lost notification fails the test after this long
 
 // Notifications from `source` to `target` in phase `form`, and the tag of the k-th.
@@ -123,9 +122,8 @@ GRMA_HOST_DEVICE inline int flow_count(int source, int target, int form) {
              (flow_max + 1));
 }
 GRMA_HOST_DEVICE inline int flow_tag(int source, int target, int form, int k) {
-  return int(
-      mix(std::uint64_t(source) + 1000, std::uint64_t(target), std::uint64_t(form * 64 + k)) %
-      flow_tags);
+  return int(mix(std::uint64_t(source) + 1000, std::uint64_t(target), std::uint64_t(form * 64 + k)) %
+             flow_tags);
 }
 
 // Every member of a group sends a random number of notifications to every
@@ -207,14 +205,12 @@ struct flow {
   // Grants sources one notification each, round robin, while what is
   // granted and not matched is below the capacity.
   template <class Rank>
-  GRMA_HOST_DEVICE void grant(Rank& r, grma::window w, const group& g, int form,
-                              progress& p) const {
+  GRMA_HOST_DEVICE void grant(Rank& r, grma::window w, const group& g, int form, progress& p) const {
     for (int tries = 0; tries < g.size && p.granted_total - p.matched_total < capacity; ++tries) {
       const int i = p.next_grant;
       p.next_grant = (p.next_grant + 1) % g.size;
       if (p.granted[i] == flow_count(g.member(i), r.rank(grma::world), form)) continue;
-      r.put_signal(w, g.member(i), 0, 0, nullptr, std::size_t(g.index) * 8, 1,
-                   grma::signal_op::add);
+      r.put_signal(w, g.member(i), 0, 0, nullptr, std::size_t(g.index) * 8, 1, grma::signal_op::add);
       ++p.granted[i];
       ++p.granted_total;
     }
@@ -245,8 +241,7 @@ struct flow {
           if (p.matched[i] == all) continue;
           const int tag = flow_tag(source, me, form, p.matched[i]);
           int run = 1;
-          while (p.matched[i] + run < all && flow_tag(source, me, form, p.matched[i] + run) == tag)
-            ++run;
+          while (p.matched[i] + run < all && flow_tag(source, me, form, p.matched[i] + run) == tag) ++run;
           const int got = take(r, w, source, tag, count_for(run, p));
           p.matched[i] += got;
           p.matched_total += got;
@@ -298,8 +293,7 @@ TEST_P(Queue, EveryRankSendsAndReceivesAtTheCapacitysLimit) {
     j.prepare();
     if (j.run(program)) {
       j.expect_no_failures(__FILE__);
-      j.expect_counts(
-          0, [&](int rank) { return flow_received(rank, n); }, "notifications matched");
+      j.expect_counts(0, [&](int rank) { return flow_received(rank, n); }, "notifications matched");
     }
   }
 }
@@ -390,8 +384,7 @@ struct head_of_line {
     const bool large_range = me == target, large_source = me == a;
     const std::size_t range = large_range ? hol_large + hol_large_bytes : hol_large;
     auto* window_memory = static_cast<std::uint8_t*>(r.alloc(range));
-    auto* source = large_source ? static_cast<std::uint8_t*>(r.alloc(hol_large_bytes))
-                                : window_memory + hol_small;
+    auto* source = large_source ? static_cast<std::uint8_t*>(r.alloc(hol_large_bytes)) : window_memory + hol_small;
     auto* cell = static_cast<std::uint64_t*>(r.alloc(8));  // uniform()
     if (r.thread() == 0) *reinterpret_cast<std::uint64_t*>(window_memory + hol_signal) = 0;
     r.sync_threads();
@@ -437,220 +430,7 @@ TEST_P(Queue, ANotificationIsVisibleWhileAnotherOriginsLargePutCopies) {
   j.prepare();
   if (j.run(head_of_line{})) {
     j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0, [](int rank) { return rank == 0 ? 1u : 0u; }, "visible at once");
-  }
-}
-
-// Every other rank sends rank 0 ordered_per_source 8-byte puts, each
-// carrying its number as data (to a word of its own) and as immediate,
-// while rank 0 takes them one at a time from any source. At capacity 2 the
-// senders' channels and rings fill again and again (spills; senders of the
-// same channel number share the rings): each source's still arrive in the
-// order it sent them, each exactly once, its data in place.
-constexpr int ordered_per_source = 24;
-constexpr int ordered_tag = 7;
-
-struct ordered_overflow {
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    rank_record& rec = record_of(r);
-    const int me = r.rank(grma::world), n = r.size(grma::world);
-    // Rank 0: a word per source and number, then the number each source
-    // sent last. The others: the word they put from.
-    const std::size_t landing = me == 0 ? std::size_t(n) * ordered_per_source : 1;
-    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (landing + std::size_t(n))));
-    for (std::size_t i = r.thread(); i < landing + std::size_t(n); i += r.threads()) words[i] = 0;
-    r.sync_threads();
-    grma::window w = r.window_create(grma::world, words, 8 * landing);
-    if (me != 0) {
-      for (int i = 1; i <= ordered_per_source; ++i) {
-        if (r.thread() == 0) words[0] = std::uint64_t(i);
-        r.sync_threads();
-        r.put_notify(w, 0, 8 * (std::size_t(me) * ordered_per_source + std::size_t(i - 1)), 8,
-                     words, ordered_tag, std::uint64_t(i));
-      }
-    } else {
-      std::uint64_t* last = words + landing;
-      for (int k = 0; k < (n - 1) * ordered_per_source; ++k) {
-        const grma::envelope e = r.wait_notification(w, grma::any_source, ordered_tag);
-        if (r.thread() == 0) {
-          const bool known = e.source > 0 && e.source < n;
-          CONF_EXPECT(r, rec, known && e.immediate == last[e.source] + 1, k, e.source, e.immediate);
-          if (known && e.immediate == last[e.source] + 1) {
-            const std::uint64_t data =
-                words[std::size_t(e.source) * ordered_per_source + std::size_t(e.immediate - 1)];
-            CONF_EXPECT(r, rec, data == e.immediate, k, e.source, data);
-            last[e.source] = e.immediate;
-          }
-          tally(r, rec, 0);
-        }
-        r.sync_threads();
-      }
-      for (int s = 1; s < n; ++s)
-        CONF_EXPECT(r, rec, last[s] == ordered_per_source, -1, s, last[s]);
-    }
-    r.barrier(grma::world);
-    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -2, 0, 0);
-    r.window_free(w);
-    r.free(words);
-  }
-};
-
-TEST_P(Queue, EachSourcesNotificationsKeepTheirOrderThroughFullChannelsAndRings) {
-  grma::runtime rt(with_queue_capacity(2));
-  job j(rt, GetParam());
-  const int n = j.resolve(ordered_overflow{});
-  j.prepare();
-  if (j.run(ordered_overflow{})) {
-    j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0, [&](int rank) { return rank == 0 ? unsigned((n - 1) * ordered_per_source) : 0u; },
-        "notifications matched in order");
-  }
-}
-
-// A sender of the target's node may leave its channel's room (2 at
-// capacity 2) and the ring's (2) at a target that takes nothing
-// meanwhile: pairs on one node send each other 4, meet, take them (the
-// last 2 spilled into the ring, behind the channel's first 2), then send
-// 2 more (in the channel again, once the spilled are taken) and take
-// those. Order and data checked; each rank counts one run through. Pairs
-// across nodes, and every pair under GRMA_CHANNELS=0, have the ring's room
-// only: they send 2, meet, take them, then 2 more.
-constexpr int spill_first = 4, spill_then = 2;
-
-struct spill_and_return {
-  bool channels;  // GRMA_CHANNELS
-
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    rank_record& rec = record_of(r);
-    const int me = r.rank(grma::world), n = r.size(grma::world);
-    const int peer = pair_partner(me, n);
-    constexpr int total = spill_first + spill_then;
-    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (total + 1)));
-    for (int i = r.thread(); i <= total; i += r.threads()) words[i] = 0;
-    r.sync_threads();
-    grma::window w = r.window_create(grma::world, words, 8 * total);
-    std::uint64_t* source = words + total;
-    const bool ring_only =
-        !channels || r.team_translate(grma::team_world, peer, grma::team_node) < 0;
-    const int first = ring_only ? 2 : spill_first, end = ring_only ? 4 : total;
-    const auto send = [&](int from, int to) {
-      for (int i = from; i < to; ++i) {
-        if (r.thread() == 0) *source = 100 + std::uint64_t(i);
-        r.sync_threads();
-        r.put_notify(w, peer, 8 * std::size_t(i), 8, source, 5, std::uint64_t(i));
-      }
-    };
-    const auto take = [&](int from, int to) {
-      for (int i = from; i < to; ++i) {
-        const grma::envelope e = r.wait_notification(w, grma::any_source, 5);
-        CONF_EXPECT(r, rec, e.source == peer && e.immediate == std::uint64_t(i), i, e.source,
-                    e.immediate);
-        CONF_EXPECT(r, rec, words[i] == 100 + std::uint64_t(i), i, 0, words[i]);
-      }
-    };
-    send(0, first);
-    r.barrier(grma::world);
-    take(0, first);
-    r.barrier(grma::world);
-    send(first, end);
-    r.barrier(grma::world);
-    take(first, end);
-    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -1, 0, 0);
-    tally(r, rec, 0);
-    r.barrier(grma::world);
-    r.window_free(w);
-    r.free(words);
-  }
-};
-
-TEST_P(Queue, ASenderPastItsChannelsRoomSpillsIntoTheRingAndComesBack) {
-  grma::runtime rt(with_queue_capacity(2));
-  job j(rt, GetParam());
-  const spill_and_return program{suite_settings().channels};
-  j.resolve(program);
-  j.prepare();
-  if (j.run(program)) {
-    j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0, [](int) { return 1u; }, "runs through");
-  }
-}
-
-// 40 ranks a device: ranks p and p + 32 contend for channel p at each
-// target (one leases it, the other's notifications go through the
-// rings), and every sender alternates between targets 0 and 8, whose
-// leases share one place in its cache (each put evicts the other's and
-// reads it back). At capacity 2 they spill too. Each source's arrive in
-// order, each once, with their data.
-constexpr int contested_per_target = 12;
-constexpr int contested_first = 0, contested_second = 8;
-
-struct contested_leases {
-  template <class Rank>
-  GRMA_HOST_DEVICE void operator()(Rank& r) const {
-    rank_record& rec = record_of(r);
-    const int me = r.rank(grma::world), n = r.size(grma::world);
-    const bool target = me == contested_first || me == contested_second;
-    const std::size_t landing = target ? std::size_t(n) * contested_per_target : 1;
-    auto* words = static_cast<std::uint64_t*>(r.alloc(8 * (landing + std::size_t(n))));
-    for (std::size_t i = r.thread(); i < landing + std::size_t(n); i += r.threads()) words[i] = 0;
-    r.sync_threads();
-    grma::window w = r.window_create(grma::world, words, 8 * landing);
-    if (!target) {
-      for (int i = 1; i <= contested_per_target; ++i) {
-        if (r.thread() == 0) words[0] = std::uint64_t(i);
-        r.sync_threads();
-        const std::size_t at = 8 * (std::size_t(me) * contested_per_target + std::size_t(i - 1));
-        r.put_notify(w, contested_first, at, 8, words, 4, std::uint64_t(i));
-        r.put_notify(w, contested_second, at, 8, words, 4, std::uint64_t(i));
-      }
-    } else {
-      std::uint64_t* last = words + landing;
-      for (int k = 0; k < (n - 2) * contested_per_target; ++k) {
-        const grma::envelope e = r.wait_notification(w, grma::any_source, 4);
-        if (r.thread() == 0) {
-          const bool right = e.source >= 0 && e.source < n && e.immediate == last[e.source] + 1;
-          CONF_EXPECT(r, rec, right, k, e.source, e.immediate);
-          if (right) {
-            const std::uint64_t data =
-                words[std::size_t(e.source) * contested_per_target + std::size_t(e.immediate - 1)];
-            CONF_EXPECT(r, rec, data == e.immediate, k, e.source, data);
-            last[e.source] = e.immediate;
-          }
-          tally(r, rec, 0);
-        }
-        r.sync_threads();
-      }
-    }
-    r.barrier(grma::world);
-    CONF_EXPECT(r, rec, !r.test_notifications(w, grma::any_source, grma::any_tag), -1, 0, 0);
-    r.window_free(w);
-    r.free(words);
-  }
-};
-
-TEST_P(Queue, ContestedAndEvictedLeasesKeepEachSourcesOrder) {
-  config c = GetParam();
-  if (c.ranks != 2) GTEST_SKIP() << "runs once a thread count, at 40 ranks a device";
-  c.ranks = 40;
-  grma::runtime rt(with_queue_capacity(2));
-  job j(rt, c);
-  const int n = j.resolve(contested_leases{});
-  j.prepare();
-  if (j.run(contested_leases{})) {
-    j.expect_no_failures(__FILE__);
-    j.expect_counts(
-        0,
-        [&](int rank) {
-          return rank == contested_first || rank == contested_second
-                     ? unsigned((n - 2) * contested_per_target)
-                     : 0u;
-        },
-        "notifications taken in order");
+    j.expect_counts(0, [](int rank) { return rank == 0 ? 1u : 0u; }, "visible at once");
   }
 }
 

@@ -167,15 +167,6 @@ TEST(Settings, EngineProxy) {
     EXPECT_EQ(parse_error("GRMA_ENGINE_PROXY", bad), invalid("GRMA_ENGINE_PROXY", bad, "a number from 0 to 1"));
 }
 
-TEST(Settings, Channels) {
-  EXPECT_TRUE(grma::settings{}.channels) << "on by default";
-  EXPECT_FALSE(parse_one("GRMA_CHANNELS", "0").channels);
-  EXPECT_TRUE(parse_one("GRMA_CHANNELS", "1").channels);
-  for (const char* bad : {"2", "", "on", "-1"})
-    EXPECT_EQ(parse_error("GRMA_CHANNELS", bad),
-              invalid("GRMA_CHANNELS", bad, "a number from 0 to 1"));
-}
-
 TEST(Settings, Waits) {
   EXPECT_EQ(grma::settings{}.waits, grma::waits_kind::automatic);
   EXPECT_EQ(parse_one("GRMA_WAITS", "auto").waits, grma::waits_kind::automatic);

@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(GRMA_MAX_THREADS_PER_RANK, 1)
   device_view& shared_view = cuda_platform::kernel_view();
   if (threadIdx.x == 0) {
     shared_view = view;
-    rank_local_init(local, pending_items, view.match_capacity, view.queue_capacity, view.devices);
+    rank_local_init(local, pending_items, view.match_capacity, view.queue_capacity);
   }
   __syncthreads();
   cuda_rank r(shared_view, int(blockIdx.x), local);

@@ -13,7 +13,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "grma/detail/channels.hpp"
 #include "grma/detail/heap.hpp"
 #include "grma/detail/matching.hpp"
 #include "grma/detail/ring.hpp"
@@ -276,13 +275,8 @@ struct rank_local {
   // Direct-mapped cache of producer credits for the rings of recent targets.
   std::int32_t credit_target[credit_cache_size];
   std::uint64_t credit_known[credit_cache_size];
-  // This rank's leases on its channels at recent targets (channels.hpp),
-  // by target modulo lease_cache_size.
-  channel_lease leases[lease_cache_size];
   pending_list pending;
-  // Consumer state of the rank's rings: one per device, then its channels
-  // (inbox_rings).
-  ring_reader inbox[max_devices + channel_count];
+  ring_reader inbox[max_devices];  // consumer state of the rank's rings, one per device
   window_cache_set windows[window_cache_sets];  // by window_cache_set_of(slot)
   // The generation of the live context in each slot (0: free; slot 0 is
   // default_context), and the contexts created so far, which numbers them.
@@ -291,13 +285,10 @@ struct rank_local {
 };
 
 GRMA_INLINE void rank_local_init(rank_local& l, notification* pending_items,
-                                 std::uint32_t match_capacity, std::uint32_t queue_capacity,
-                                 int devices) {
+                                 std::uint32_t match_capacity, std::uint32_t queue_capacity) {
   l = rank_local{};
-  for (int i = 0; i < devices + channel_count; ++i)
-    l.inbox[i].mask = (i < devices ? queue_capacity : channel_capacity_for(queue_capacity)) - 1;
+  for (ring_reader& r : l.inbox) r.mask = queue_capacity - 1;
   for (int i = 0; i < credit_cache_size; ++i) l.credit_target[i] = -1;
-  for (channel_lease& e : l.leases) e.target = -1;
   l.pending = pending_list{0, match_capacity, pending_items, 0, 0, {}};
 }
 
@@ -563,13 +554,6 @@ struct device_view {
   std::uint64_t queue_stride;
   std::uint32_t queue_capacity;
   std::uint32_t match_capacity;
-  // Each rank's channel table and channels (channels.hpp): rank r's at
-  // channels + channel_block * r; channel_capacity entries a channel.
-  unsigned char* channels;
-  std::uint64_t channel_block;
-  std::uint64_t channel_stride;
-  std::uint32_t channel_capacity;
-  bool lease_channels;  // GRMA_CHANNELS: else this device's ranks notify through the rings alone
   // Per world rank: tickets handed to this device's producers for their ring
   // at that rank. Tickets stay on the producers' device, so taking one is a
   // local atomic even when the ring is on a peer.
@@ -607,7 +591,6 @@ struct device_view {
   // devices on other nodes, which only the network engines reach.
   unsigned char* peer_heaps[max_devices];
   unsigned char* peer_queues[max_devices];
-  unsigned char* peer_channels[max_devices];
   // Jobs across nodes: bit d is set for the devices on this node (all bits
   // of a one-node job), and node_leader is the node's lowest world rank,
   // which gathers the node for world collectives.
@@ -638,17 +621,6 @@ struct device_view {
     const int d = device_of(target);
     const std::uint64_t index = std::uint64_t(target - d * ranks) * std::uint64_t(devices) + from;
     return *reinterpret_cast<notification_ring*>(peer_queues[d] + queue_stride * index);
-  }
-
-  // World rank `target`'s channel table, and its channel k.
-  GRMA_INLINE channel_table& channels_of(int target) const {
-    const int d = device_of(target);
-    return *reinterpret_cast<channel_table*>(peer_channels[d] +
-                                             channel_block * std::uint64_t(target - d * ranks));
-  }
-  GRMA_INLINE notification_ring& channel(int target, int k) const {
-    return *reinterpret_cast<notification_ring*>(first_channel(channels_of(target)) +
-                                                 channel_stride * std::uint64_t(k));
   }
 };
 

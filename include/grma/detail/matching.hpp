@@ -30,9 +30,7 @@ struct notification {
   std::uint32_t window;  // window slot (low 16 bits) and generation (high 16 bits)
   std::int32_t source;   // origin's rank in the window's communicator
   std::int32_t tag;
-  // Channel + 1 of an entry its owner spilled into its device's ring
-  // (channels.hpp), else 0.
-  std::uint32_t spilled = 0;
+  std::uint32_t pad = 0;
   std::uint64_t immediate = 0;  // the put's or get's 64-bit value for the target
 };
 
@@ -42,8 +40,7 @@ inline constexpr std::uint32_t max_queue_capacity = 1u << 16;
 // A notification slot: four 64-bit words, each with the low 17 bits of the
 // slot's sequence number (its ticket + 1) at the top and 47 bits of the
 // entry below: window, source and tag take 32 bits of one word each, the
-// immediate is cut into the rest (15 + 15 + 15 + 19 bits), and `spilled`
-// takes 6 bits above the immediate's last piece. A 64-bit store
+// immediate is cut into the rest (15 + 15 + 15 + 19 bits). A 64-bit store
 // is single-copy atomic, so a consumer that finds the sequence number in
 // all four words has the whole entry, in whatever order the stores
 // arrived; 17 bits tell the expected entry from the slot's last one, a
@@ -57,7 +54,6 @@ struct ring_slot<notification> {
 
   static constexpr int sequence_shift = 47;
   static constexpr std::uint64_t piece_mask = (std::uint64_t{1} << 15) - 1;
-  static constexpr std::uint32_t spilled_mask = 0x3f;
 
   GRMA_INLINE static constexpr std::uint64_t stamp(std::uint32_t sequence) {
     return std::uint64_t(sequence & 0x1ffffu) << sequence_shift;
@@ -77,7 +73,7 @@ struct ring_slot<notification> {
     w[0] = pack(sequence, n.window, n.immediate);
     w[1] = pack(sequence, std::uint32_t(n.source), n.immediate >> 15);
     w[2] = pack(sequence, std::uint32_t(n.tag), n.immediate >> 30);
-    w[3] = stamp(sequence) | (std::uint64_t(n.spilled & spilled_mask) << 19) | (n.immediate >> 45);
+    w[3] = stamp(sequence) | (n.immediate >> 45);
   }
 
   template <scope S>
@@ -122,8 +118,7 @@ struct ring_slot<notification> {
 #endif
     if (!stamped(w1, sequence) || !stamped(w2, sequence) || !stamped(w3, sequence)) return false;
     const auto field = [](std::uint64_t w) { return std::uint32_t(w >> 15); };
-    out = notification{field(w0), std::int32_t(field(w1)), std::int32_t(field(w2)),
-                       std::uint32_t(w3 >> 19) & spilled_mask,
+    out = notification{field(w0), std::int32_t(field(w1)), std::int32_t(field(w2)), 0,
                        (w0 & piece_mask) | ((w1 & piece_mask) << 15) | ((w2 & piece_mask) << 30) |
                            ((w3 & ((std::uint64_t{1} << 19) - 1)) << 45)};
     return true;
@@ -250,14 +245,6 @@ struct lane_group {
   GRMA_INLINE bool leads() const {
     return index == 0;
   }
-  // Lane 0's `v`, to every lane: what the lanes must agree on but load
-  // each for itself (inbox_rings::leased).
-  GRMA_INLINE std::uint32_t uniform(std::uint32_t v) const {
-#if GRMA_DEVICE_CODE
-    if (count > 1) return __shfl_sync(0xffffffffu, v, 0);
-#endif
-    return v;
-  }
   GRMA_INLINE std::uint32_t lanes_below() const {
     return (1u << index) - 1u;
   }
@@ -374,47 +361,14 @@ GRMA_INLINE void pending_for_each(const pending_list& p, F&& f) {
 }
 
 // A rank's rings, one per device of the job (each written by that device's
-// ranks), consecutive in memory, then its channels (channels.hpp: rings of
-// one producer each), of which a call looks only at those with an owner.
-// Arrival order across rings is the order the consumer takes entries from
-// them; within a ring it is ticket order. Ring i's consumer state is
-// readers[i]: the device rings', then channel k's at count + k.
+// ranks), consecutive in memory. Arrival order across rings is the order the
+// consumer takes entries from them; within a ring it is ticket order.
 struct inbox_rings {
   unsigned char* first;
   std::uint64_t stride;
-  int count;                          // device rings
-  unsigned char* channels = nullptr;  // the first channel
-  std::uint64_t channel_stride = 0;
-  int channel_slots = 0;     // channel_count, or 0 where there are none
-  std::uint32_t leased = 0;  // bit k: channel k has an owner, as the call read it
+  int count;
   GRMA_INLINE notification_ring& ring(int i) const {
-    if (i < count) return *reinterpret_cast<notification_ring*>(first + stride * std::uint64_t(i));
-    return *reinterpret_cast<notification_ring*>(channels +
-                                                 channel_stride * std::uint64_t(i - count));
-  }
-  // The rings a call looks at, in the order it takes them: for (int i = 0;
-  // i < end(); i = next(i)). Device rings first: their polls need not wait
-  // for the load of `leased`.
-  GRMA_INLINE int end() const { return count + channel_slots; }
-  GRMA_INLINE int next(int i) const {
-    if (++i < count) return i;
-    const int k = i - count;
-    if (k >= channel_slots) return end();
-    const std::uint32_t rest = leased >> k;
-    if (rest == 0) return end();
-#if GRMA_DEVICE_CODE
-    return i + __ffs(int(rest)) - 1;
-#else
-    return i + __builtin_ctz(rest);
-#endif
-  }
-  // How many it looks at.
-  GRMA_INLINE int active() const {
-#if GRMA_DEVICE_CODE
-    return count + __popc(leased);
-#else
-    return count + __builtin_popcount(leased);
-#endif
+    return *reinterpret_cast<notification_ring*>(first + stride * std::uint64_t(i));
   }
 };
 
@@ -425,7 +379,7 @@ struct inbox_rings {
 // full ring, a barrier, a signal wait) holds no slot its senders wait for.
 template <scope S>
 GRMA_INLINE void release_rings(const inbox_rings& in, ring_reader* readers) {
-  for (int i = 0; i < in.end(); i = in.next(i)) ring_release<S>(in.ring(i), readers[i]);
+  for (int i = 0; i < in.count; ++i) ring_release<S>(in.ring(i), readers[i]);
 }
 
 // What a lane group finds at a ring's private head: lane i looks at the
@@ -436,44 +390,14 @@ struct arrivals {
   std::uint32_t hits;   // of those, the ones the query matches
 };
 
-// The entry `i` places after ring r's head, where it is published.
-template <scope S>
-GRMA_INLINE bool entry_at(const inbox_rings& in, const ring_reader* readers, int r, std::uint64_t i,
-                          notification& n) {
-  const ring_reader& reader = readers[r];
-  const std::uint64_t ticket = reader.head + i;
-  return in.ring(r).slots()[ticket & reader.mask].template load<S>(
-      static_cast<std::uint32_t>(ticket + 1), n);
-}
-
-// A spilled entry (channels.hpp) waits while its channel holds an entry:
-// those are older, its producer having spilled only into a full channel
-// and gone back to the channel only after the consumer took every entry it
-// spilled (so no channel entry is newer than one spilled and still here).
-template <scope S>
-GRMA_INLINE bool held_back(const inbox_rings& in, const ring_reader* readers,
-                           const notification& n) {
-  // Only a channel's owner marks an entry, so a rank with no channels
-  // (channel_slots 0) never finds one marked.
-  if (n.spilled == 0 || int(n.spilled) > in.channel_slots) return false;
-  notification ahead;
-  return entry_at<S>(in, readers, in.count + int(n.spilled) - 1, 0, ahead);
-}
-
-// The entry at ring r's head, where the consumer may take it now.
-template <scope S>
-GRMA_INLINE bool arrived(const inbox_rings& in, const ring_reader* readers, int r,
-                         notification& n) {
-  return entry_at<S>(in, readers, r, 0, n) && !held_back<S>(in, readers, n);
-}
-
 template <scope S, class Lanes>
-GRMA_INLINE arrivals look_at_ring(const inbox_rings& in, const ring_reader* readers, int r,
+GRMA_INLINE arrivals look_at_ring(notification_ring& ring, const ring_reader& reader,
                                   std::uint32_t reach, const match_query& q, Lanes g) {
   arrivals a{};
-  const bool got = std::uint32_t(g.index) < reach &&
-                   entry_at<S>(in, readers, r, std::uint64_t(g.index), a.entry) &&
-                   !held_back<S>(in, readers, a.entry);
+  const std::uint64_t ticket = reader.head + std::uint64_t(g.index);
+  const bool got =
+      std::uint32_t(g.index) < reach && ring.slots()[ticket & reader.mask].template load<S>(
+                                            static_cast<std::uint32_t>(ticket + 1), a.entry);
   const std::uint32_t published = g.ballot(got);
   // The lanes below the lowest one without an entry (all of them when every lane has one).
   a.ready = (~published & (published + 1u)) - 1u;
@@ -498,7 +422,7 @@ GRMA_INLINE std::uint32_t lowest_lanes(std::uint32_t hits, std::uint32_t wanted,
   return g.ballot(hit && lanes_in(hits & g.lanes_below()) < wanted);
 }
 
-// How many entries a run from one of `rings` rings (inbox_rings::active) may take into a list
+// How many entries a run from one of `rings` rings may take into a list
 // that holds `held` of its `capacity`: at most the rings' fair share of the
 // room left, so that one ring's run never takes the room the others'
 // entries would have had in turn (one at a time, round robin); at least
@@ -565,9 +489,9 @@ GRMA_OUT_OF_LINE std::uint32_t take_some(pending_list& pending, const inbox_ring
   const auto held = [&] { return p.size + removed; };
   for (bool took = true; took && removed < wanted;) {
     took = false;
-    for (int r = 0; r < in.end() && removed < wanted && held() < p.capacity; r = in.next(r)) {
-      const std::uint32_t reach = run_reach(p.capacity, held(), in.active(), lanes, readers[r]);
-      const arrivals a = look_at_ring<S>(in, readers, r, reach, q, g);
+    for (int r = 0; r < in.count && removed < wanted && held() < p.capacity; ++r) {
+      const std::uint32_t reach = run_reach(p.capacity, held(), in.count, lanes, readers[r]);
+      const arrivals a = look_at_ring<S>(in.ring(r), readers[r], reach, q, g);
       if (a.ready == 0) continue;
       took = true;
       const std::uint32_t out = lowest_lanes(a.hits, wanted - removed, g);
@@ -613,10 +537,10 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
   // or the rings are empty.
   for (bool took = true; took && found < wanted;) {
     took = false;
-    for (int i = 0; i < in.end() && found < wanted && p.size < p.capacity; i = in.next(i)) {
+    for (int i = 0; i < in.count && found < wanted && p.size < p.capacity; ++i) {
       const std::uint32_t reach =
-          run_reach(p.capacity, p.size, in.active(), std::uint32_t(g.count), readers[i]);
-      const arrivals a = look_at_ring<S>(in, readers, i, reach, q, g);
+          run_reach(p.capacity, p.size, in.count, std::uint32_t(g.count), readers[i]);
+      const arrivals a = look_at_ring<S>(in.ring(i), readers[i], reach, q, g);
       if (a.ready == 0) continue;
       took = true;
       const std::uint32_t run = lanes_in(a.ready);
@@ -718,11 +642,10 @@ GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& i
                                      ring_reader* readers, const match_query& q, envelope* taken,
                                      bool held_unmatched) {
   if ((pending.size != 0 && !held_unmatched) || q.count != 1) return head_match::search;
-  for (int i = 0; i < in.end(); i = in.next(i)) {
+  for (int i = 0; i < in.count; ++i) {
     if (pending.size == pending.capacity) return head_match::search;
     notification n;
-    if (!arrived<S>(in, readers, i, n)) continue;
-    ++readers[i].head;
+    if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
     ring_release<S>(in.ring(i), readers[i]);
     if (!matches(n, q)) {
       pending_append(pending, n, 1u, lane_group{});
@@ -749,39 +672,15 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   std::uint32_t found = start.found, oldest = start.oldest;
   for (std::uint32_t i = start.from; i < pending.end && found < wanted; ++i)
     if (matches(pending.items[i], q) && found++ == 0) oldest = i;
-  // Round robin, one entry a ring, passing over the rings found empty
-  // earlier in the call until a pass takes nothing or the call has taken
-  // as many entries as it looks at rings (so an arrival in a ring passed
-  // over waits behind at most that many, as behind one round of the round
-  // robin); then a pass looks at every ring again, and one that takes
-  // nothing ends the search. (A rank whose sender has a channel would
-  // otherwise look at its empty ring for every entry it takes.)
-  std::uint64_t idle = 0;
-  int since_all = 0;
-  while (found < wanted && pending.size < pending.capacity) {
-    if (since_all >= in.active()) {
-      idle = 0;
-      since_all = 0;
-    }
-    const bool every = idle == 0;
-    bool took = false;
-    for (int i = 0; i < in.end() && found < wanted && pending.size < pending.capacity;
-         i = in.next(i)) {
-      if ((idle >> i) & 1u) continue;
+  for (bool took = true; took && found < wanted;) {
+    took = false;
+    for (int i = 0; i < in.count && found < wanted && pending.size < pending.capacity; ++i) {
       notification n;
-      if (!arrived<S>(in, readers, i, n)) {
-        idle |= std::uint64_t{1} << i;
-        continue;
-      }
-      ++readers[i].head;
+      if (!ring_try_pop<S>(in.ring(i), readers[i], n)) continue;
       took = true;
-      ++since_all;
       if (pending_append(pending, n, 1u, lane_group{})) oldest = pending.first;
       if (matches(n, q) && found++ == 0) oldest = pending.end - 1;
     }
-    if (took) continue;
-    if (every) break;
-    idle = 0;
   }
   release_rings<S>(in, readers);
   if (found == 0 || (!q.some && found < wanted)) {
@@ -806,26 +705,23 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
 // Moves the rings' arrivals into the pending list, each ring's in its
 // order, as far as the list has room, dropping those of window `dropped`
 // (no_window: none); every slot taken is handed back to its producers.
-// Until a pass moves nothing: a spilled entry may wait for its channel,
-// which comes after the device rings.
 template <scope S>
 GRMA_INLINE void take_arrivals(pending_list& pending, const inbox_rings& in, ring_reader* readers,
                                std::uint32_t dropped) {
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int r = 0; r < in.end(); r = in.next(r)) {
-      notification n;
-      while (arrived<S>(in, readers, r, n)) {
-        if (n.window != dropped) {
-          if (pending.size == pending.capacity) break;  // no room: it stays in the ring
-          pending_append(pending, n, 1u, lane_group{});
-        }
-        ++readers[r].head;
-        moved = true;
+  for (int r = 0; r < in.count; ++r) {
+    notification_ring& ring = in.ring(r);
+    ring_reader& reader = readers[r];
+    notification n;
+    while (ring.slots()[reader.head & reader.mask].template load<S>(
+        static_cast<std::uint32_t>(reader.head + 1), n)) {
+      if (n.window != dropped) {
+        if (pending.size == pending.capacity) break;  // no room: it stays in the ring
+        pending_append(pending, n, 1u, lane_group{});
       }
+      ++reader.head;
     }
+    ring_release<S>(ring, reader);
   }
-  release_rings<S>(in, readers);
 }
 
 // Drops every notification of window `key` (slot and generation) that the

@@ -64,7 +64,7 @@ std::exception_ptr run_cpu_ranks(const std::vector<const device_view*>& views,
   std::vector<notification> pending(total * match_capacity);
   for (std::size_t r = 0; r < total; ++r)
     rank_local_init(locals[r], pending.data() + r * match_capacity, match_capacity,
-                    views[0]->queue_capacity, views[0]->devices);
+                    views[0]->queue_capacity);
 
   std::vector<std::thread> threads;
   threads.reserve(total);
@@ -200,8 +200,7 @@ void run_cpu_job(const settings& s, const launch_options& o, const rank_info& in
                         s.match_capacity,
                         s.max_windows,
                         log_capacity,
-                        host_sources,
-                        s.channels};
+                        host_sources};
   };
   const arena_layout layout = layout_arena(params_of(0));
 

@@ -423,7 +423,7 @@ void run_cuda_processes(const settings& s, const launch_options& o, const cuda_k
     return arena_params{
         plan.ranks,    plan.ranks * processes, j * plan.ranks, processes,        j,
         s.heap_size,   s.symmetric_size,       userdata_bytes, s.queue_capacity, s.match_capacity,
-        s.max_windows, log_capacity,           host_sources,   s.channels};
+        s.max_windows, log_capacity,           host_sources};
   };
   const arena_layout layout = layout_arena(params_of(0));
   const unsigned long long tag = group.run_tag();
@@ -585,8 +585,7 @@ void run_cuda_ranks(const settings& s, const launch_options& o, const cuda_kerne
     g.arena = std::make_unique<cuda_arena>(arena_params{
         plan.ranks, plan.ranks * devices, d * plan.ranks, devices, d, s.heap_size, s.symmetric_size,
         o.userdata_size, s.queue_capacity, s.match_capacity, s.max_windows, log_capacity,
-        o.host_access ? 1 : 0,  // the host of the one process
-        s.channels});
+        o.host_access ? 1 : 0});  // the host of the one process
     g.stream = std::make_unique<stream_guard>();
     views.push_back(&g.arena->view());
     host_views.push_back(&g.arena->host_view());
