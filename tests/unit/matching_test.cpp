@@ -368,6 +368,16 @@ class rings_inbox {
     ring_push<scope::device>(*ring_[std::size_t(ring)], credits_[std::size_t(ring)], n,
                              unexpected_wait);
   }
+  // A push in its two steps, as a producer makes it: a ticket, and later
+  // its entry.
+  std::uint64_t reserve(int ring) {
+    return grma::detail::ring_reserve<scope::device>(*ring_[std::size_t(ring)],
+                                                     credits_[std::size_t(ring)], unexpected_wait);
+  }
+  void publish(int ring, std::uint64_t ticket, const notification& n) {
+    grma::detail::notification_ring& q = *ring_[std::size_t(ring)];
+    grma::detail::ring_publish<scope::device>(q, q.capacity, ticket, n);
+  }
   std::uint32_t match(int lanes, const match_query& q, grma::envelope* taken) {
     return match_by(lanes, pending_, rings(), readers_.data(), q, taken);
   }
@@ -440,6 +450,42 @@ TEST_P(Matching, SomeLeavesTheOtherRingsTheirShareToo) {
   EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{1, 9, 77}}));
   EXPECT_EQ(inbox.held(),
             (std::vector<fields>{{window_b, 0, 0}, {window_b, 0, 1}, {window_b, 0, 2}}));
+}
+
+// A query for some keeps to each ring's share of the room when the first
+// ring holds far more than its share, so the second ring's match still
+// gets in.
+TEST_P(Matching, SomeKeepsToEachRingsShareOfALongerBacklog) {
+  rings_inbox inbox(2, 8, 16);
+  for (std::int32_t tag = 0; tag < 16; ++tag) inbox.push(0, notification{window_b, 0, tag});
+  inbox.push(1, notification{window_b, 1, 0});
+  inbox.push(1, notification{window_b, 1, 1});
+  inbox.push(1, notification{window_a, 1, 2, 0, 5});
+  grma::envelope taken[4]{};
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 1u);
+  EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{1, 2, 5}}));
+}
+
+// An entry whose ticket is taken but not yet published ends what a look
+// takes: nothing behind it moves, though all behind it are published.
+TEST_P(Matching, AnUnpublishedEntryStopsTheRuns) {
+  rings_inbox inbox(1, 128, 128);
+  const std::int32_t gap = std::max(GetParam(), 2) - 1;  // within a first run of the lanes
+  std::uint64_t ticket[64];
+  for (std::uint64_t& t : ticket) t = inbox.reserve(0);
+  for (std::int32_t i = 0; i < 64; ++i)
+    if (i != gap) inbox.publish(0, ticket[i], notification{window_b, 0, i});
+  std::vector<fields> before_gap, all;
+  for (std::int32_t i = 0; i < 64; ++i) {
+    if (i < gap) before_gap.push_back({window_b, 0, i});
+    all.push_back({window_b, 0, i});
+  }
+  grma::envelope taken[4]{};
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 0u);
+  EXPECT_EQ(inbox.held(), before_gap);
+  inbox.publish(0, ticket[gap], notification{window_b, 0, gap});
+  ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 0u);
+  EXPECT_EQ(inbox.held(), all);
 }
 
 // Taking from the middle leaves a hole; a full list closes its holes before
@@ -754,23 +800,32 @@ class bounded_reference {
          << " before the oldest";
 }
 
+// The sizes of a randomized sequence: pending lists of `fewest_held` to
+// `most_held` entries, rings of 4 << [`fewest_ring_shift`, `most_ring_shift`]
+// entries, and
+// `backlog` arrivals before the first query.
+struct model_sizes {
+  int fewest_held = 1, most_held = 12, fewest_ring_shift = 0, most_ring_shift = 2, backlog = 0;
+};
+
 // Full pending lists, holes closed in the middle of a match, counts up to
 // eight (exact, or some) and purges, against the bounded model, by `lanes`
 // lanes, with `fewest` to `most` rings (a job of as many devices), the
 // rings' arrivals interleaved at random.
-void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int most) {
+void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int most,
+                                  model_sizes sizes = {}) {
   constexpr int steps = 120;
   const std::uint32_t windows[] = {window_a, window_b, window_key(0, 3)};
   for (unsigned seed = 1; seed <= sequences; ++seed) {
     picker pick(seed);
     const int rings = pick(fewest, most);
-    const std::uint32_t pending_capacity = std::uint32_t(pick(1, 12));
-    const std::uint32_t ring_capacity = 4u << pick(0, 2);
+    const std::uint32_t pending_capacity = std::uint32_t(pick(sizes.fewest_held, sizes.most_held));
+    const std::uint32_t ring_capacity = 4u << pick(sizes.fewest_ring_shift, sizes.most_ring_shift);
     rings_inbox inbox(rings, pending_capacity, ring_capacity);
     bounded_reference model(pending_capacity, lanes, rings);
     match_query last{windows[0], -1, -1, 1};
-    for (int step = 0; step < steps; ++step) {
-      const int what = pick(0, 99);
+    for (int step = -sizes.backlog; step < steps; ++step) {
+      const int what = step < 0 ? 0 : pick(0, 99);
       if (what < 55) {
         const int ring = pick(0, rings - 1);
         if (model.ring_contents(ring).size() == ring_capacity) continue;  // a producer would wait
@@ -808,6 +863,12 @@ void agree_with_the_bounded_model(int lanes, unsigned sequences, int fewest, int
 
 TEST_P(Matching, RandomizedAgreesWithTheBoundedModelUnderPressure) {
   agree_with_the_bounded_model(GetParam(), sequences_for(5000), 1, 1);
+}
+
+// Long lists and rings with a backlog: whole runs of 32 lanes, one after
+// another in one call.
+TEST_P(Matching, RandomizedAgreesWithTheBoundedModelInLongRuns) {
+  agree_with_the_bounded_model(GetParam(), sequences_for(2000), 1, 2, {64, 192, 4, 6, 100});
 }
 
 // Runs from several rings take turns and share the list's room.
