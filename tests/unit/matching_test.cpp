@@ -475,14 +475,11 @@ TEST_P(Matching, AnUnpublishedEntryStopsTheRuns) {
   for (std::uint64_t& t : ticket) t = inbox.reserve(0);
   for (std::int32_t i = 0; i < 64; ++i)
     if (i != gap) inbox.publish(0, ticket[i], notification{window_b, 0, i});
-  std::vector<fields> before_gap, all;
-  for (std::int32_t i = 0; i < 64; ++i) {
-    if (i < gap) before_gap.push_back({window_b, 0, i});
-    all.push_back({window_b, 0, i});
-  }
+  std::vector<fields> all;
+  for (std::int32_t i = 0; i < 64; ++i) all.push_back({window_b, 0, i});
   grma::envelope taken[4]{};
   ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 0u);
-  EXPECT_EQ(inbox.held(), before_gap);
+  EXPECT_EQ(inbox.held(), std::vector<fields>(all.begin(), all.begin() + gap));
   inbox.publish(0, ticket[gap], notification{window_b, 0, gap});
   ASSERT_EQ(inbox.match(GetParam(), {window_a, any, any, 4, true}, taken), 0u);
   EXPECT_EQ(inbox.held(), all);
@@ -801,9 +798,8 @@ class bounded_reference {
 }
 
 // The sizes of a randomized sequence: pending lists of `fewest_held` to
-// `most_held` entries, rings of 4 << [`fewest_ring_shift`, `most_ring_shift`]
-// entries, and
-// `backlog` arrivals before the first query.
+// `most_held` entries, rings of 4 << [`fewest_ring_shift`,
+// `most_ring_shift`] entries, and `backlog` arrivals before the first query.
 struct model_sizes {
   int fewest_held = 1, most_held = 12, fewest_ring_shift = 0, most_ring_shift = 2, backlog = 0;
 };
