@@ -72,6 +72,45 @@ struct ping_pong {
   }
 };
 
+// 8-byte value puts (put_value_notify) between world ranks 0 and `partner`,
+// each answered by one, `iterations` round trips after 20 for warm-up: the
+// notified put whose bytes travel in its notification. A program of its
+// own, as core_round_trip's note says of modes. Rank 0 checks the last
+// value after its match.
+struct value_put_round_trip {
+  int iterations;
+  int partner;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    const int me = r.rank(grma::world);
+    auto* inbox = static_cast<std::uint64_t*>(r.alloc(64));
+    grma::window in = r.window_create(grma::world, inbox, 64);
+    if (me == 0 || me == partner) {
+      const int peer = me == 0 ? partner : 0;
+      double start = 0;
+      for (int it = -20; it < iterations; ++it) {
+        if (it == 0) start = r.wtime();
+        const std::uint64_t round = std::uint64_t(it + 21);
+        for (int half = 0; half < 2; ++half) {
+          if ((half == 0) == (me == 0))
+            r.put_value_notify(in, peer, 0, round, 0);
+          else
+            r.wait_notifications(in, peer, 0, 1);
+        }
+      }
+      if (me == 0) {
+        const double seconds = r.wtime() - start;
+        GRMA_ASSERT(r, r.read(inbox) == std::uint64_t(iterations + 20));
+        if (r.thread() == 0) r.template userdata<results>()->seconds = seconds;
+      }
+    }
+    r.barrier(grma::world);
+    r.window_free(in);
+    r.free(inbox);
+  }
+};
+
 enum class core_mode { p_wait_until, put_fence_p, fetch_add };
 
 // The core's one-word operations between world ranks 0 and `partner` on

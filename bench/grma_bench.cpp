@@ -597,8 +597,9 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       first = false;
     }
     // The core's one-word operations, 8 bytes, after the notified ping-pongs.
-    // [3]: the OpenSHMEM layer's put_signal; [4]: the GASPI layer's write_notify ping-pong.
-    double core_us[5] = {NAN, NAN, NAN, NAN, NAN};
+    // [3]: the OpenSHMEM layer's put_signal; [4]: the GASPI layer's write_notify ping-pong;
+    // [5]: the 8-byte value put (put_value_notify), a notified put carried in its notification.
+    double core_us[6] = {NAN, NAN, NAN, NAN, NAN, NAN};
     {
       const bench::core_mode core_how[3] = {bench::core_mode::p_wait_until,
                                             bench::core_mode::put_fence_p,
@@ -615,6 +616,11 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
               ranks_latency);
       core_us[3] = r.seconds / latency_iterations * 1e6;
       core_us[4] = gaspi_8b_us;
+      show.step(std::string(p.name) + ": value put round trip");
+      core_us[5] = run(bench::value_put_round_trip{latency_iterations, p.offset(ranks_latency)},
+                       ranks_latency)
+                       .seconds /
+                   latency_iterations * 1e6;
     }
     // What NVSHMEM's two PEs measure beside fetch_add, in their shape: the
     // add rate of one rank's threads, and barrier and 8-byte allreduce over
@@ -642,6 +648,12 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
         p.name, core_us[0], core_us[1], core_us[3], core_us[4], core_us[4] / core_us[3],
         core_us[2]);
     report += line;
+    std::snprintf(line, sizeof line,
+                  "%s: 8 B value put (put_value_notify) round trip %.3f us: %s x the release "
+                  "floor, %s x NVSHMEM put_signal\n",
+                  p.name, core_us[5], format(core_us[5] / release_floor_us, "%.2f").c_str(),
+                  format(core_us[5] / figure_at(nv.signal_us, 8), "%.2f").c_str());
+    report += line;
     if (!p.remote) {
       std::snprintf(line, sizeof line, "%s: rank 0 and rank %d %s, beside NVSHMEM's two PEs\n%-32s %12s %12s %13s\n",
                     p.name, partner,
@@ -668,12 +680,14 @@ std::string measure(grma::runtime& rt, const options& o, std::FILE* json) {
       std::fprintf(
           json,
           "\n     ],\n     \"core\": {\"p_wait_until_us\": %s, \"put_fence_p_us\": %s, "
+          "\"value_put_us\": %s, "
           "\"shmem_put_signal_us\": %s, \"gaspi_write_notify_us\": %s, \"fetch_add_us\": %s, "
           "\"nvshmem_fetch_add_us\": %s,\n      \"add_rate_per_s\": %s, "
           "\"nvshmem_add_rate_per_s\": %s, "
           "\"add_threads\": %d,\n      \"barrier_us\": %s, \"nvshmem_barrier_us\": %s, "
           "\"allreduce_8b_us\": %s, \"nvshmem_allreduce_8b_us\": %s}",
           format(core_us[0], "%.4f", "null").c_str(), format(core_us[1], "%.4f", "null").c_str(),
+          format(core_us[5], "%.4f", "null").c_str(),
           format(core_us[3], "%.4f", "null").c_str(), format(core_us[4], "%.4f", "null").c_str(),
           format(core_us[2], "%.4f", "null").c_str(),
           format(nv.fetch_add_us, "%.4f", "null").c_str(), format(add_rate, "%.1f", "null").c_str(),

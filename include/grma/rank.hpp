@@ -310,6 +310,50 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     notify(a, w, tag, immediate, copy_taking_ticket(a, destination, source, bytes), call::put_notify);
   }
 
+  // Writes `value` (a trivially copyable type of 1, 2, 4 or 8 bytes) at
+  // `offset`, a multiple of its size, of the range `target` registered
+  // with `w`, its bytes carried in the notification (with `tag`; the
+  // envelope's immediate holds them, zero-extended), with no fence between
+  // data and notification and no meeting of the rank's threads. It
+  // promises less than put_notify:
+  // - the value is in the target's range once the target's call that
+  //   matches the notification returns, and before that the bytes may hold
+  //   their old contents: nothing but that match may read or write them in
+  //   between (not another rank, not after a barrier, not another put or
+  //   value put: one call that matches two stores them at once);
+  // - nothing the origin wrote before is ordered before it (call fence()
+  //   first where something must be);
+  // - a notification never matched (its window freed first) may leave the
+  //   old bytes.
+  // Across nodes the engine writes the value, then notifies. The leading
+  // thread's value counts.
+  template <class T>
+  GRMA_INLINE void put_value_notify(window w, int target, std::size_t offset, T value, int tag) {
+    static_assert(std::is_trivially_copyable_v<T> &&
+                      (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8),
+                  "put_value_notify carries a trivially copyable value of 1, 2, 4 or 8 bytes");
+    constexpr unsigned size_log2 = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
+    const access a = check_access(w, target, offset, sizeof(T), &value, call::put_value_notify);
+    check_tag(tag, call::put_value_notify);
+    if ((a.offset + offset) % sizeof(T) != 0)
+      fail(errc::word_misaligned, call::put_value_notify, std::int64_t(offset),
+           std::int64_t(sizeof(T)), 2);
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof(T));
+    if (a.path == detail::route::other_node) return put_value_remote(w, a, offset, sizeof(T), tag, bits);
+    if ((offset >> size_log2) >= detail::carried_units) {
+      // Farther than a notification can say: written here, then notified
+      // as put_notify's data is.
+      if (leader()) std::memcpy(a.base + offset, &bits, sizeof(T));
+      notify(a, w, tag, bits, no_ticket, call::put_value_notify);
+      return;
+    }
+    if (leader())
+      publish_notification<false>(a, w, tag, detail::carried_value(offset, size_log2), bits,
+                                  no_ticket, call::put_value_notify);
+    completed();
+  }
+
   // Reads [offset, offset + bytes) of the target's range into `destination`,
   // then notifies the target (our reads complete before it sees the tag).
   GRMA_INLINE void get_notify(window w, int target, std::size_t offset, std::size_t bytes,
@@ -972,8 +1016,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     const detail::window_slot& slot = view().windows.slots[w.slot];
     if (target < -1 || (target >= 0 && std::uint32_t(target) >= slot.comm_size))
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
-    const access a = resolve(key, target, slot.comm, slot.comm_size,
-                             target >= 0 ? view().windows.entry(w.slot, target) : detail::window_entry{});
+    // Target -1 (no target): the rank's own range, for its waits.
+    const int own = int(layout(comm{slot.comm}, where).rank);
+    const access a =
+        resolve(key, target, slot.comm, slot.comm_size, view().windows.entry(w.slot, target >= 0 ? target : own));
     // Every thread has read the set: only then may the leader replace a line.
     P::sync();
     if (leader()) {
@@ -990,7 +1036,12 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE access resolve(std::uint32_t key, int target, std::uint32_t comm,
                              std::uint32_t comm_size, const detail::window_entry& entry) const {
     access a{key, target, comm, comm_size, -1, detail::route::same_device, entry.offset, entry.size, nullptr};
-    if (target < 0) return a;
+    if (target < 0) {
+      // `entry` is the rank's own range: where value puts to it land
+      // (match_query::range); its own node's.
+      a.base = view().peer_heaps[entry.device] + entry.offset;
+      return a;
+    }
     a.world_target = comm == device.id ? view().first_rank + target : target;
     if (spans_nodes() && !view().on_node(int(entry.device))) {
       a.path = detail::route::other_node;
@@ -1051,7 +1102,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (count < 1) fail(errc::invalid_count, where, count);
     if (std::uint32_t(count) > view().match_capacity)
       fail(errc::count_exceeds_match_capacity, where, count, view().match_capacity);
-    return {detail::window_key(w.slot, w.generation), source, tag, count};
+    return {detail::window_key(w.slot, w.generation), source, tag, count, false, a.base};
   }
 
   // A query for some: at most `most` (no more than the pending list can
@@ -1146,20 +1197,30 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   GRMA_INLINE void notify(const access& a, window w, int tag, std::uint64_t immediate,
                           std::uint64_t ticket, call where) {
     P::publish_fence();
-    if (leader()) {
-      const int t = a.world_target;
-      if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
-      detail::notification_ring& q = view().queue(t, view().device_index);
-      waiter<true> wait(*this, where, {w.slot, a.target, tag, 0});
-      const detail::notification n{detail::window_key(w.slot, w.generation),
-                                   layout(comm{a.comm}).rank, tag, 0, immediate};
-      // A peer's ring: the release that orders the data must reach that device.
-      at_scope(a.path != detail::route::same_device, [&](auto scope) {
-        detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);
-        detail::ring_publish<scope.value>(q, view().queue_capacity, ticket, n);
-      });
-    }
+    if (leader()) publish_notification<true>(a, w, tag, 0, immediate, ticket, where);
     completed();
+  }
+
+  // The leading thread's part: the ticket (no_ticket: taken now), room in
+  // the target's ring, the slot. `Ordered`: a release fence first, so that
+  // what the rank's threads wrote before (the data; publish_fence met them)
+  // is visible before the notification. Otherwise the slot alone: a value
+  // put's, whose bytes it carries (`carried`).
+  template <bool Ordered>
+  GRMA_INLINE void publish_notification(const access& a, window w, int tag, std::uint32_t carried,
+                                        std::uint64_t immediate, std::uint64_t ticket, call where) {
+    const int t = a.world_target;
+    if (ticket == no_ticket) ticket = detail::ring_take_ticket<S>(view().tickets[t]);
+    detail::notification_ring& q = view().queue(t, view().device_index);
+    waiter<true> wait(*this, where, {w.slot, a.target, tag, 0});
+    const detail::notification n{detail::window_key(w.slot, w.generation),
+                                 layout(comm{a.comm}).rank, tag, carried, immediate};
+    // A peer's ring: the release that orders the data, and the words, must
+    // reach that device.
+    at_scope(a.path != detail::route::same_device, [&](auto scope) {
+      detail::ring_wait_credit<scope.value>(q, view().queue_capacity, ticket, credit(t), wait);
+      detail::ring_publish<scope.value, Ordered>(q, view().queue_capacity, ticket, n);
+    });
   }
 
   // A rank whose put waits for room at a ring moves its own arrivals into
@@ -1193,6 +1254,17 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Whether the job spans nodes.
   GRMA_INLINE bool spans_nodes() const { return view().nodes > 1; }
+
+  // A value put to another node: a put_notify of its bytes, which travel
+  // inside the command (issue_remote), the immediate holding them as on
+  // the node. Out of line, with its own copy of the bytes: the address
+  // taken here would keep the caller's in local memory.
+  GRMA_COLD void put_value_remote(window w, const access& a, std::size_t offset, std::size_t bytes,
+                                  int tag, std::uint64_t bits) {
+    const std::uint64_t source = bits;
+    remote_access(detail::remote_op::put_notify, w, a, offset, bytes, tag, &source,
+                  call::put_value_notify, 0, bits);
+  }
 
   // A put, get or signal to another node: the engine's command.
   GRMA_COLD void remote_access(detail::remote_op op, window w, const access& a,

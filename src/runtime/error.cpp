@@ -96,6 +96,7 @@ const char* call_name(call c) {
       return "wait_some_notifications";
     case call::test_some_notifications:
       return "test_some_notifications";
+    case call::put_value_notify: return "put_value_notify";
     case call::team_query: return "team_rank/team_size/team_translate";
     case call::gaspi_proc_init:
       return "gaspi_proc_init";
@@ -392,6 +393,9 @@ std::string describe_values(const error_record& r) {
       if (v[2] == 1)  // a segment's offset (GASPI), not an address
         s << "the " << v[1] << "-byte word at segment offset " << u(v[0])
           << " is not aligned to its size";
+      else if (v[2] == 2)  // an offset in the target's range of a window
+        s << "the " << v[1] << "-byte value at offset " << u(v[0])
+          << " of the target's range is not aligned to its size";
       else
         s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
           << " is not aligned to its size";

@@ -4,10 +4,11 @@
 // compiles it with nvcc and reports the time and the PTX size; the build
 // compiles it (as C++ without CUDA) and runs it, under the sanitizers too,
 // so that it stays a valid program: no two ranks touch a word without a
-// synchronization between them (the window's regions: [0, 64) and 3072 for
-// puts, 1024 the signal and 1536 its data, 2048 a put with an immediate, the
-// sources at 3584; in the symmetric block the sources are words 0-7 and
-// 480-495, which nobody writes, and a get reads what only this rank wrote).
+// synchronization between them (the window's regions: [0, 64) for puts,
+// 3072 for a value put, 1024 the signal and 1536 its data, 2048 a put with
+// an immediate, the sources at 3584; in the symmetric block the sources are
+// words 0-7 and 480-495, which nobody writes, and a get reads what only
+// this rank wrote).
 #include <cstdint>
 #include <grma/grma.hpp>
 
@@ -23,7 +24,7 @@ struct hundred_call_sites {
     grma::window w = r.window_create(grma::world, heap, 4096);                     // 3
     for (int round = 0; round < 2; ++round) {
       r.put_notify(w, next, 0, 64, heap + 448, round);                             // 4
-      r.put_notify(w, next, 3072, 8, heap + 448, round, 7);                        // 5
+      r.put_value_notify(w, next, 3072, std::uint64_t{7}, round);                  // 5
       r.get_notify(w, next, 128, 64, heap + 320, round + 10);                      // 6
       r.wait_notifications(w, grma::any_source, round + 10);                       // 7
       r.put_signal(w, next, 1536, 8, heap + 448, 1024, 1, grma::signal_op::add);   // 8

@@ -987,6 +987,150 @@ TEST_P(NotifiedAccess, PutsThroughManyWindowsLandInTheirRanges) {
   }
 }
 
+// ---- value puts ---------------------------------------------------------------------
+
+// A value put's bytes travel in its notification and land when the target
+// matches it. Every round each rank sends its right neighbour five value
+// puts (8, 1, 2, 4 and 8 bytes, tags 0-4) to their own places of a 64-byte
+// window, then an empty put_notify on a second window (tag 9). The
+// neighbour takes them by another call each round: one by one with their
+// envelopes, all five by count, calls for some, tests newest first after a
+// barrier (from its pending list), or after the second window's
+// notification, which moves them into its pending list first (the last two
+// one by one instead where GRMA_MATCH_CAPACITY holds fewer than six). Each value is
+// checked once it is matched, the envelope's immediate holds its bytes, and
+// the window's other bytes never change.
+constexpr int value_puts = 5;
+constexpr int value_tag_behind = 9;
+constexpr int value_ways = 5;
+constexpr std::size_t value_window = 64;
+GRMA_HOST_DEVICE inline std::size_t value_place(int k) {
+  const std::size_t places[value_puts] = {8, 17, 34, 44, 56};
+  return places[k];
+}
+GRMA_HOST_DEVICE inline std::size_t value_size(int k) {
+  const std::size_t sizes[value_puts] = {8, 1, 2, 4, 8};
+  return sizes[k];
+}
+// Value k of `source` in `round`, as the bytes its size keeps.
+GRMA_HOST_DEVICE inline std::uint64_t value_bits(int source, int round, int k) {
+  const std::uint64_t v = mix(std::uint64_t(source), std::uint64_t(round), std::uint64_t(k) + 77);
+  return value_size(k) == 8 ? v : v & ((std::uint64_t{1} << (8 * value_size(k))) - 1);
+}
+
+struct value_put_ring {
+  int rounds;
+  bool roomy;  // the match capacity holds the five and the other window's
+  buffers mem;
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void send(Rank& r, grma::window w, int target, int round) const {
+    const int me = r.rank(grma::world);
+    r.put_value_notify(w, target, value_place(0), value_bits(me, round, 0), 0);
+    r.put_value_notify(w, target, value_place(1), std::uint8_t(value_bits(me, round, 1)), 1);
+    r.put_value_notify(w, target, value_place(2), std::uint16_t(value_bits(me, round, 2)), 2);
+    r.put_value_notify(w, target, value_place(3), std::uint32_t(value_bits(me, round, 3)), 3);
+    const std::uint64_t last = value_bits(me, round, 4);
+    double as_double;  // any trivially copyable type of 8 bytes
+    std::memcpy(&as_double, &last, sizeof last);
+    r.put_value_notify(w, target, value_place(4), as_double, 4);
+  }
+
+  // Value k from `left` is in its place.
+  template <class Rank>
+  GRMA_HOST_DEVICE void check(Rank& r, rank_record& rec, const std::uint8_t* inbox, int left,
+                              int round, int k) const {
+    std::uint64_t got = 0;
+    for (std::size_t b = 0; b < value_size(k); ++b)
+      got |= std::uint64_t(inbox[value_place(k) + b]) << (8 * b);
+    CONF_EXPECT_EACH(rec, got == value_bits(left, round, k), round * 10 + k, (long long)got,
+                     (long long)value_bits(left, round, k));
+    tally(r, rec, 0);
+  }
+
+  template <class Rank>
+  GRMA_HOST_DEVICE void operator()(Rank& r) const {
+    rank_record& rec = record_of(r);
+    const int me = r.rank(grma::world), n = r.size(grma::world);
+    const int right = (me + 1) % n, left = (me + n - 1) % n;
+    auto* inbox = mem.get<std::uint8_t>(r, value_window + value_puts * sizeof(grma::envelope));
+    auto* got = reinterpret_cast<grma::envelope*>(inbox + value_window);  // the threads share it
+    grma::window w = r.window_create(grma::world, inbox, value_window);
+    grma::window other = r.window_create(grma::world, inbox, 0);
+    for (int round = 0; round < rounds; ++round) {
+      for (std::size_t i = std::size_t(r.thread()); i < value_window; i += std::size_t(r.threads()))
+        inbox[i] = untouched;
+      r.sync_threads();
+      r.barrier(grma::world);  // every window is untouched before this round's puts
+      send(r, w, right, round);
+      r.put_notify(other, right, 0, 0, nullptr, value_tag_behind);
+      int way = round % value_ways;
+      if ((way == 1 || way == 4) && !roomy) way = 0;  // they need the room
+      if (way == 4) r.wait_notifications(other, left, value_tag_behind, 1);
+      if (way == 0 || way == 4) {  // one by one, with the envelopes
+        for (int k = 0; k < value_puts; ++k) {
+          const grma::envelope e = r.wait_notification(w, way == 4 ? grma::any_source : left,
+                                                       way == 4 ? grma::any_tag : k);
+          CONF_EXPECT(r, rec, e.source == left && e.tag == k && e.immediate == value_bits(left, round, k),
+                      round * 10 + k, e.source * 100 + e.tag, (long long)e.immediate);
+          check(r, rec, inbox, left, round, k);
+        }
+      } else if (way == 1) {  // all five by count
+        r.wait_notifications(w, left, grma::any_tag, value_puts);
+        for (int k = 0; k < value_puts; ++k) check(r, rec, inbox, left, round, k);
+      } else if (way == 2) {  // calls for some
+        for (int taken = 0; taken < value_puts;)
+          taken += r.wait_some_notifications(w, grma::any_source, grma::any_tag, got + taken,
+                                             value_puts - taken);
+        for (int k = 0; k < value_puts; ++k) {
+          CONF_EXPECT(r, rec, got[k].source == left && got[k].tag == k &&
+                                  got[k].immediate == value_bits(left, round, k),
+                      round * 10 + k, got[k].source * 100 + got[k].tag, (long long)got[k].immediate);
+          check(r, rec, inbox, left, round, k);
+        }
+      } else {  // tests newest first, once all have arrived
+        r.barrier(grma::world);
+        for (int k = value_puts - 1; k >= 0; --k) {
+          const bool matched = r.test_notifications(w, left, k, 1);
+          CONF_EXPECT(r, rec, matched, round * 10 + k, 0, 0);
+          if (matched) check(r, rec, inbox, left, round, k);
+        }
+      }
+      if (way != 4) r.wait_notifications(other, left, value_tag_behind, 1);
+      // Every byte but the values' is as it was.
+      for (std::size_t i = std::size_t(r.thread()); i < value_window; i += std::size_t(r.threads())) {
+        bool placed = false;
+        for (int k = 0; k < value_puts; ++k)
+          placed |= i >= value_place(k) && i < value_place(k) + value_size(k);
+        CONF_EXPECT_EACH(rec, placed || inbox[i] == untouched, round, (long long)i, inbox[i]);
+      }
+      r.sync_threads();
+    }
+    r.barrier(grma::world);
+    CONF_EXPECT(r, rec,
+                !r.test_notifications(w, grma::any_source, grma::any_tag) &&
+                    !r.test_notifications(other, grma::any_source, grma::any_tag),
+                0, 0, 0);
+    r.window_free(other);
+    r.window_free(w);
+    mem.release(r, inbox);
+  }
+};
+
+TEST_P(NotifiedAccess, ValuePutsLandWhenTheirNotificationIsMatched) {
+  grma::runtime rt(with_ring_room(16));
+  job j(rt, GetParam());
+  j.resolve(value_put_ring{});
+  const value_put_ring program{
+      4 * value_ways, rt.settings().match_capacity >= value_puts + 1,
+      j.prepare(0, value_window + value_puts * sizeof(grma::envelope))};
+  if (j.run(program)) {
+    j.expect_no_failures(__FILE__);
+    j.expect_counts(
+        0, [&](int) { return unsigned(program.rounds * value_puts); }, "values matched");
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Conformance, NotifiedAccess, testing::ValuesIn(suite_configs()),
                          config_name);
 

@@ -111,6 +111,35 @@ TEST(Errors, NegativeTagOnPut) {
   EXPECT_STREQ(e.what(), "grma: rank 1: put_notify: tag -2 is negative (tags are >= 0)");
 }
 
+TEST(Errors, ValuePutAtAnOffsetNotAlignedToItsSize) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 1) r.put_value_notify(w, 0, 6, std::uint32_t{7}, 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_EQ(e.where(), grma::call::put_value_notify);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 1: put_value_notify: the 4-byte value at offset 6 of the target's range "
+               "is not aligned to its size");
+}
+
+TEST(Errors, ValuePutOutsideWindow) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 0) r.put_value_notify(w, 1, 64, std::uint8_t{1}, 0);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::range_outside_window);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: put_value_notify: offset 64 + size 1 exceeds the 64 bytes that rank 1 "
+               "registered with window 0");
+}
+
+TEST(Errors, NegativeTagOnValuePut) {
+  const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
+    if (r.rank(grma::world) == 1) r.put_value_notify(w, 0, 8, 2.5, -1);
+  }));
+  EXPECT_EQ(e.code(), grma::errc::negative_tag);
+  EXPECT_STREQ(e.what(), "grma: rank 1: put_value_notify: tag -1 is negative (tags are >= 0)");
+}
+
 TEST(Errors, NegativeTagOnWait) {
   const grma::error e = expect_failure(with_window([](auto& r, grma::window w, unsigned char*) {
     if (r.rank(grma::world) == 0) r.wait_notifications(w, grma::any_source, -5, 1);

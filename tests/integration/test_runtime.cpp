@@ -145,6 +145,45 @@ TEST(Runtime, NodesInAProcessAreOtherNodesToEachOther) {
   for (int i = 0; i < 8; ++i) EXPECT_EQ(seen[i], 1000u + std::uint64_t((i + 4) % 8)) << "rank " << i;
 }
 
+// A value put's notification names its place in 25 bits of units of its
+// size: one farther into its range (a byte at 32 MiB and past) is written
+// before its notification, as put_notify's data is; nearer, it is carried
+// and lands when matched. Both are in place once matched, and the
+// envelopes hold them.
+TEST(Runtime, ValuePutsLandPastThePlacesANotificationNames) {
+  constexpr std::size_t far = std::size_t(1) << 25;  // the first byte a notification cannot name
+  grma::settings s = test_settings(2);
+  s.heap_size = std::uint64_t(160) << 20;
+  grma::runtime rt(s);
+  std::uint64_t seen[6] = {};
+  rt.run(
+      [](grma::cpu_rank& r) {
+        auto* range = static_cast<std::uint8_t*>(r.alloc(far + 64));
+        grma::window w = r.window_create(grma::world, range, far + 64);
+        if (r.rank(grma::world) == 0) {
+          r.put_value_notify(w, 1, far + 3, std::uint8_t{0xa7}, 1);
+          r.put_value_notify(w, 1, far - 1, std::uint8_t{0x5c}, 2);
+          r.put_value_notify(w, 1, far + 8, std::uint64_t{0x0123456789abcdefull}, 3);
+        } else {
+          auto* out = r.userdata<std::uint64_t>();
+          for (int tag = 1; tag <= 3; ++tag) out[tag - 1] = r.wait_notification(w, 0, tag).immediate;
+          out[3] = range[far + 3];
+          out[4] = range[far - 1];
+          std::memcpy(&out[5], range + far + 8, sizeof(std::uint64_t));
+        }
+        r.barrier(grma::world);
+        r.window_free(w);
+        r.free(range);
+      },
+      {.userdata = seen, .userdata_size = sizeof seen});
+  EXPECT_EQ(seen[0], 0xa7u);
+  EXPECT_EQ(seen[1], 0x5cu);
+  EXPECT_EQ(seen[2], 0x0123456789abcdefull);
+  EXPECT_EQ(seen[3], 0xa7u);
+  EXPECT_EQ(seen[4], 0x5cu);
+  EXPECT_EQ(seen[5], 0x0123456789abcdefull);
+}
+
 // launch returns while the ranks run; wait() returns when they are done
 // (with userdata back) or throws the run's error; one job at a time.
 TEST(Runtime, LaunchedJobsRunWhileTheHostGoesOn) {

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <barrier>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <random>
 #include <string>
@@ -322,6 +324,73 @@ TEST_P(Matching, HandsOutTheRemovedMatchesOldestFirst) {
   inbox.push({window_a, 2, 7, 0, 16});
   ASSERT_EQ(inbox.match({window_a, 2, 7, 1}, taken), 1u);
   EXPECT_EQ(carried_by(taken, 1), (std::vector<carried>{{2, 7, 16}}));
+}
+
+// A value put's bytes (the immediate, at the place its `carried` field
+// names) land in the query's range when a match removes its notification:
+// taken straight from the ring, from the list, by count and for some. A
+// notification that carries none writes nothing, nor does one still held.
+TEST_P(Matching, ValuePutsLandInTheQuerysRangeWhenMatched) {
+  using grma::detail::carried_value;
+  rank_inbox inbox(16, 16, GetParam());
+  std::array<unsigned char, 64> range{}, other{};
+  range.fill(0xa5);
+  other.fill(0xa5);
+  const auto value = [](std::uint64_t offset, unsigned size_log2, std::uint64_t bits, std::int32_t tag) {
+    return notification{window_a, 1, tag, carried_value(offset, size_log2), bits};
+  };
+  inbox.push(value(8, 3, 0x1122334455667788ull, 0));
+  inbox.push(value(17, 0, 0xab, 1));
+  inbox.push({window_b, 2, 0, 0, 99});
+  inbox.push(value(34, 1, 0xbeef, 2));
+  inbox.push(value(44, 2, 0xdeadbeefull, 3));
+  inbox.push(value(56, 3, 0x0102030405060708ull, 4));
+  std::array<unsigned char, 64> expected = range;
+  const auto landed = [&](std::size_t offset, std::size_t bytes, std::uint64_t bits) {
+    for (std::size_t b = 0; b < bytes; ++b) expected[offset + b] = static_cast<unsigned char>(bits >> (8 * b));
+  };
+  ASSERT_EQ(inbox.match({window_a, 1, 0, 1, false, range.data()}), 1u);  // the ring's head
+  landed(8, 8, 0x1122334455667788ull);
+  EXPECT_EQ(range, expected);
+  ASSERT_EQ(inbox.match({window_b, any, any, 1, false, other.data()}), 1u);  // behind two values
+  EXPECT_EQ(range, expected);
+  EXPECT_TRUE(std::all_of(other.begin(), other.end(), [](unsigned char c) { return c == 0xa5; }));
+  ASSERT_EQ(inbox.match({window_a, 1, any, 2, false, range.data()}), 2u);
+  landed(17, 1, 0xab);
+  landed(34, 2, 0xbeef);
+  EXPECT_EQ(range, expected);
+  grma::envelope taken[8]{};
+  ASSERT_EQ(inbox.match({window_a, any, any, 8, true, range.data()}, taken), 2u);
+  landed(44, 4, 0xdeadbeefull);
+  landed(56, 8, 0x0102030405060708ull);
+  EXPECT_EQ(range, expected);
+  EXPECT_EQ(carried_by(taken, 2),
+            (std::vector<carried>{{1, 3, 0xdeadbeefull}, {1, 4, 0x0102030405060708ull}}));
+}
+
+// A notification slot carries a value put's place and size, at the largest
+// offset each size can name, beside every bit of the immediate; stored
+// without a fence (store_unordered) as with one.
+TEST(NotificationSlot, CarriesAValuePutsPlaceBesideTheImmediate) {
+  using grma::detail::carried_units;
+  using grma::detail::carried_value;
+  owned_ring<notification> q(4);
+  std::uint64_t credit = 0;
+  for (unsigned size_log2 = 0; size_log2 < 4; ++size_log2)
+    for (const std::uint64_t offset : {std::uint64_t{0}, (carried_units - 1) << size_log2}) {
+      const notification n{window_b, 0x7fffffff, 0x7ffffffe, carried_value(offset, size_log2),
+                           ~std::uint64_t{0} - offset};
+      const std::uint64_t ticket = grma::detail::ring_reserve<scope::device>(*q, credit, unexpected_wait);
+      if (offset == 0)
+        grma::detail::ring_publish<scope::device>(*q, q->capacity, ticket, n);
+      else
+        grma::detail::ring_publish<scope::device, false>(*q, q->capacity, ticket, n);
+      notification out{};
+      ASSERT_TRUE(grma::detail::ring_try_pop<scope::device>(*q, out));
+      EXPECT_EQ(std::memcmp(&out, &n, sizeof n), 0) << "size 2^" << size_log2 << ", offset " << offset;
+      EXPECT_EQ(out.carried >> 3 << size_log2, offset);
+      EXPECT_EQ(out.carried & 3u, size_log2);
+    }
 }
 
 // A query for some takes every match it can see, up to its count, and

@@ -30,9 +30,42 @@ struct notification {
   std::uint32_t window;  // window slot (low 16 bits) and generation (high 16 bits)
   std::int32_t source;   // origin's rank in the window's communicator
   std::int32_t tag;
-  std::uint32_t pad = 0;
+  std::uint32_t carried = 0;    // a value put's place and size (carried_value); 0: none
   std::uint64_t immediate = 0;  // the put's or get's 64-bit value for the target
 };
+
+// A value put (put_value_notify) carries its bytes in its notification:
+// the immediate holds them, and `carried` says where in the target's range
+// they go, which the target's matching call writes (land_carried). So the
+// origin needs no fence between data and notification. `carried` fits the
+// 28 bits a slot has to spare (ring_slot<notification>): bit 2 says there
+// is a value, bits 0-1 its size (1, 2, 4 or 8 bytes, as log2), bits 3-27
+// its offset in units of its size (natural alignment).
+inline constexpr int carried_bits = 28;
+inline constexpr std::uint64_t carried_units = std::uint64_t{1} << (carried_bits - 3);
+
+// The `carried` field of a value of 2^size_log2 bytes at byte `offset`
+// (a multiple of the size, below carried_units of it).
+GRMA_INLINE constexpr std::uint32_t carried_value(std::uint64_t offset, unsigned size_log2) {
+  return std::uint32_t(((offset >> size_log2) << 3) | 4u | size_log2);
+}
+
+// Writes a value put's bytes into the matching rank's own range of the
+// window, `range` (nothing for another notification). By the thread that
+// takes the notification out, before the call's threads meet: they read
+// the range after it (papers/000: window data is read once its
+// notification is matched).
+GRMA_INLINE void land_carried(const notification& n, unsigned char* range) {
+  if (n.carried == 0) return;
+  const unsigned size_log2 = n.carried & 3u;
+  unsigned char* at = range + (std::uint64_t(n.carried >> 3) << size_log2);
+  switch (size_log2) {
+    case 0: *at = std::uint8_t(n.immediate); break;
+    case 1: *reinterpret_cast<std::uint16_t*>(at) = std::uint16_t(n.immediate); break;
+    case 2: *reinterpret_cast<std::uint32_t*>(at) = std::uint32_t(n.immediate); break;
+    default: *reinterpret_cast<std::uint64_t*>(at) = n.immediate; break;
+  }
+}
 
 // Entries of a notification ring: GRMA_QUEUE_CAPACITY is at most this.
 inline constexpr std::uint32_t max_queue_capacity = 1u << 16;
@@ -40,7 +73,8 @@ inline constexpr std::uint32_t max_queue_capacity = 1u << 16;
 // A notification slot: four 64-bit words, each with the low 17 bits of the
 // slot's sequence number (its ticket + 1) at the top and 47 bits of the
 // entry below: window, source and tag take 32 bits of one word each, the
-// immediate is cut into the rest (15 + 15 + 15 + 19 bits). A 64-bit store
+// immediate is cut into the rest (15 + 15 + 15 + 19 bits), and `carried`
+// takes word 3's last 28. A 64-bit store
 // is single-copy atomic, so a consumer that finds the sequence number in
 // all four words has the whole entry, in whatever order the stores
 // arrived; 17 bits tell the expected entry from the slot's last one, a
@@ -73,18 +107,30 @@ struct ring_slot<notification> {
     w[0] = pack(sequence, n.window, n.immediate);
     w[1] = pack(sequence, std::uint32_t(n.source), n.immediate >> 15);
     w[2] = pack(sequence, std::uint32_t(n.tag), n.immediate >> 30);
-    w[3] = stamp(sequence) | (n.immediate >> 45);
+    w[3] = stamp(sequence) | (std::uint64_t(n.carried) << 19) | (n.immediate >> 45);
   }
 
   template <scope S>
   GRMA_INLINE void store(std::uint32_t sequence, const notification& n) {
+#if GRMA_DEVICE_CODE
+    // Release fence: the put's data (written by the whole block before the
+    // barrier in publish_fence) is visible before any of the words.
+    fence_release<S>();
+#endif
+    store_unordered<S>(sequence, n);
+  }
+
+  // The words alone, with no fence before them on a GPU: for a
+  // notification that orders nothing written before it (a value put,
+  // whose bytes are in it), the consumer taking the slot only once every
+  // word has come. On the host the release of word 0 stays (a plain store
+  // on x86, and what ThreadSanitizer sees of the handover).
+  template <scope S>
+  GRMA_INLINE void store_unordered(std::uint32_t sequence, const notification& n) {
     std::uint64_t w[4];
     words_of(sequence, n, w);
 #if GRMA_DEVICE_CODE
-    // Release fence: the put's data (written by the whole block before the
-    // barrier in publish_fence) is visible before any of the words, stored
-    // as two 16-byte pairs (store_relaxed_pair).
-    fence_release<S>();
+    // Two 16-byte pairs (store_relaxed_pair).
     store_relaxed_pair<S>(word + 2, w[2], w[3]);
     store_relaxed_pair<S>(word, w[0], w[1]);
 #else
@@ -118,7 +164,8 @@ struct ring_slot<notification> {
 #endif
     if (!stamped(w1, sequence) || !stamped(w2, sequence) || !stamped(w3, sequence)) return false;
     const auto field = [](std::uint64_t w) { return std::uint32_t(w >> 15); };
-    out = notification{field(w0), std::int32_t(field(w1)), std::int32_t(field(w2)), 0,
+    out = notification{field(w0), std::int32_t(field(w1)), std::int32_t(field(w2)),
+                       std::uint32_t(w3 >> 19) & ((1u << carried_bits) - 1u),
                        (w0 & piece_mask) | ((w1 & piece_mask) << 15) | ((w2 & piece_mask) << 30) |
                            ((w3 & ((std::uint64_t{1} << 19) - 1)) << 45)};
     return true;
@@ -144,6 +191,9 @@ struct match_query {
   // False: exactly `count` matches, or none. True: as many as the rank can
   // see now, at least one and at most `count` (wait_some_notifications).
   bool some = false;
+  // The rank's own range of the window, where the value puts it takes out
+  // land (land_carried).
+  unsigned char* range = nullptr;
 };
 
 GRMA_INLINE constexpr envelope envelope_of(const notification& n) {
@@ -465,6 +515,7 @@ GRMA_OUT_OF_LINE std::uint32_t take_some(pending_list& pending, const inbox_ring
   std::uint32_t removed = 0, low = 0, high = 0;
   // The lanes in `out` hand out their own entry each, in lane order.
   const auto hand_out = [&](std::uint32_t out, const notification& n) {
+    land_carried(n, q.range);
     if (taken != nullptr) taken[removed + lanes_in(out & g.lanes_below())] = envelope_of(n);
   };
   for (std::uint32_t base = p.first; base < p.end && removed < wanted; base += lanes) {
@@ -575,6 +626,7 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
   // matches it looked at; a lone match, at `oldest`, lane 0.
   std::uint32_t low = oldest, high = oldest;
   if (wanted == 1) {
+    if (g.leads()) land_carried(p.items[oldest], q.range);
     if (taken != nullptr && g.leads()) *taken = envelope_of(p.items[oldest]);
     g.sync();
     if (g.leads()) p.items[oldest].window = no_window;
@@ -588,6 +640,7 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
       if (removed == 0) low = base + lowest_lane(hits);
       high = base + highest_lane(hits);
       const bool hit = (hits >> g.index) & 1u;
+      if (hit) land_carried(p.items[i], q.range);
       if (hit && taken != nullptr)
         taken[removed + lanes_in(hits & g.lanes_below())] = envelope_of(p.items[i]);
       removed += lanes_in(hits);
@@ -636,7 +689,9 @@ enum class head_match : std::int32_t {
 // is handed back to its producers before a step returns. `taken`, where not
 // null, receives the removed matches, oldest first: each written by the
 // lane that held it, a lone match by lane 0 (so that a caller may pass
-// each thread's own place where it wants one match).
+// each thread's own place where it wants one match). The same thread
+// writes a removed value put's bytes into q.range (land_carried), whether
+// or not `taken` is null.
 template <scope S>
 GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& in,
                                      ring_reader* readers, const match_query& q, envelope* taken,
@@ -652,6 +707,7 @@ GRMA_INLINE head_match match_at_head(pending_list& pending, const inbox_rings& i
       if (held_unmatched) continue;
       return head_match::search;
     }
+    land_carried(n, q.range);
     if (taken != nullptr) *taken = envelope_of(n);
     return head_match::matched;
   }
@@ -694,6 +750,7 @@ GRMA_INLINE std::uint32_t match_serially(pending_list& pending, const inbox_ring
   for (std::uint32_t removed = 0;; ++high)
     if (matches(pending.items[high], q)) {
       if (removed == 0) low = high;
+      land_carried(pending.items[high], q.range);
       if (taken != nullptr) taken[removed] = envelope_of(pending.items[high]);
       pending.items[high].window = no_window;
       if (++removed == removing) break;

@@ -219,11 +219,17 @@ GRMA_INLINE std::uint64_t ring_reserve(ring<Payload>& q, std::uint64_t& known_co
 }
 
 // Producer, step 3: fill the slot and publish it (see ring_slot::store for
-// the ordering each slot kind gives).
-template <scope S, class Payload>
+// the ordering each slot kind gives). `Ordered` false: a slot kind's
+// store_unordered, which orders nothing the producer wrote before.
+template <scope S, bool Ordered = true, class Payload>
 GRMA_INLINE void ring_publish(ring<Payload>& q, std::uint32_t capacity, std::uint64_t ticket,
                               const Payload& payload) {
-  q.slots()[ticket & (capacity - 1)].template store<S>(static_cast<std::uint32_t>(ticket + 1), payload);
+  ring_slot<Payload>& slot = q.slots()[ticket & (capacity - 1)];
+  const auto sequence = static_cast<std::uint32_t>(ticket + 1);
+  if constexpr (Ordered)
+    slot.template store<S>(sequence, payload);
+  else
+    slot.template store_unordered<S>(sequence, payload);
 }
 
 template <scope S, class Payload, class Wait>
