@@ -312,17 +312,18 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
 
   // Writes `value` (a trivially copyable type of 1, 2, 4 or 8 bytes) at
   // `offset`, a multiple of its size, of the range `target` registered
-  // with `w`, its bytes carried in the notification (with `tag`; the
+  // with `w` (whose start must be aligned to that size too), its bytes
+  // carried in the notification (with `tag`; the
   // envelope's immediate holds them, zero-extended), with no fence between
-  // data and notification and no meeting of the rank's threads. It
+  // data and notification: the leading thread alone stores the slot. It
   // promises less than put_notify:
   // - the value is in the target's range once the target's call that
   //   matches the notification returns, and before that the bytes may hold
   //   their old contents: nothing but that match may read or write them in
   //   between (not another rank, not after a barrier, not another put or
   //   value put: one call that matches two stores them at once);
-  // - nothing the origin wrote before is ordered before it (call fence()
-  //   first where something must be);
+  // - nothing the origin wrote before is ordered before it (where
+  //   something must be: sync_threads(), then fence(), then this call);
   // - a notification never matched (its window freed first) may leave the
   //   old bytes.
   // Across nodes the engine writes the value, then notifies. The leading
@@ -335,7 +336,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     constexpr unsigned size_log2 = sizeof(T) == 1 ? 0 : sizeof(T) == 2 ? 1 : sizeof(T) == 4 ? 2 : 3;
     const access a = check_access(w, target, offset, sizeof(T), &value, call::put_value_notify);
     check_tag(tag, call::put_value_notify);
-    if ((a.offset + offset) % sizeof(T) != 0)
+    // The notification names the place in units of the value's size, and
+    // the target stores it whole: both the offset and the range's start
+    // must be aligned to it.
+    if (offset % sizeof(T) != 0 || a.offset % sizeof(T) != 0)
       fail(errc::word_misaligned, call::put_value_notify, std::int64_t(offset),
            std::int64_t(sizeof(T)), 2);
     std::uint64_t bits = 0;

@@ -395,7 +395,8 @@ std::string describe_values(const error_record& r) {
           << " is not aligned to its size";
       else if (v[2] == 2)  // an offset in the target's range of a window
         s << "the " << v[1] << "-byte value at offset " << u(v[0])
-          << " of the target's range is not aligned to its size";
+          << " of the target's range is not aligned to its size (its offset and the range's start "
+             "must both be)";
       else
         s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
           << " is not aligned to its size";

@@ -123,6 +123,7 @@ void describe_call(std::ostringstream& s, rank_status& st, int world_size, std::
       break;
     case call::put_notify:
     case call::get_notify:
+    case call::put_value_notify:
       s << "(window " << a[0] << ", target " << a[1] << ", tag " << a[2]
         << "), waiting for space in ";
       // Only the rank's own waits empty its queue: it waits for itself. The

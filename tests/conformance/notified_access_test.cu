@@ -996,8 +996,9 @@ TEST_P(NotifiedAccess, PutsThroughManyWindowsLandInTheirRanges) {
 // neighbour takes them by another call each round: one by one with their
 // envelopes, all five by count, calls for some, tests newest first after a
 // barrier (from its pending list), or after the second window's
-// notification, which moves them into its pending list first (the last two
-// one by one instead where GRMA_MATCH_CAPACITY holds fewer than six). Each value is
+// notification, which moves them into its pending list first (all but the
+// first and the calls for some hold the five at once: one by one instead
+// where GRMA_MATCH_CAPACITY holds fewer than six). Each value is
 // checked once it is matched, the envelope's immediate holds its bytes, and
 // the window's other bytes never change.
 constexpr int value_puts = 5;
@@ -1020,7 +1021,8 @@ GRMA_HOST_DEVICE inline std::uint64_t value_bits(int source, int round, int k) {
 
 struct value_put_ring {
   int rounds;
-  bool roomy;  // the match capacity holds the five and the other window's
+  bool roomy;        // the match capacity holds the five and the other window's
+  bool rings_hold;   // a ring holds a round's six (tests after a barrier wait for none)
   buffers mem;
 
   template <class Rank>
@@ -1065,7 +1067,8 @@ struct value_put_ring {
       send(r, w, right, round);
       r.put_notify(other, right, 0, 0, nullptr, value_tag_behind);
       int way = round % value_ways;
-      if ((way == 1 || way == 4) && !roomy) way = 0;  // they need the room
+      if ((way == 1 || way == 3 || way == 4) && !roomy) way = 0;  // they need the room
+      if (way == 3 && !rings_hold) way = 0;  // a sender short of room would block the barrier
       if (way == 4) r.wait_notifications(other, left, value_tag_behind, 1);
       if (way == 0 || way == 4) {  // one by one, with the envelopes
         for (int k = 0; k < value_puts; ++k) {
@@ -1117,12 +1120,16 @@ struct value_put_ring {
   }
 };
 
+// Rings of at least four slots: where they hold fewer than a round's six
+// notifications (GRMA_QUEUE_CAPACITY), senders wait for room and take
+// their own arrivals meanwhile, and no round tests after a barrier.
 TEST_P(NotifiedAccess, ValuePutsLandWhenTheirNotificationIsMatched) {
-  grma::runtime rt(with_ring_room(16));
+  grma::runtime rt(with_ring_room(4));
   job j(rt, GetParam());
   j.resolve(value_put_ring{});
   const value_put_ring program{
       4 * value_ways, rt.settings().match_capacity >= value_puts + 1,
+      rt.settings().queue_capacity >= value_puts + 1,
       j.prepare(0, value_window + value_puts * sizeof(grma::envelope))};
   if (j.run(program)) {
     j.expect_no_failures(__FILE__);

@@ -119,7 +119,23 @@ TEST(Errors, ValuePutAtAnOffsetNotAlignedToItsSize) {
   EXPECT_EQ(e.where(), grma::call::put_value_notify);
   EXPECT_STREQ(e.what(),
                "grma: rank 1: put_value_notify: the 4-byte value at offset 6 of the target's range "
-               "is not aligned to its size");
+               "is not aligned to its size (its offset and the range's start must both be)");
+}
+
+// The target stores the value whole at the range's start plus its offset:
+// a range that starts off the value's alignment takes none at any offset.
+TEST(Errors, ValuePutIntoARangeWhoseStartIsNotAligned) {
+  const grma::error e = expect_failure([](auto& r) {
+    auto* memory = static_cast<unsigned char*>(r.alloc(64));
+    grma::window w = r.window_create(grma::world, memory + 1, 32);
+    if (r.rank(grma::world) == 0) r.put_value_notify(w, 1, 4, std::uint32_t{7}, 0);
+    r.window_free(w);
+    r.free(memory);
+  });
+  EXPECT_EQ(e.code(), grma::errc::word_misaligned);
+  EXPECT_STREQ(e.what(),
+               "grma: rank 0: put_value_notify: the 4-byte value at offset 4 of the target's range "
+               "is not aligned to its size (its offset and the range's start must both be)");
 }
 
 TEST(Errors, ValuePutOutsideWindow) {

@@ -58,12 +58,15 @@ TEST(WatchdogReport, APutToAFullQueueSaysWhoseQueueItIs) {
   four_ranks d;
   d.block(0, call::put_notify, {0, 11, 9});
   d.block(2, call::put_notify, {0, 10, 9});
+  d.block(3, call::put_value_notify, {1, 12, 4});
   EXPECT_EQ(d.blocked(),
             "\n  rank 8: put_notify(window 0, target 11, tag 9), waiting for space in the target's "
             "notification queue; unmatched notifications: 0"
             "\n  rank 10: put_notify(window 0, target 10, tag 9), waiting for space in its own "
             "notification queue, which only its own waits empty: it must take notifications "
-            "before it sends itself more; unmatched notifications: 0");
+            "before it sends itself more; unmatched notifications: 0"
+            "\n  rank 11: put_value_notify(window 1, target 12, tag 4), waiting for space in the "
+            "target's notification queue; unmatched notifications: 0");
 }
 
 // Sources from the world size on are processes' host threads.
