@@ -341,7 +341,7 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     // must be aligned to it.
     if (offset % sizeof(T) != 0 || a.offset % sizeof(T) != 0)
       fail(errc::word_misaligned, call::put_value_notify, std::int64_t(offset),
-           std::int64_t(sizeof(T)), 2);
+           std::int64_t(sizeof(T)), 2, target, w.slot);
     std::uint64_t bits = 0;
     std::memcpy(&bits, &value, sizeof(T));
     if (a.path == detail::route::other_node) return put_value_remote(w, a, offset, sizeof(T), tag, bits);

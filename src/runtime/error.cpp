@@ -394,9 +394,9 @@ std::string describe_values(const error_record& r) {
         s << "the " << v[1] << "-byte word at segment offset " << u(v[0])
           << " is not aligned to its size";
       else if (v[2] == 2)  // an offset in the target's range of a window
-        s << "the " << v[1] << "-byte value at offset " << u(v[0])
-          << " of the target's range is not aligned to its size (its offset and the range's start "
-             "must both be)";
+        s << "the " << v[1] << "-byte value at offset " << u(v[0]) << " of the range rank " << v[3]
+          << " registered with window " << v[4]
+          << " is not aligned to its size (its offset and the range's start must both be)";
       else
         s << "the " << v[1] << "-byte word at 0x" << std::hex << u(v[0]) << std::dec
           << " is not aligned to its size";

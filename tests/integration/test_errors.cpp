@@ -118,8 +118,9 @@ TEST(Errors, ValuePutAtAnOffsetNotAlignedToItsSize) {
   EXPECT_EQ(e.code(), grma::errc::word_misaligned);
   EXPECT_EQ(e.where(), grma::call::put_value_notify);
   EXPECT_STREQ(e.what(),
-               "grma: rank 1: put_value_notify: the 4-byte value at offset 6 of the target's range "
-               "is not aligned to its size (its offset and the range's start must both be)");
+               "grma: rank 1: put_value_notify: the 4-byte value at offset 6 of the range rank 0 "
+               "registered with window 0 is not aligned to its size (its offset and the range's "
+               "start must both be)");
 }
 
 // The target stores the value whole at the range's start plus its offset:
@@ -134,8 +135,9 @@ TEST(Errors, ValuePutIntoARangeWhoseStartIsNotAligned) {
   });
   EXPECT_EQ(e.code(), grma::errc::word_misaligned);
   EXPECT_STREQ(e.what(),
-               "grma: rank 0: put_value_notify: the 4-byte value at offset 4 of the target's range "
-               "is not aligned to its size (its offset and the range's start must both be)");
+               "grma: rank 0: put_value_notify: the 4-byte value at offset 4 of the range rank 1 "
+               "registered with window 0 is not aligned to its size (its offset and the range's "
+               "start must both be)");
 }
 
 TEST(Errors, ValuePutOutsideWindow) {
