@@ -166,7 +166,8 @@ enum class errc : std::int32_t {
   symmetric_exhausted,  // v0 request, v1 slice bytes, v2 largest free block, v3 blocks, v4 block
                         // limit
   invalid_alignment,    // v0 alignment
-  word_misaligned,      // v0 address (a segment offset where v2 is 1; an offset in rank v3's range of window v4 where 2), v1 word size
+  word_misaligned,      // v0 address, v1 word size; where v2 is 1, v0 a segment offset;
+                        // where 2, an offset in rank v3's range of window v4
   context_invalid,      // v0 slot, v1 generation
   context_table_full,   // v0 contexts a rank may have
   team_not_member,      // v0 team slot, v1 team size

@@ -313,10 +313,10 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
   // Writes `value` (a trivially copyable type of 1, 2, 4 or 8 bytes) at
   // `offset`, a multiple of its size, of the range `target` registered
   // with `w` (whose start must be aligned to that size too), its bytes
-  // carried in the notification (with `tag`; the
-  // envelope's immediate holds them, zero-extended), with no fence between
-  // data and notification: the leading thread alone stores the slot. It
-  // promises less than put_notify:
+  // carried in the notification (with `tag`; the envelope's immediate
+  // holds them, zero-extended), with no fence between data and
+  // notification: the leading thread alone stores the slot. It promises
+  // less than put_notify:
   // - the value is in the target's range once the target's call that
   //   matches the notification returns, and before that the bytes may hold
   //   their old contents: nothing but that match may read or write them in
@@ -1021,9 +1021,9 @@ class basic_rank : public core::symmetric_heap_calls<basic_rank<Platform>>,
     if (target < -1 || (target >= 0 && std::uint32_t(target) >= slot.comm_size))
       fail(errc::rank_out_of_range, where, target, slot.comm_size, slot.comm);
     // Target -1 (no target): the rank's own range, for its waits.
-    const int own = int(layout(comm{slot.comm}, where).rank);
+    const int entry = target >= 0 ? target : int(layout(comm{slot.comm}, where).rank);
     const access a =
-        resolve(key, target, slot.comm, slot.comm_size, view().windows.entry(w.slot, target >= 0 ? target : own));
+        resolve(key, target, slot.comm, slot.comm_size, view().windows.entry(w.slot, entry));
     // Every thread has read the set: only then may the leader replace a line.
     P::sync();
     if (leader()) {

@@ -226,8 +226,8 @@ enum class route : std::uint32_t {
 
 // A (window, target) resolved once: the window's communicator, the target's
 // world rank, its range's address and size, and the route (target -1: no
-// target, and the rank's own range, where value puts to it land). Windows never change while they live, so a
-// resolution stays right until window_free clears its cache line; on a GPU
+// target, and the rank's own range, where value puts to it land). Windows
+// never change while they live, so a resolution stays right until window_free clears its cache line; on a GPU
 // the line saves loads from the window table, which miss L1 after every
 // acquire (a miss cost about 1 us a call under horizontal diffusion's load,
 // two H200s).

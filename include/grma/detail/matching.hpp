@@ -626,8 +626,10 @@ GRMA_OUT_OF_LINE std::uint32_t match_in_list(pending_list& pending, const inbox_
   // matches it looked at; a lone match, at `oldest`, lane 0.
   std::uint32_t low = oldest, high = oldest;
   if (wanted == 1) {
-    if (g.leads()) land_carried(p.items[oldest], q.range);
-    if (taken != nullptr && g.leads()) *taken = envelope_of(p.items[oldest]);
+    if (g.leads()) {
+      land_carried(p.items[oldest], q.range);
+      if (taken != nullptr) *taken = envelope_of(p.items[oldest]);
+    }
     g.sync();
     if (g.leads()) p.items[oldest].window = no_window;
   } else {
